@@ -1,0 +1,2 @@
+#include "msg.h"
+int main(void) { return EVO_EXIT_OK; }

@@ -1,0 +1,30 @@
+/*
+ * msg: every user-facing message goes through here, prefixed "evoeng: ",
+ * and the process exit codes are defined here (documented in README.md).
+ */
+#ifndef EVO_MSG_H
+#define EVO_MSG_H
+
+#include "util.h"
+
+/* Exit codes of the evoeng command. Keep README.md's table in sync. */
+typedef enum EvoExit {
+    EVO_EXIT_OK        = 0,  /* success */
+    EVO_EXIT_FAIL      = 1,  /* the command ran and failed (e.g. the default config fails its check) */
+    EVO_EXIT_USAGE     = 2,  /* bad command line */
+    EVO_EXIT_TASK      = 3,  /* the task spec is malformed or inconsistent */
+    EVO_EXIT_DB        = 4,  /* the population store cannot be opened or written */
+    EVO_EXIT_NO_GPU    = 5,  /* the command needs a CUDA driver and device, and none was found */
+    EVO_EXIT_UNBUILT   = 6,  /* the command exists but is not built yet */
+    EVO_EXIT_IO        = 7,  /* writing output failed (disk full, closed pipe) */
+    EVO_EXIT_INTERRUPT = 130 /* interrupted by SIGINT/SIGTERM; committed work is kept */
+} EvoExit;
+
+/* Verbosity: 0 quiet (errors only), 1 normal, 2 verbose. */
+extern int msg_verbosity;
+
+void errorf(const char *fmt, ...) EVO_PRINTF(1, 2);  /* stderr, always */
+void warnf(const char *fmt, ...) EVO_PRINTF(1, 2);   /* stderr, unless quiet */
+void notef(const char *fmt, ...) EVO_PRINTF(1, 2);   /* stderr, verbose only */
+
+#endif

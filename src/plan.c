@@ -1,0 +1,49 @@
+/*
+ * plan: freeing plans and dtype helpers. See plan.h.
+ */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void launches_free(PlanLaunch *l, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(l[i].entry);
+        free(l[i].args);
+    }
+    free(l);
+}
+
+void plan_free(Plan *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nbuffers; i++)
+        free(p->buffers[i].name);
+    free(p->buffers);
+    launches_free(p->launches, p->nlaunches);
+    launches_free(p->ref_launches, p->nref_launches);
+    free(p->shape_label);
+    memset(p, 0, sizeof(*p));
+}
+
+static const char *const dtype_names[] = {"f16", "bf16", "f32", "i32"};
+
+int dtype_size(DType t)
+{
+    return t == DT_F16 || t == DT_BF16 ? 2 : 4;
+}
+
+const char *dtype_name(DType t)
+{
+    return (unsigned)t < 4 ? dtype_names[t] : "?";
+}
+
+int dtype_parse(const char *s)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, dtype_names[i]) == 0)
+            return i;
+    return -1;
+}

@@ -1,0 +1,103 @@
+/*
+ * util: the small things every module needs. The xmalloc family (out of
+ * memory aborts the program: that is a deliberate decision, made here and
+ * nowhere else), a growable string buffer, an error carrier that names the
+ * failing call, whole-file reading, SHA-256 content hashes and clocks.
+ */
+#ifndef EVO_UTIL_H
+#define EVO_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define EVO_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define EVO_NORETURN __attribute__((noreturn))
+#else
+#define EVO_PRINTF(f, a)
+#define EVO_NORETURN
+#endif
+
+#define EVO_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- memory ---------------------------------------------------------- */
+
+/* Allocate or abort. Out of memory prints "evoeng: out of memory" and
+ * calls abort(): no caller checks for NULL. xfree(NULL) is a no-op. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* printf into a fresh heap string the caller frees. */
+char *xasprintf(const char *fmt, ...) EVO_PRINTF(1, 2);
+char *xvasprintf(const char *fmt, va_list ap);
+
+/* ---- errors ---------------------------------------------------------- */
+
+/* An error message carrier. Library functions take an `EvoErr *` (which
+ * may be NULL), fill it on failure and return a negative code. The text
+ * names the failing call or the place in the input, e.g.
+ * "cuModuleLoadData: CUDA_ERROR_INVALID_PTX: ..." */
+typedef struct EvoErr {
+    char msg[2048];
+} EvoErr;
+
+/* Format into err (if not NULL) and return -1, so that callers can write
+ * `return err_set(err, "...")`. */
+int err_set(EvoErr *err, const char *fmt, ...) EVO_PRINTF(2, 3);
+/* Prefix an existing message: "prefix: old message". Returns -1. */
+int err_prefix(EvoErr *err, const char *fmt, ...) EVO_PRINTF(2, 3);
+
+/* ---- string buffer --------------------------------------------------- */
+
+/* A growable NUL-terminated string. Zero-initialize (StrBuf sb = {0}) to
+ * start; sb_free() releases; sb_take() hands the string to the caller. */
+typedef struct StrBuf {
+    char  *s;    /* always NUL-terminated once anything was appended */
+    size_t len;  /* bytes used, without the NUL */
+    size_t cap;  /* bytes allocated */
+} StrBuf;
+
+void  sb_append(StrBuf *sb, const char *s);
+void  sb_appendn(StrBuf *sb, const char *s, size_t n);
+void  sb_printf(StrBuf *sb, const char *fmt, ...) EVO_PRINTF(2, 3);
+void  sb_vprintf(StrBuf *sb, const char *fmt, va_list ap);
+void  sb_putc(StrBuf *sb, char c);
+void  sb_clear(StrBuf *sb);
+char *sb_take(StrBuf *sb);   /* returns the string ("" if empty), resets sb */
+void  sb_free(StrBuf *sb);
+
+/* ---- files ----------------------------------------------------------- */
+
+/* Read a whole file into a NUL-terminated heap buffer. *len (optional)
+ * gets the size. Returns 0, or -1 with err naming the path and errno. */
+int file_read(const char *path, char **out, size_t *len, EvoErr *err);
+/* Write a whole file atomically (temp file + rename). */
+int file_write(const char *path, const void *data, size_t len, EvoErr *err);
+/* Create a directory and its parents (like mkdir -p). */
+int file_mkdirs(const char *path, EvoErr *err);
+/* Directory part of path ("." if none), as a fresh string. */
+char *path_dirname(const char *path);
+/* Join dir and rel unless rel is absolute. Fresh string. */
+char *path_join(const char *dir, const char *rel);
+
+/* ---- hashing --------------------------------------------------------- */
+
+/* SHA-256 of data, as 64 lowercase hex digits plus NUL in hex[65]. */
+void sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* ---- time ------------------------------------------------------------ */
+
+double time_now_ms(void);        /* monotonic clock, milliseconds */
+char  *time_iso8601(void);       /* current UTC time, fresh string */
+
+/* ---- numbers --------------------------------------------------------- */
+
+/* Strict parsers: the whole string must be a number in range.
+ * Return 0 or -1. */
+int parse_long(const char *s, long min, long max, long *out);
+int parse_double(const char *s, double *out);
+
+#endif
