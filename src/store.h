@@ -1,0 +1,152 @@
+/*
+ * store: the SQLite population store (population/population.db).
+ *
+ * The schema lives in db/NNN_*.sql and is embedded at build time. Opening
+ * a store applies the pending migrations, keyed by PRAGMA user_version, in
+ * one transaction. WAL journal, foreign keys on, a busy timeout. A file
+ * that is not an evoeng database, or one written by a newer evoeng, is
+ * refused before anything in it changes.
+ *
+ * Records are plain structs; a NULL column reads as: 0 for ids, -1 for
+ * integer metrics, NaN for reals, NULL for text. Writers use BEGIN
+ * IMMEDIATE; store_candidate_insert() commits one candidate (with its
+ * source and compile rows) in its own transaction.
+ */
+#ifndef EVO_STORE_H
+#define EVO_STORE_H
+
+#include <stdint.h>
+
+#include "util.h"
+
+typedef struct Store Store;
+
+typedef struct RunRecord {
+    int64_t id;
+    char   *task_name, *task_path, *task_json, *config_json;
+    char   *device_name, *device_arch, *device_json;
+    char   *nvrtc_version, *driver_version, *evoeng_version;
+    int64_t seed;
+    char   *strategy;
+    char   *status;            /* running, completed, interrupted, failed */
+    int64_t generations_done;
+    int64_t baseline_id;
+    char   *started_at, *finished_at;
+} RunRecord;
+
+typedef struct CompileRecord {
+    int64_t id;
+    char   *cache_key, *source_hash, *arch, *options, *nvrtc_version;
+    int64_t ok;
+    char   *log;
+    int64_t registers, smem, spill_stores, spill_loads, stack;
+    char   *resources_json;
+    double  compile_ms;
+    char   *created_at;
+} CompileRecord;
+
+typedef struct CandidateRecord {
+    int64_t id, run_id, generation, parent_id, parent2_id;
+    char   *operator, *params_json, *params_key, *source_hash;
+    int64_t compile_id;
+    char   *status, *decision, *error, *gate_json, *log;
+    double  latency_us, p90_us, cv, ratio_to_parent, ratio_spread, speedup;
+    int64_t ctas, ctas_total, threads, registers, smem_static, smem_dynamic, occupancy;
+    double  waves, tflops, gbps, pct_peak_flops, pct_peak_bw;
+    char   *metrics_json;
+    double  compile_ms, gate_ms, time_ms;
+    int64_t llm_request_id;
+    char   *rationale;
+    char   *created_at, *decided_at;
+} CandidateRecord;
+
+typedef struct GenerationRecord {
+    int64_t run_id, generation, best_id;
+    double  best_latency_us;
+    int64_t evaluated, valid, accepted, reverted, failed;
+    double  wall_ms;
+    char   *finished_at;
+} GenerationRecord;
+
+typedef struct LlmRequestRecord {
+    int64_t id, run_id, generation, parent_id, candidate_id;
+    char   *mode, *provider, *model, *url, *prompt, *reply, *rationale;
+    int64_t input_tokens, output_tokens;
+    double  latency_ms;
+    int64_t http_status, attempts;
+    char   *status, *error, *created_at;
+} LlmRequestRecord;
+
+/* Schema version this build writes (number of embedded migrations). */
+int store_schema_latest(void);
+
+/* Open (creating if absent, with its parent directory) the store at path
+ * and migrate it to the latest schema. Refuses, changing nothing, a file
+ * that is not SQLite, a SQLite database that is not evoeng's, and one
+ * whose user_version is newer than this build. Returns 0 or -1 (err). */
+int store_open(Store **out, const char *path, EvoErr *err);
+void store_close(Store **s);
+int store_schema_version(Store *s);      /* PRAGMA user_version */
+const char *store_path(const Store *s);
+
+/* Initialise a record with "NULL" values (see the file comment). */
+void candidate_record_init(CandidateRecord *c);
+void compile_record_init(CompileRecord *c);
+void llm_request_record_init(LlmRequestRecord *r);
+/* Free the strings a record owns and reset it; safe on an initialised record. */
+void run_record_free(RunRecord *r);
+void compile_record_free(CompileRecord *c);
+void candidate_record_free(CandidateRecord *c);
+void llm_request_record_free(LlmRequestRecord *r);
+
+/* Insert a run; started_at and evoeng_version are filled when NULL.
+ * Sets r->id. */
+int store_run_insert(Store *s, RunRecord *r, EvoErr *err);
+/* Read run id (0: the most recent run) into *r. Returns 1 found, 0 not
+ * found, -1 error. */
+int store_run_get(Store *s, int64_t id, RunRecord *r, EvoErr *err);
+/* Update the mutable fields of a run: status, generations_done,
+ * baseline_id, finished_at. */
+int store_run_update(Store *s, const RunRecord *r, EvoErr *err);
+
+/* Commit one candidate in its own transaction: its source (deduplicated
+ * by hash; source_text may be NULL for candidates that never rendered),
+ * its compile row (deduplicated by cache key; comp may be NULL) and the
+ * candidate row. Sets c->id, c->compile_id, timestamps when NULL. */
+int store_candidate_insert(Store *s, CandidateRecord *c, const char *source_text,
+                           CompileRecord *comp, EvoErr *err);
+/* Read candidate id. Returns 1 found, 0 not found, -1 error. */
+int store_candidate_get(Store *s, int64_t id, CandidateRecord *c, EvoErr *err);
+/* The id of the candidate of run with params_key, or 0. -1 on error. */
+int64_t store_candidate_find(Store *s, int64_t run_id, const char *params_key, EvoErr *err);
+
+typedef enum StoreOrder {
+    STORE_ALL_BY_ID = 0,      /* every candidate of the run, oldest first */
+    STORE_SURVIVORS_BY_LATENCY /* baseline + accepted with status ok, fastest first */
+} StoreOrder;
+/* List candidates of a run (run 0: every run) in the given order, at most
+ * limit (0: no limit). *out is a fresh array the caller frees with
+ * store_candidates_free. */
+int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
+                         CandidateRecord **out, int *n, EvoErr *err);
+void store_candidates_free(CandidateRecord *list, int n);
+
+/* Read a compile row, a source text (fresh string, NULL if absent). */
+int store_compile_get(Store *s, int64_t id, CompileRecord *c, EvoErr *err);
+char *store_source_get(Store *s, const char *hash, EvoErr *err);
+
+/* Insert or replace the summary of one generation. */
+int store_generation_put(Store *s, const GenerationRecord *g, EvoErr *err);
+/* Read the summaries of a run in order; caller frees *out. */
+int store_generation_list(Store *s, int64_t run_id, GenerationRecord **out, int *n, EvoErr *err);
+
+/* Counts by (status, decision) for a run: calls fn once per group. */
+int store_run_counts(Store *s, int64_t run_id,
+                     void (*fn)(void *ctx, const char *status, const char *decision, int64_t n),
+                     void *ctx, EvoErr *err);
+
+/* Record an LLM request; sets r->id. And link it to the candidate made. */
+int store_llm_request_insert(Store *s, LlmRequestRecord *r, EvoErr *err);
+int store_llm_request_link(Store *s, int64_t request_id, int64_t candidate_id, EvoErr *err);
+
+#endif
