@@ -52,12 +52,25 @@ typedef struct CompileResult {
 int nvrtc_version(void);
 
 /* Set the cache directory (created on demand); NULL disables the cache.
- * Process-wide; call before compiling. Default: no cache. */
+ * Process-wide; call before compiling. Default: no cache. The dir string
+ * is copied. An entry is <dir>/<key>.cubin plus <dir>/<key>.json (log,
+ * options, resources, compile ms, cubin sha256), each written atomically;
+ * the .json is written last and is the commit record. An entry whose json
+ * does not parse, whose key/options differ or whose cubin does not match
+ * the recorded length and sha256 is ignored and rewritten. Successful
+ * compiles and deterministic failures (NVRTC_ERROR_COMPILATION,
+ * NVRTC_ERROR_INVALID_OPTION) are cached; a failure to write the cache
+ * only warns. */
 void nvrtc_set_cache_dir(const char *dir);
 
 /* Compile one request. Fills *res (caller frees with nvrtc_result_free).
  * Returns 0 when NVRTC ran (check res->ok for success: a compile error is
- * not a failure of this function), -1 when it could not run at all (err). */
+ * not a failure of this function), -1 when it could not run at all (err).
+ * On a compile failure res->error names the call and code, e.g.
+ * "nvrtcCompileProgram: NVRTC_ERROR_COMPILATION", and res->log holds
+ * NVRTC's diagnostics ("<name>(<line>): error: ..."). Other NVRTC
+ * failures (out of memory, internal errors) return -1 and are not cached.
+ * *res is always left freeable, even on -1. Thread-safe. */
 int nvrtc_compile(const CompileRequest *req, CompileResult *res, EvoErr *err);
 
 /* Compile n requests on a thread pool of `threads` workers (0: one per
@@ -67,7 +80,41 @@ int nvrtc_compile_many(const CompileRequest *reqs, CompileResult *res, int n, in
 
 void nvrtc_result_free(CompileResult *res);
 
-/* Largest per-kernel figure across res->kernels (registers, spills, smem). */
+/* The entry named `name` (exact match against KernelResources.name: the
+ * extern "C" name, or the mangled one) in res->kernels, or NULL when it is
+ * absent or name is NULL. The pointer stays valid until the result is
+ * freed. For the largest figure across all kernels use
+ * nvrtc_max_resources(). */
 const KernelResources *nvrtc_find_kernel(const CompileResult *res, const char *name);
+
+/* Fill *out with the largest figure of each field across res->kernels
+ * (registers, spills, stack, smem, cmem), name "*". With no kernels every
+ * field is 0 and cmem is -1. */
+void nvrtc_max_resources(const CompileResult *res, KernelResources *out);
+
+/* Number of real NVRTC compilations (nvrtcCompileProgram calls) this
+ * process has made; cache hits do not count. Atomic, any thread. */
+int nvrtc_compile_count(void);
+
+/* The exact option list nvrtc_compile() would pass for req, in order:
+ * --gpu-architecture=<arch>, -std=c++17 (only when req->options has no
+ * -std), req->options, --use_fast_math (fast_math), -lineinfo (lineinfo),
+ * --include-path=<CUDA include>, --ptxas-options=-v, -default-device.
+ * *options gets them joined by single spaces (fresh string, caller frees;
+ * the same text as CompileResult.options) and key the cache key: sha256
+ * over a versioned, length-prefixed encoding of the NVRTC version, arch,
+ * program name, each option and the source. Returns 0, or -1 when req is
+ * invalid (no source, arch not "sm_*"), with err naming the field. */
+int nvrtc_request_key(const CompileRequest *req, char **options, char key[65], EvoErr *err);
+
+/* Parse ptxas' verbose report (the NVRTC log of a --ptxas-options=-v
+ * compile) into one KernelResources per entry function ("Compiling entry
+ * function 'X'"), in log order. Device (non-entry) functions are skipped.
+ * stack is the larger of "stack frame" and "cumulative stack size"; cmem
+ * is cmem[0] or -1 when not reported (NVRTC 13 does not report it). Names
+ * longer than 127 bytes are truncated. *out is a fresh array (NULL when
+ * none) the caller frees; returns the number of kernels (>= 0). A NULL
+ * log gives 0. */
+int nvrtc_parse_resources(const char *log, KernelResources **out);
 
 #endif

@@ -1,0 +1,144 @@
+/*
+ * pool: a fixed-size pthread thread pool with a FIFO task queue. See
+ * pool.h. One mutex guards the queue and the counters; `work` wakes idle
+ * workers, `idle` wakes pool_wait() when the pending count drops to zero.
+ * The queue is a singly linked list of heap nodes (tasks are few and
+ * coarse: whole NVRTC compilations), so there is no capacity to manage.
+ */
+#include "pool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct PoolTask {
+    void           (*fn)(void *);
+    void            *arg;
+    struct PoolTask *next;
+} PoolTask;
+
+struct Pool {
+    pthread_mutex_t lock;
+    pthread_cond_t  work;      /* signalled when a task is queued or on close */
+    pthread_cond_t  idle;      /* broadcast when pending reaches 0 */
+    PoolTask       *head;      /* next task to run */
+    PoolTask       *tail;      /* last queued task */
+    long            pending;   /* queued + running tasks */
+    int             closing;   /* 1: no new tasks, workers exit when the queue is empty */
+    pthread_t      *tids;      /* nthreads started workers */
+    int             nthreads;
+};
+
+static void *pool_worker(void *p)
+{
+    Pool *pool = p;
+    pthread_mutex_lock(&pool->lock);
+    for (;;) {
+        while (!pool->head && !pool->closing)
+            pthread_cond_wait(&pool->work, &pool->lock);
+        if (!pool->head)
+            break;                     /* closing and drained */
+        PoolTask *t = pool->head;
+        pool->head = t->next;
+        if (!pool->head)
+            pool->tail = NULL;
+        pthread_mutex_unlock(&pool->lock);
+
+        t->fn(t->arg);
+        free(t);
+
+        pthread_mutex_lock(&pool->lock);
+        if (--pool->pending == 0)
+            pthread_cond_broadcast(&pool->idle);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+int pool_open(Pool **out, int threads, EvoErr *err)
+{
+    *out = NULL;
+    if (threads < 0)
+        return err_set(err, "pool_open: invalid thread count %d", threads);
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (int)(n > 1024 ? 1024 : n) : 1;
+    }
+    Pool *pool = xcalloc(1, sizeof(*pool));
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->work, NULL);
+    pthread_cond_init(&pool->idle, NULL);
+    pool->tids = xcalloc((size_t)threads, sizeof(pthread_t));
+    for (int i = 0; i < threads; i++) {
+        int rc = pthread_create(&pool->tids[i], NULL, pool_worker, pool);
+        if (rc != 0) {
+            err_set(err, "pthread_create: %s (worker %d of %d)", strerror(rc), i + 1, threads);
+            goto fail;
+        }
+        pool->nthreads++;
+    }
+    *out = pool;
+    return 0;
+
+fail:
+    pool_close(&pool);
+    return -1;
+}
+
+int pool_threads(const Pool *pool)
+{
+    return pool->nthreads;
+}
+
+int pool_submit(Pool *pool, void (*fn)(void *), void *arg)
+{
+    PoolTask *t = xmalloc(sizeof(*t));
+    t->fn = fn;
+    t->arg = arg;
+    t->next = NULL;
+    pthread_mutex_lock(&pool->lock);
+    if (pool->closing) {
+        pthread_mutex_unlock(&pool->lock);
+        free(t);
+        return -1;
+    }
+    if (pool->tail)
+        pool->tail->next = t;
+    else
+        pool->head = t;
+    pool->tail = t;
+    pool->pending++;
+    pthread_cond_signal(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+    return 0;
+}
+
+void pool_wait(Pool *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    while (pool->pending > 0)
+        pthread_cond_wait(&pool->idle, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void pool_close(Pool **pp)
+{
+    if (!pp || !*pp)
+        return;
+    Pool *pool = *pp;
+    pthread_mutex_lock(&pool->lock);
+    pool->closing = 1;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->lock);
+    for (int i = 0; i < pool->nthreads; i++)
+        pthread_join(pool->tids[i], NULL);
+    /* With no workers (pool_open failed before starting any), queued tasks
+     * cannot exist: pool_submit is only reachable on an opened pool. */
+    pthread_cond_destroy(&pool->idle);
+    pthread_cond_destroy(&pool->work);
+    pthread_mutex_destroy(&pool->lock);
+    free(pool->tids);
+    free(pool);
+    *pp = NULL;
+}

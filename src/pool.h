@@ -1,0 +1,44 @@
+/*
+ * pool: a small fixed-size pthread thread pool. Tasks are plain function
+ * pointers with one argument, run in submission order by whichever worker
+ * is free. pool_wait() blocks until every task submitted so far has
+ * finished and may be called any number of times; pool_close() drains the
+ * queue, joins the workers and frees the pool. nvrtc_compile_many() uses
+ * it to run independent NVRTC compilations in parallel.
+ *
+ * Thread safety: pool_submit() and pool_wait() may be called from any
+ * thread, including from inside a task (submit only: a task that waits on
+ * its own pool deadlocks). pool_open()/pool_close() belong to one owner.
+ */
+#ifndef EVO_POOL_H
+#define EVO_POOL_H
+
+#include "util.h"
+
+typedef struct Pool Pool;
+
+/* Start a pool of `threads` workers; 0 means one per online CPU
+ * (sysconf(_SC_NPROCESSORS_ONLN)), negative is an error. On success *out
+ * owns the pool (release with pool_close) and 0 is returned. On failure
+ * *out is NULL, err names the failing call (e.g. "pthread_create: ...")
+ * and -1 is returned. */
+int pool_open(Pool **out, int threads, EvoErr *err);
+
+/* Number of worker threads of an open pool. */
+int pool_threads(const Pool *pool);
+
+/* Queue fn(arg) to run once on a worker. The pool does not own arg; it
+ * must stay valid until the task has run (e.g. until pool_wait returns).
+ * Returns 0, or -1 when the pool is closing. */
+int pool_submit(Pool *pool, void (*fn)(void *), void *arg);
+
+/* Block until every task submitted before this call (and any they
+ * submitted) has finished. Returns at once when nothing is pending.
+ * Reusable: submit more afterwards and wait again. */
+void pool_wait(Pool *pool);
+
+/* Run every queued task to completion, stop and join the workers, free
+ * the pool and set *pool to NULL. Safe on NULL and on *pool == NULL. */
+void pool_close(Pool **pool);
+
+#endif

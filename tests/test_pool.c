@@ -1,0 +1,158 @@
+/*
+ * test_pool: the thread pool runs every task exactly once, pool_wait()
+ * waits for everything submitted (also by tasks) and can be repeated,
+ * pool_close() drains the queue, and bad thread counts are refused.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pool.h"
+#include "testhelp.h"
+
+#define NTASKS 20000
+
+static atomic_int slots[NTASKS];
+static atomic_int total;
+
+static void bump(void *arg)
+{
+    atomic_int *slot = arg;
+    atomic_fetch_add(slot, 1);
+    atomic_fetch_add(&total, 1);
+}
+
+static void nap_bump(void *arg)
+{
+    struct timespec ts = {0, 200000}; /* 0.2 ms: keeps tasks queued */
+    nanosleep(&ts, NULL);
+    bump(arg);
+}
+
+static void reset(void)
+{
+    for (int i = 0; i < NTASKS; i++)
+        atomic_store(&slots[i], 0);
+    atomic_store(&total, 0);
+}
+
+static int all_exactly(int want)
+{
+    for (int i = 0; i < NTASKS; i++)
+        if (atomic_load(&slots[i]) != want)
+            return 0;
+    return 1;
+}
+
+static void test_exactly_once(void)
+{
+    Pool *pool = NULL;
+    EvoErr err = {{0}};
+    reset();
+    CHECK(pool_open(&pool, 4, &err) == 0);
+    CHECK(pool && pool_threads(pool) == 4);
+    for (int i = 0; i < NTASKS; i++)
+        CHECK(pool_submit(pool, bump, &slots[i]) == 0);
+    pool_wait(pool);
+    CHECK(atomic_load(&total) == NTASKS);
+    CHECK(all_exactly(1));
+    pool_close(&pool);
+    CHECK(pool == NULL);
+    CHECK(all_exactly(1));
+}
+
+static void test_wait_repeatedly(void)
+{
+    Pool *pool = NULL;
+    reset();
+    CHECK(pool_open(&pool, 3, NULL) == 0);
+    pool_wait(pool);                 /* nothing pending: returns at once */
+    for (int round = 1; round <= 5; round++) {
+        for (int i = 0; i < 200; i++)
+            pool_submit(pool, nap_bump, &slots[i]);
+        pool_wait(pool);
+        /* Everything submitted before the wait has finished. */
+        CHECK_MSG(atomic_load(&total) == 200 * round, "round %d total %d", round, atomic_load(&total));
+        pool_wait(pool);
+        CHECK(atomic_load(&total) == 200 * round);
+    }
+    for (int i = 0; i < 200; i++)
+        CHECK(atomic_load(&slots[i]) == 5);
+    pool_close(&pool);
+}
+
+typedef struct Parent {
+    Pool      *pool;
+    atomic_int *child_slot;
+} Parent;
+
+static void spawn_child(void *arg)
+{
+    Parent *p = arg;
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    pool_submit(p->pool, nap_bump, p->child_slot);
+}
+
+static void test_tasks_submit_tasks(void)
+{
+    Pool *pool = NULL;
+    Parent parents[64];
+    reset();
+    CHECK(pool_open(&pool, 2, NULL) == 0);
+    for (int i = 0; i < 64; i++) {
+        parents[i].pool = pool;
+        parents[i].child_slot = &slots[i];
+        pool_submit(pool, spawn_child, &parents[i]);
+    }
+    pool_wait(pool);
+    CHECK(atomic_load(&total) == 64);
+    pool_close(&pool);
+}
+
+static void test_close_drains(void)
+{
+    Pool *pool = NULL;
+    reset();
+    CHECK(pool_open(&pool, 2, NULL) == 0);
+    for (int i = 0; i < 300; i++)
+        pool_submit(pool, nap_bump, &slots[i]);
+    pool_close(&pool);                /* no wait: close must still run them all */
+    CHECK(pool == NULL);
+    CHECK(atomic_load(&total) == 300);
+    pool_close(&pool);                /* NULL handle: no-op */
+    pool_close(NULL);
+}
+
+static void test_thread_counts(void)
+{
+    Pool *pool = NULL;
+    EvoErr err = {{0}};
+    CHECK(pool_open(&pool, 0, &err) == 0);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    CHECK(pool && pool_threads(pool) == (ncpu > 0 ? (int)ncpu : 1));
+    pool_close(&pool);
+
+    CHECK(pool_open(&pool, -1, &err) == -1);
+    CHECK(pool == NULL);
+    CHECK_CONTAINS(err.msg, "pool_open");
+
+    reset();
+    CHECK(pool_open(&pool, 1, NULL) == 0);
+    for (int i = 0; i < 1000; i++)
+        pool_submit(pool, bump, &slots[i]);
+    pool_wait(pool);
+    CHECK(atomic_load(&total) == 1000);
+    pool_close(&pool);
+}
+
+int main(void)
+{
+    RUN(test_exactly_once);
+    RUN(test_wait_repeatedly);
+    RUN(test_tasks_submit_tasks);
+    RUN(test_close_drains);
+    RUN(test_thread_counts);
+    return test_report();
+}
