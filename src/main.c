@@ -1,2 +1,52 @@
+/*
+ * evoeng: an evolutionary CUDA kernel optimizer. This file holds only
+ * main(): parse the command line, dispatch, and make sure that output
+ * errors (a full disk, a closed pipe) are not silent.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
 #include "msg.h"
-int main(void) { return EVO_EXIT_OK; }
+
+typedef EvoExit (*CmdFn)(const Settings *s);
+
+static const struct {
+    CmdId cmd;
+    CmdFn fn;
+} dispatch[] = {
+    {CMD_RUN, cmd_run},         {CMD_RESUME, cmd_resume}, {CMD_STATUS, cmd_status},
+    {CMD_TOP, cmd_top},         {CMD_LINEAGE, cmd_lineage}, {CMD_SHOW, cmd_show},
+    {CMD_EXPORT, cmd_export},   {CMD_CHECK, cmd_check},   {CMD_BENCH, cmd_bench},
+    {CMD_WORKER, cmd_worker},
+};
+
+int main(int argc, char **argv)
+{
+    Settings s;
+    EvoErr err;
+    EvoExit rc = EVO_EXIT_OK;
+
+    if (cli_parse(argc, argv, &s, &err) != 0) {
+        errorf("%s", err.msg);
+        return EVO_EXIT_USAGE;
+    }
+    msg_verbosity = s.quiet ? 0 : s.verbose ? 2 : 1;
+    if (s.help) {
+        cli_usage(stdout, s.cmd);
+    } else if (s.version) {
+        rc = cmd_version(&s);
+    } else {
+        for (size_t i = 0; i < sizeof(dispatch) / sizeof(dispatch[0]); i++)
+            if (dispatch[i].cmd == s.cmd)
+                rc = dispatch[i].fn(&s);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+        errorf("writing to standard output failed: %s", strerror(errno));
+        if (rc == EVO_EXIT_OK)
+            rc = EVO_EXIT_IO;
+    }
+    return rc;
+}

@@ -100,4 +100,21 @@ char  *time_iso8601(void);       /* current UTC time, fresh string */
 int parse_long(const char *s, long min, long max, long *out);
 int parse_double(const char *s, double *out);
 
+/* ---- random numbers -------------------------------------------------- */
+
+/* xoshiro256** seeded through splitmix64: fast, reproducible, not for
+ * secrets. The same seed gives the same sequence on every machine. */
+typedef struct Rng {
+    uint64_t s[4];
+} Rng;
+
+void     rng_seed(Rng *r, uint64_t seed);
+uint64_t rng_next(Rng *r);
+/* Uniform integer in [0, n) (n > 0), without modulo bias. */
+uint64_t rng_below(Rng *r, uint64_t n);
+/* Uniform double in [0, 1). */
+double   rng_uniform(Rng *r);
+/* Mix two 64-bit values into a seed (e.g. run seed and generation). */
+uint64_t rng_mix(uint64_t a, uint64_t b);
+
 #endif

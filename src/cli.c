@@ -1,0 +1,470 @@
+/*
+ * cli: table-driven parsing of evoeng's command line. See cli.h.
+ */
+#include "cli.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BIT(c) (1u << (c))
+#define C_ALL  0xffffffffu
+#define C_INSPECT (BIT(CMD_STATUS) | BIT(CMD_TOP) | BIT(CMD_LINEAGE) | BIT(CMD_SHOW) | BIT(CMD_EXPORT))
+#define C_EVAL (BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_CHECK) | BIT(CMD_BENCH))
+
+typedef struct CmdInfo {
+    CmdId       id;
+    const char *name;
+    const char *synopsis;   /* after "evoeng NAME " */
+    const char *summary;    /* one line for the global help */
+    const char *details;    /* paragraph for the command's help */
+    int         positional; /* 0 none, 1 optional ID, 2 required ID, 3 optional TASK */
+} CmdInfo;
+
+static const CmdInfo commands[] = {
+    {CMD_RUN, "run", "[--task PATH] [--generations N] [options]",
+     "optimize a task: generations of candidates, judged and recorded",
+     "Runs the evolutionary search on a task (default: templates/attention/task.json) and records every\n"
+     "candidate in the population store. Needs a CUDA GPU. Progress goes to stderr; Ctrl-C stops\n"
+     "cleanly, and `evoeng resume` continues.", 0},
+    {CMD_RESUME, "resume", "[RUN_ID] [options]",
+     "continue an interrupted run",
+     "Continues a run (default: the most recent one) from what the store holds. Nothing committed is\n"
+     "evaluated again.", 1},
+    {CMD_STATUS, "status", "[RUN_ID]",
+     "a run's configuration, counts by status and best candidate",
+     "Shows a run (default: the most recent one): its task, configuration, device, counts of candidates\n"
+     "by status and decision, the best candidate, and LLM validity rates per mode.", 1},
+    {CMD_TOP, "top", "[-n N] [RUN_ID]",
+     "the fastest candidates",
+     "Lists the fastest surviving candidates (baseline and accepted) with their parameters, latency,\n"
+     "speedup over the baseline, CTAs and occupancy.", 1},
+    {CMD_LINEAGE, "lineage", "ID",
+     "the chain of ancestors of a candidate",
+     "Shows candidate ID's ancestors back to the baseline: operator, parameter changes and speedup at\n"
+     "each step.", 2},
+    {CMD_SHOW, "show", "ID",
+     "everything about one candidate",
+     "Shows one candidate: parameters, status, decision, gate result, timings, launch metrics, compile\n"
+     "log and evaluation log.", 2},
+    {CMD_EXPORT, "export", "[ID | --best] [-o FILE.cu] [--format cu|json]",
+     "write a candidate as a standalone .cu file",
+     "Writes a candidate's kernel with its parameters baked in and a provenance header (task, params,\n"
+     "device, latency, speedup, date, lineage). The file compiles with `nvcc -c` unchanged.", 1},
+    {CMD_CHECK, "check", "TASK [--arch sm_90] [--sample N]",
+     "validate a task spec and compile configurations (no GPU needed)",
+     "Validates TASK, prints the size of its parameter space before and after constraints, then\n"
+     "compiles the default configuration and N random valid ones in parallel and prints a table.\n"
+     "Exits non-zero if the default configuration fails.", 3},
+    {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--cold] [--json]",
+     "gate and time one configuration on the GPU",
+     "Evaluates one configuration of TASK (default parameters unless --params), or an outside kernel\n"
+     "with the same entry points (--source): the correctness gate, timing and launch metrics.", 3},
+};
+
+enum {
+    O_HELP = 'h', O_QUIET = 'q', O_VERBOSE = 'v', O_N = 'n', O_OUTPUT = 'o', O_JOBS = 'j',
+    O_VERSION = 256, O_DB, O_TASK, O_ARCH, O_GENERATIONS, O_POPULATION, O_CHILDREN, O_SEED,
+    O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
+    O_SOURCE, O_COLD, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
+    O_LLM_CONC, O_LLM_MAX, O_WORKER_IN, O_WORKER_OUT,
+};
+
+typedef struct OptInfo {
+    const char *name;
+    int         has_arg;
+    int         id;
+    unsigned    cmds;     /* commands that accept it */
+    const char *argname;
+    const char *help;
+} OptInfo;
+
+static const OptInfo options[] = {
+    {"help", no_argument, O_HELP, C_ALL, NULL, "show this help and exit"},
+    {"quiet", no_argument, O_QUIET, C_ALL, NULL, "print errors only"},
+    {"verbose", no_argument, O_VERBOSE, C_ALL, NULL, "print more detail"},
+    {"db", required_argument, O_DB, C_ALL & ~BIT(CMD_CHECK), "PATH", "population store (default population/population.db)"},
+    {"task", required_argument, O_TASK, C_EVAL, "PATH", "task spec (default templates/attention/task.json)"},
+    {"arch", required_argument, O_ARCH, BIT(CMD_CHECK), "sm_XY", "target architecture without a GPU (default sm_90)"},
+    {"dim", required_argument, O_DIM, C_EVAL, "NAME=V", "override a dimension of the benchmark shape (repeatable)"},
+    {"generations", required_argument, O_GENERATIONS, BIT(CMD_RUN) | BIT(CMD_RESUME), "N", "generations after generation 0 (default 20)"},
+    {"population", required_argument, O_POPULATION, BIT(CMD_RUN), "P", "population size (default 8)"},
+    {"children", required_argument, O_CHILDREN, BIT(CMD_RUN), "C", "children per generation (default 8)"},
+    {"seed", required_argument, O_SEED, BIT(CMD_RUN) | BIT(CMD_CHECK) | BIT(CMD_BENCH), "S", "random seed (default 1)"},
+    {"strategy", required_argument, O_STRATEGY, BIT(CMD_RUN), "NAME", "evolve | random | exhaustive (default evolve)"},
+    {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h)"},
+    {"revert-threshold", required_argument, O_REVERT, BIT(CMD_RUN), "F", "revert a child more than F slower than its parent (default 0.02)"},
+    {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
+    {"seeds", required_argument, O_SEEDS, C_EVAL, "N", "input seeds for the correctness gate (default 3, at least 3)"},
+    {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK), NULL, "machine-readable output"},
+    {"best", no_argument, O_BEST, BIT(CMD_EXPORT), NULL, "export the best candidate of the latest run"},
+    {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT), "FILE", "output file (default stdout)"},
+    {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json (default cu)"},
+    {"sample", required_argument, O_SAMPLE, BIT(CMD_CHECK), "N", "random valid configurations to compile (default 8)"},
+    {"params", required_argument, O_PARAMS, BIT(CMD_BENCH), "K=V,...", "parameters (the rest keep their defaults)"},
+    {"source", required_argument, O_SOURCE, BIT(CMD_BENCH), "FILE.cu", "evaluate an outside kernel with the task's entry points"},
+    {"cold", no_argument, O_COLD, BIT(CMD_BENCH), NULL, "flush L2 before each timed launch"},
+    {"llm", required_argument, O_LLM, BIT(CMD_RUN), "PROVIDER", "openai | anthropic: add LLM-proposed children"},
+    {"llm-url", required_argument, O_LLM_URL, BIT(CMD_RUN), "URL", "endpoint of the LLM provider"},
+    {"llm-model", required_argument, O_LLM_MODEL, BIT(CMD_RUN), "NAME", "model name"},
+    {"llm-cmd", required_argument, O_LLM_CMD, BIT(CMD_RUN), "CMD", "pipe prompts to a local program instead of HTTP"},
+    {"llm-mode", required_argument, O_LLM_MODE, BIT(CMD_RUN), "MODE", "free | insight | full (default full)"},
+    {"llm-rate", required_argument, O_LLM_RATE, BIT(CMD_RUN), "R", "fraction of children proposed by the LLM (default 0.25)"},
+    {"llm-concurrency", required_argument, O_LLM_CONC, BIT(CMD_RUN), "N", "LLM requests in flight (default 4)"},
+    {"llm-max-requests", required_argument, O_LLM_MAX, BIT(CMD_RUN), "N", "request budget for the run (default 100)"},
+    {"worker-in", required_argument, O_WORKER_IN, BIT(CMD_WORKER), "FD", NULL},
+    {"worker-out", required_argument, O_WORKER_OUT, BIT(CMD_WORKER), "FD", NULL},
+    {"version", no_argument, O_VERSION, 0, NULL, NULL},
+    {"n", required_argument, O_N, BIT(CMD_TOP), "N", "how many (default 10)"},
+};
+
+static const struct {
+    const char *name;
+    const char *const *values;
+} choices[] = {
+    {"strategy", (const char *const[]){"evolve", "random", "exhaustive", NULL}},
+    {"format", (const char *const[]){"cu", "json", NULL}},
+    {"llm", (const char *const[]){"openai", "anthropic", NULL}},
+    {"llm-mode", (const char *const[]){"free", "insight", "full", NULL}},
+};
+
+void cli_defaults(Settings *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->db = "population/population.db";
+    s->generations = 20;
+    s->population = 8;
+    s->children = 8;
+    s->seed = 1;
+    s->strategy = "evolve";
+    s->revert_threshold = 0.02;
+    s->top_n = 10;
+    s->format = "cu";
+    s->sample = 8;
+    s->seeds = 3;
+    s->llm_mode = "full";
+    s->llm_rate = 0.25;
+    s->llm_concurrency = 4;
+    s->llm_max_requests = 100;
+    s->worker_in = s->worker_out = -1;
+    s->id = 0;
+}
+
+const char *cli_command_name(CmdId cmd)
+{
+    if (cmd == CMD_WORKER)
+        return "__worker";
+    for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
+        if (commands[i].id == cmd)
+            return commands[i].name;
+    return NULL;
+}
+
+static const CmdInfo *find_command(CmdId cmd)
+{
+    for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
+        if (commands[i].id == cmd)
+            return &commands[i];
+    return NULL;
+}
+
+static const OptInfo *find_option(int id)
+{
+    for (size_t i = 0; i < EVO_ARRAY_LEN(options); i++)
+        if (options[i].id == id)
+            return &options[i];
+    return NULL;
+}
+
+static int check_choice(const char *opt, const char *val, EvoErr *err)
+{
+    for (size_t i = 0; i < EVO_ARRAY_LEN(choices); i++) {
+        if (strcmp(choices[i].name, opt) != 0)
+            continue;
+        StrBuf sb = {0};
+        for (const char *const *v = choices[i].values; *v; v++) {
+            if (strcmp(*v, val) == 0) {
+                sb_free(&sb);
+                return 0;
+            }
+            sb_printf(&sb, "%s%s", v == choices[i].values ? "" : ", ", *v);
+        }
+        err_set(err, "--%s: unknown value '%s' (expected one of: %s)", opt, val, sb.s);
+        sb_free(&sb);
+        return -1;
+    }
+    return 0;
+}
+
+static int int_arg(const char *opt, const char *val, long min, long max, int *out, EvoErr *err)
+{
+    long v;
+    if (parse_long(val, min, max, &v))
+        return err_set(err, "%s: expected an integer from %ld to %ld, got '%s'", opt, min, max, val);
+    *out = (int)v;
+    return 0;
+}
+
+static int real_arg(const char *opt, const char *val, double min, double max, double *out, EvoErr *err)
+{
+    double v;
+    if (parse_double(val, &v) || v < min || v > max)
+        return err_set(err, "%s: expected a number from %g to %g, got '%s'", opt, min, max, val);
+    *out = v;
+    return 0;
+}
+
+/* "90", "90s", "15m", "2h" -> seconds */
+static int duration_arg(const char *opt, const char *val, double *out, EvoErr *err)
+{
+    char *end;
+    double v = strtod(val, &end);
+    double mul = 1;
+    if (end == val || v < 0)
+        goto bad;
+    if (*end == 's')
+        end++;
+    else if (*end == 'm')
+        mul = 60, end++;
+    else if (*end == 'h')
+        mul = 3600, end++;
+    if (*end)
+        goto bad;
+    *out = v * mul;
+    return 0;
+bad:
+    return err_set(err, "%s: expected a duration like 90, 90s, 15m or 2h, got '%s'", opt, val);
+}
+
+static int dim_arg(Settings *s, const char *val, EvoErr *err)
+{
+    const char *eq = strchr(val, '=');
+    long v;
+    if (!eq || eq == val || (size_t)(eq - val) >= sizeof(s->dims[0].name) ||
+        parse_long(eq + 1, -2147483647L, 2147483647L, &v))
+        return err_set(err, "--dim: expected NAME=INTEGER (e.g. S=2048), got '%s'", val);
+    if (s->ndims == CLI_MAX_DIMS)
+        return err_set(err, "--dim: at most %d overrides", CLI_MAX_DIMS);
+    DimOverride *d = &s->dims[s->ndims++];
+    memcpy(d->name, val, (size_t)(eq - val));
+    d->name[eq - val] = '\0';
+    d->value = v;
+    return 0;
+}
+
+static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
+{
+    const OptInfo *o = find_option(id);
+    char name[48];
+    snprintf(name, sizeof(name), "%s%s", o && strlen(o->name) > 1 ? "--" : "-", o ? o->name : "?");
+    if (arg && o && check_choice(o->name, arg, err))
+        return -1;
+    switch (id) {
+    case O_HELP: s->help = 1; return 0;
+    case O_QUIET: s->quiet = 1; return 0;
+    case O_VERBOSE: s->verbose = 1; return 0;
+    case O_JSON: s->json = 1; return 0;
+    case O_BEST: s->best = 1; return 0;
+    case O_COLD: s->cold = 1; return 0;
+    case O_DB: s->db = arg; return 0;
+    case O_TASK: s->task = arg; return 0;
+    case O_ARCH: s->arch = arg; return 0;
+    case O_STRATEGY: s->strategy = arg; return 0;
+    case O_OUTPUT: s->output = arg; return 0;
+    case O_FORMAT: s->format = arg; return 0;
+    case O_PARAMS: s->params = arg; return 0;
+    case O_SOURCE: s->source = arg; return 0;
+    case O_LLM: s->llm = arg; return 0;
+    case O_LLM_URL: s->llm_url = arg; return 0;
+    case O_LLM_MODEL: s->llm_model = arg; return 0;
+    case O_LLM_CMD: s->llm_cmd = arg; return 0;
+    case O_LLM_MODE: s->llm_mode = arg; return 0;
+    case O_DIM: return dim_arg(s, arg, err);
+    case O_GENERATIONS: return int_arg(name, arg, 0, 100000, &s->generations, err);
+    case O_POPULATION: return int_arg(name, arg, 1, 10000, &s->population, err);
+    case O_CHILDREN: return int_arg(name, arg, 1, 10000, &s->children, err);
+    case O_N: return int_arg(name, arg, 1, 100000, &s->top_n, err);
+    case O_SAMPLE: return int_arg(name, arg, 0, 100000, &s->sample, err);
+    case O_JOBS: return int_arg(name, arg, 0, 1024, &s->jobs, err);
+    case O_SEEDS: return int_arg(name, arg, 3, 64, &s->seeds, err);
+    case O_LLM_CONC: return int_arg(name, arg, 1, 64, &s->llm_concurrency, err);
+    case O_LLM_MAX: return int_arg(name, arg, 0, 1000000, &s->llm_max_requests, err);
+    case O_WORKER_IN: return int_arg(name, arg, 0, 65535, &s->worker_in, err);
+    case O_WORKER_OUT: return int_arg(name, arg, 0, 65535, &s->worker_out, err);
+    case O_REVERT: return real_arg(name, arg, 0.0, 1.0, &s->revert_threshold, err);
+    case O_LLM_RATE: return real_arg(name, arg, 0.0, 1.0, &s->llm_rate, err);
+    case O_TIME_LIMIT: return duration_arg(name, arg, &s->time_limit_s, err);
+    case O_SEED: {
+        long v;
+        if (parse_long(arg, 0, 2147483647L, &v))
+            return err_set(err, "--seed: expected an integer from 0 to 2147483647, got '%s'", arg);
+        s->seed = (uint64_t)v;
+        s->seed_set = 1;
+        return 0;
+    }
+    }
+    return err_set(err, "internal: unhandled option %d", id);
+}
+
+static int parse_positional(Settings *s, const CmdInfo *ci, int argc, char **argv, EvoErr *err)
+{
+    int n = argc - optind;
+    const char *name = ci->name;
+    if (n > 1)
+        return err_set(err, "'%s': unexpected argument '%s'", name, argv[optind + 1]);
+    if (ci->positional == 0 && n > 0)
+        return err_set(err, "'%s': unexpected argument '%s'", name, argv[optind]);
+    if (ci->positional == 2 && n == 0 && !s->help)
+        return err_set(err, "'%s': missing candidate ID (see 'evoeng %s --help')", name, name);
+    if (n == 0)
+        return 0;
+    const char *a = argv[optind];
+    if (ci->positional == 3) {
+        if (s->task)
+            return err_set(err, "'%s': give the task either as TASK or as --task, not both", name);
+        s->task = a;
+        return 0;
+    }
+    long v;
+    if (parse_long(a, 1, 0x7fffffffL, &v))
+        return err_set(err, "'%s': expected a positive integer ID, got '%s'", name, a);
+    s->id = v;
+    return 0;
+}
+
+int cli_parse(int argc, char **argv, Settings *s, EvoErr *err)
+{
+    cli_defaults(s);
+    if (argc < 2)
+        return err_set(err, "no command given (try 'evoeng --help')");
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        s->help = 1;
+        if (argc > 2 && strcmp(cmd, "help") == 0) {
+            for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
+                if (strcmp(commands[i].name, argv[2]) == 0)
+                    s->cmd = commands[i].id;
+            if (s->cmd == CMD_NONE)
+                return err_set(err, "unknown command '%s' (try 'evoeng --help')", argv[2]);
+        }
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+        if (argc > 2)
+            return err_set(err, "--version takes no arguments");
+        s->version = 1;
+        return 0;
+    }
+    const CmdInfo *ci = NULL;
+    if (strcmp(cmd, "__worker") == 0) {
+        s->cmd = CMD_WORKER;
+    } else {
+        for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
+            if (strcmp(commands[i].name, cmd) == 0)
+                ci = &commands[i];
+        if (!ci) {
+            if (cmd[0] == '-')
+                return err_set(err, "unknown option '%s' (options come after the command; try 'evoeng --help')", cmd);
+            return err_set(err, "unknown command '%s' (try 'evoeng --help')", cmd);
+        }
+        s->cmd = ci->id;
+    }
+
+    struct option lopts[EVO_ARRAY_LEN(options) + 1];
+    char shorts[64] = "";
+    size_t nl = 0;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(options); i++) {
+        const OptInfo *o = &options[i];
+        if (strlen(o->name) > 1)
+            lopts[nl++] = (struct option){o->name, o->has_arg, NULL, o->id};
+        if (o->id < 256) {
+            size_t l = strlen(shorts);
+            shorts[l] = (char)o->id;
+            shorts[l + 1] = '\0';
+            if (o->has_arg)
+                strcat(shorts, ":");
+        }
+    }
+    lopts[nl] = (struct option){NULL, 0, NULL, 0};
+    char optstr[80];
+    snprintf(optstr, sizeof(optstr), ":%s", shorts);  /* leading ':' -> missing args give ':' */
+
+    optind = 1;  /* argv[1] is the command: getopt starts after it */
+    opterr = 0;
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    int c, li;
+    while ((c = getopt_long(sub_argc, sub_argv, optstr, lopts, &li)) != -1) {
+        const char *bad = sub_argv[optind - 1];
+        if (c == '?') {
+            if (optopt && optopt < 256)
+                return err_set(err, "unknown option '-%c' for '%s' (see 'evoeng %s --help')", optopt, cmd, cmd);
+            return err_set(err, "unknown option '%s' for '%s' (see 'evoeng %s --help')", bad, cmd, cmd);
+        }
+        if (c == ':')
+            return err_set(err, "option '%s' needs a value", bad);
+        const OptInfo *o = find_option(c);
+        if (!o || !(o->cmds & BIT(s->cmd)))
+            return err_set(err, "option '%s%s' does not apply to '%s' (see 'evoeng %s --help')",
+                           o && strlen(o->name) > 1 ? "--" : "-", o ? o->name : "?", cmd, cmd);
+        if (apply_option(s, c, optarg, err))
+            return -1;
+    }
+    optind += 1;  /* back to argv indices */
+    if (s->cmd == CMD_WORKER)
+        return 0;
+    if (parse_positional(s, ci, argc, argv, err))
+        return -1;
+
+    /* Cross-option checks. */
+    if (s->cmd == CMD_EXPORT && s->best && s->id)
+        return err_set(err, "'export': give either an ID or --best, not both");
+    if (s->quiet && s->verbose)
+        return err_set(err, "--quiet and --verbose contradict each other");
+    if (s->llm_cmd && s->llm)
+        return err_set(err, "--llm and --llm-cmd contradict each other: choose one");
+    if ((s->llm_url || s->llm_model) && !s->llm)
+        return err_set(err, "--llm-url and --llm-model need --llm openai|anthropic");
+    return 0;
+}
+
+static void usage_options(FILE *f, CmdId cmd)
+{
+    for (size_t i = 0; i < EVO_ARRAY_LEN(options); i++) {
+        const OptInfo *o = &options[i];
+        if (!o->help || !(o->cmds & BIT(cmd)))
+            continue;
+        char left[64];
+        if (strlen(o->name) == 1)
+            snprintf(left, sizeof(left), "-%s %s", o->name, o->argname ? o->argname : "");
+        else if (o->id < 256)
+            snprintf(left, sizeof(left), "-%c, --%s%s%s", o->id, o->name, o->argname ? " " : "",
+                     o->argname ? o->argname : "");
+        else
+            snprintf(left, sizeof(left), "    --%s%s%s", o->name, o->argname ? " " : "",
+                     o->argname ? o->argname : "");
+        fprintf(f, "  %-32s %s\n", left, o->help);
+    }
+}
+
+void cli_usage(FILE *f, CmdId cmd)
+{
+    const CmdInfo *ci = find_command(cmd);
+    if (!ci) {
+        fprintf(f,
+                "evoeng: an evolutionary CUDA kernel optimizer\n\n"
+                "usage: evoeng <command> [options]\n"
+                "       evoeng <command> --help\n"
+                "       evoeng --version\n\n"
+                "commands:\n");
+        for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
+            fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f,
+                "\nThe population store is population/population.db unless --db PATH is given.\n"
+                "Exit codes: 0 ok, 1 failed, 2 usage, 3 bad task spec, 4 store error, 5 no GPU,\n"
+                "6 command not built yet, 7 output error, 130 interrupted.\n");
+        return;
+    }
+    fprintf(f, "usage: evoeng %s %s\n\n%s\n\noptions:\n", ci->name, ci->synopsis, ci->details);
+    usage_options(f, cmd);
+}

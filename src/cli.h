@@ -1,0 +1,86 @@
+/*
+ * cli: the command line. cli_parse() turns argv into a plain Settings
+ * struct: the command, then its options (getopt_long, one table of long
+ * options, each tagged with the commands that accept it). It prints
+ * nothing and exits nothing: errors come back in an EvoErr, and main()
+ * maps them to EVO_EXIT_USAGE. cli_usage() writes the help of a command,
+ * generated from the same tables, so help and parser cannot disagree.
+ */
+#ifndef EVO_CLI_H
+#define EVO_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util.h"
+
+typedef enum CmdId {
+    CMD_NONE = 0,
+    CMD_RUN, CMD_RESUME, CMD_STATUS, CMD_TOP, CMD_LINEAGE, CMD_SHOW, CMD_EXPORT,
+    CMD_CHECK, CMD_BENCH,
+    CMD_WORKER,               /* hidden: the GPU worker process */
+    CMD_COUNT
+} CmdId;
+
+#define CLI_MAX_DIMS 16
+
+typedef struct DimOverride {
+    char    name[64];
+    int64_t value;
+} DimOverride;
+
+typedef struct Settings {
+    CmdId        cmd;
+    int          help;              /* --help: print this command's help */
+    int          version;           /* --version (no command) */
+    int          quiet, verbose, json;
+    const char  *db;                /* --db, default population/population.db */
+    const char  *task;              /* --task or the positional TASK */
+    const char  *arch;              /* --arch sm_XY; NULL: the GPU's own */
+    /* run */
+    int          generations, population, children;
+    uint64_t     seed;
+    int          seed_set;
+    const char  *strategy;          /* evolve | random | exhaustive */
+    double       time_limit_s;      /* 0: none */
+    double       revert_threshold;  /* 0.02 */
+    int          jobs;              /* compile threads, 0: one per core */
+    DimOverride  dims[CLI_MAX_DIMS];
+    int          ndims;
+    /* llm */
+    const char  *llm, *llm_url, *llm_model, *llm_cmd, *llm_mode;
+    double       llm_rate;
+    int          llm_concurrency, llm_max_requests;
+    /* inspection, export */
+    int64_t      id;                /* RUN_ID or candidate ID (positional) */
+    int          best;              /* export --best */
+    int          top_n;             /* top -n */
+    const char  *output;            /* export -o */
+    const char  *format;            /* export --format cu|json */
+    /* check, bench */
+    int          sample;            /* check --sample N */
+    const char  *params;            /* bench --params K=V,... */
+    const char  *source;            /* bench --source FILE.cu */
+    int          cold;              /* bench --cold */
+    int          seeds;             /* gate seeds */
+    /* worker */
+    int          worker_in, worker_out;
+} Settings;
+
+/* Fill *s with defaults. */
+void cli_defaults(Settings *s);
+
+/* Parse argv (argv[0] is the program). Returns 0 with *s filled, or -1
+ * with err saying what is wrong ("unknown option '--foo' for 'status'",
+ * "--generations: expected an integer from 0 to 100000, got 'x'"). On
+ * success with s->help set, the caller prints cli_usage(s->cmd). */
+int cli_parse(int argc, char **argv, Settings *s, EvoErr *err);
+
+/* Name of a command ("run"), or NULL for CMD_NONE. */
+const char *cli_command_name(CmdId cmd);
+
+/* Write help: the global help for CMD_NONE, else that command's usage,
+ * description and options. */
+void cli_usage(FILE *f, CmdId cmd);
+
+#endif

@@ -1,0 +1,374 @@
+/*
+ * cmd_inspect: the commands that read the population store and need no
+ * GPU: --version, status, top, lineage, show. Output is plain aligned
+ * text for people (or JSON with --json where it applies).
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+#include "cuda_api.h"
+#include "nvrtc.h"
+#include "store.h"
+
+/* ---- --version ------------------------------------------------------- */
+
+EvoExit cmd_version(const Settings *s)
+{
+    (void)s;
+    printf("evoeng %s\n", EVO_VERSION);
+    int nv = nvrtc_version();
+    if (nv > 0)
+        printf("NVRTC %d.%d (%s)\n", nv / 1000, (nv % 1000) / 10, EVO_CUDA_ROOT);
+    else
+        printf("NVRTC: unavailable\n");
+    CudaApi *api = NULL;
+    EvoErr err;
+    if (cuda_load(&api, &err) != 0) {
+        printf("CUDA driver: not found (%s)\n", err.msg);
+        printf("GPU: none (commands that need one exit with code %d)\n", EVO_EXIT_NO_GPU);
+        return EVO_EXIT_OK;
+    }
+    DeviceInfo d;
+    if (cuda_query_device(api, 0, &d, &err) != 0) {
+        printf("CUDA driver: loaded, but no usable device (%s)\n", err.msg);
+        cuda_close(&api);
+        return EVO_EXIT_OK;
+    }
+    printf("CUDA driver %d.%d\n", d.driver_version / 1000, (d.driver_version % 1000) / 10);
+    printf("GPU 0: %s, %d SMs, compute capability %d.%d (%s), %.1f GiB, %d KiB smem/block opt-in, "
+           "L2 %lld MiB\n",
+           d.name, d.sm_count, d.cc_major, d.cc_minor, d.arch, (double)d.mem_bytes / (1 << 30),
+           d.smem_per_block_optin / 1024, d.l2_bytes >> 20);
+    cuda_close(&api);
+    return EVO_EXIT_OK;
+}
+
+/* ---- helpers --------------------------------------------------------- */
+
+static Store *open_store(const Settings *s, EvoExit *rc)
+{
+    Store *st = NULL;
+    EvoErr err;
+    if (store_open(&st, s->db, &err) != 0) {
+        errorf("%s", err.msg);
+        *rc = EVO_EXIT_DB;
+        return NULL;
+    }
+    return st;
+}
+
+/* Load run s->id (0: latest) or say there is none. Returns 1, 0 or -1. */
+static int load_run(Store *st, const Settings *s, RunRecord *r)
+{
+    EvoErr err;
+    int got = store_run_get(st, s->id, r, &err);
+    if (got < 0)
+        errorf("%s", err.msg);
+    else if (got == 0 && s->id)
+        errorf("%s: no run %lld", store_path(st), (long long)s->id);
+    return got;
+}
+
+static void fmt_us(char *buf, size_t n, double us)
+{
+    if (isnan(us))
+        snprintf(buf, n, "-");
+    else if (us < 1000)
+        snprintf(buf, n, "%.2f us", us);
+    else
+        snprintf(buf, n, "%.3f ms", us / 1000);
+}
+
+/* {"A":1,"B":2} -> "A=1 B=2" (fresh string). */
+static char *params_compact(const char *json)
+{
+    json_t *o = json ? json_loads(json, 0, NULL) : NULL;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return xstrdup(json ? json : "-");
+    }
+    StrBuf sb = {0};
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        char *t = json_dumps(v, JSON_ENCODE_ANY);
+        sb_printf(&sb, "%s%s=%s", sb.len ? " " : "", k, t ? t : "?");
+        free(t);
+    }
+    json_decref(o);
+    return sb_take(&sb);
+}
+
+typedef struct Counts {
+    int64_t total, ok, failed, accepted, reverted, baseline;
+    StrBuf  failures;
+} Counts;
+
+static void count_cb(void *ctx, const char *status, const char *decision, int64_t n)
+{
+    Counts *c = ctx;
+    c->total += n;
+    if (strcmp(status, "ok") == 0)
+        c->ok += n;
+    else {
+        c->failed += n;
+        sb_printf(&c->failures, "%s%s %lld", c->failures.len ? ", " : "", status, (long long)n);
+    }
+    if (strcmp(decision, "accepted") == 0)
+        c->accepted += n;
+    else if (strcmp(decision, "reverted") == 0)
+        c->reverted += n;
+    else if (strcmp(decision, "baseline") == 0)
+        c->baseline += n;
+}
+
+/* ---- status ---------------------------------------------------------- */
+
+EvoExit cmd_status(const Settings *s)
+{
+    EvoExit rc = EVO_EXIT_OK;
+    Store *st = open_store(s, &rc);
+    if (!st)
+        return rc;
+    RunRecord r;
+    int got = load_run(st, s, &r);
+    if (got <= 0) {
+        if (got == 0 && !s->id)
+            printf("%s: no runs yet (start one with 'evoeng run')\n", store_path(st));
+        store_close(&st);
+        return got < 0 ? EVO_EXIT_DB : s->id ? EVO_EXIT_FAIL : EVO_EXIT_OK;
+    }
+    EvoErr err;
+    Counts c = {0};
+    store_run_counts(st, r.id, count_cb, &c, &err);
+    CandidateRecord *best = NULL;
+    int nbest = 0;
+    store_candidate_list(st, r.id, STORE_SURVIVORS_BY_LATENCY, 1, &best, &nbest, &err);
+
+    printf("run %lld: %s (%s)\n", (long long)r.id, r.task_name, r.task_path);
+    printf("  status       %s, %lld generations done, strategy %s, seed %lld\n", r.status,
+           (long long)r.generations_done, r.strategy, (long long)r.seed);
+    printf("  device       %s (%s), NVRTC %s, driver %s\n", r.device_name ? r.device_name : "-",
+           r.device_arch ? r.device_arch : "-", r.nvrtc_version ? r.nvrtc_version : "-",
+           r.driver_version ? r.driver_version : "-");
+    printf("  started      %s%s%s\n", r.started_at, r.finished_at ? ", finished " : "",
+           r.finished_at ? r.finished_at : "");
+    printf("  config       %s\n", r.config_json);
+    printf("  candidates   %lld evaluated: %lld valid (baseline %lld, accepted %lld, reverted %lld), %lld failed%s%s%s\n",
+           (long long)c.total, (long long)c.ok, (long long)c.baseline, (long long)c.accepted,
+           (long long)c.reverted, (long long)c.failed, c.failures.len ? " (" : "",
+           c.failures.len ? c.failures.s : "", c.failures.len ? ")" : "");
+    if (nbest > 0) {
+        char lat[32];
+        fmt_us(lat, sizeof(lat), best[0].latency_us);
+        char *p = params_compact(best[0].params_json);
+        printf("  best         #%lld (generation %lld): %s, %.2fx over the baseline\n", (long long)best[0].id,
+               (long long)best[0].generation, lat, isnan(best[0].speedup) ? 0.0 : best[0].speedup);
+        printf("               %s\n", p);
+        free(p);
+    } else {
+        printf("  best         none yet\n");
+    }
+    /* SELECT mode, requests, validity_rate, acceptance_rate, best_speedup FROM llm_mode_stats */
+    store_candidates_free(best, nbest);
+    sb_free(&c.failures);
+    run_record_free(&r);
+    store_close(&st);
+    return rc;
+}
+
+/* ---- top ------------------------------------------------------------- */
+
+EvoExit cmd_top(const Settings *s)
+{
+    EvoExit rc = EVO_EXIT_OK;
+    Store *st = open_store(s, &rc);
+    if (!st)
+        return rc;
+    RunRecord r;
+    int got = load_run(st, s, &r);
+    if (got <= 0) {
+        if (got == 0 && !s->id)
+            printf("%s: no runs yet\n", store_path(st));
+        store_close(&st);
+        return got < 0 ? EVO_EXIT_DB : s->id ? EVO_EXIT_FAIL : EVO_EXIT_OK;
+    }
+    CandidateRecord *list = NULL;
+    int n = 0;
+    EvoErr err;
+    if (store_candidate_list(st, r.id, STORE_SURVIVORS_BY_LATENCY, s->top_n, &list, &n, &err) != 0) {
+        errorf("%s", err.msg);
+        rc = EVO_EXIT_DB;
+    } else {
+        printf("run %lld (%s): the %d fastest of the baseline and accepted candidates\n", (long long)r.id,
+               r.task_name, n);
+        printf("%6s %4s %-9s %11s %8s %6s %5s %5s  %s\n", "id", "gen", "operator", "latency", "speedup",
+               "CTAs", "occ", "regs", "params");
+        for (int i = 0; i < n; i++) {
+            CandidateRecord *c = &list[i];
+            char lat[32];
+            fmt_us(lat, sizeof(lat), c->latency_us);
+            char *p = params_compact(c->params_json);
+            printf("%6lld %4lld %-9s %11s %7.2fx %6lld %5lld %5lld  %s\n", (long long)c->id,
+                   (long long)c->generation, c->operator, lat, isnan(c->speedup) ? 0.0 : c->speedup,
+                   (long long)c->ctas, (long long)c->occupancy, (long long)c->registers, p);
+            free(p);
+        }
+    }
+    store_candidates_free(list, n);
+    run_record_free(&r);
+    store_close(&st);
+    return rc;
+}
+
+/* ---- lineage --------------------------------------------------------- */
+
+/* Keys whose values differ between two params JSON objects: "BLOCK_M 64->128". */
+static char *params_diff(const char *from, const char *to)
+{
+    json_t *a = from ? json_loads(from, 0, NULL) : NULL;
+    json_t *b = to ? json_loads(to, 0, NULL) : NULL;
+    StrBuf sb = {0};
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(b, k, v) {
+            json_t *old = json_object_get(a, k);
+            if (old && json_equal(old, v))
+                continue;
+            char *o = old ? json_dumps(old, JSON_ENCODE_ANY) : xstrdup("-");
+            char *nw = json_dumps(v, JSON_ENCODE_ANY);
+            sb_printf(&sb, "%s%s %s->%s", sb.len ? ", " : "", k, o, nw);
+            free(o);
+            free(nw);
+        }
+    }
+    json_decref(a);
+    json_decref(b);
+    if (!sb.len)
+        sb_append(&sb, from ? "(no parameter change)" : "");
+    return sb_take(&sb);
+}
+
+EvoExit cmd_lineage(const Settings *s)
+{
+    EvoExit rc = EVO_EXIT_OK;
+    Store *st = open_store(s, &rc);
+    if (!st)
+        return rc;
+    EvoErr err;
+    CandidateRecord chain[256];
+    int n = 0;
+    int64_t id = s->id;
+    while (id && n < (int)EVO_ARRAY_LEN(chain)) {
+        int got = store_candidate_get(st, id, &chain[n], &err);
+        if (got <= 0) {
+            if (got < 0)
+                errorf("%s", err.msg);
+            else
+                errorf("%s: no candidate %lld", store_path(st), (long long)id);
+            rc = n == 0 ? EVO_EXIT_FAIL : rc;
+            break;
+        }
+        id = chain[n].parent_id;
+        n++;
+    }
+    if (n > 0) {
+        printf("lineage of candidate %lld (run %lld), from the baseline:\n", (long long)s->id,
+               (long long)chain[0].run_id);
+        printf("%6s %4s %-9s %-9s %11s %8s %8s  %s\n", "id", "gen", "operator", "decision", "latency",
+               "speedup", "vs par.", "change");
+        for (int i = n - 1; i >= 0; i--) {
+            CandidateRecord *c = &chain[i];
+            char lat[32], ratio[32];
+            fmt_us(lat, sizeof(lat), c->latency_us);
+            if (isnan(c->ratio_to_parent))
+                snprintf(ratio, sizeof(ratio), "-");
+            else
+                snprintf(ratio, sizeof(ratio), "%+.1f%%", (c->ratio_to_parent - 1) * 100);
+            char *d = i == n - 1 ? params_compact(c->params_json)
+                                 : params_diff(chain[i + 1].params_json, c->params_json);
+            printf("%6lld %4lld %-9s %-9s %11s %7.2fx %8s  %s\n", (long long)c->id, (long long)c->generation,
+                   c->operator, c->decision, lat, isnan(c->speedup) ? 0.0 : c->speedup, ratio, d);
+            free(d);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        candidate_record_free(&chain[i]);
+    store_close(&st);
+    return rc;
+}
+
+/* ---- show ------------------------------------------------------------ */
+
+EvoExit cmd_show(const Settings *s)
+{
+    EvoExit rc = EVO_EXIT_OK;
+    Store *st = open_store(s, &rc);
+    if (!st)
+        return rc;
+    EvoErr err;
+    CandidateRecord c;
+    int got = store_candidate_get(st, s->id, &c, &err);
+    if (got <= 0) {
+        if (got < 0)
+            errorf("%s", err.msg);
+        else
+            errorf("%s: no candidate %lld", store_path(st), (long long)s->id);
+        store_close(&st);
+        return got < 0 ? EVO_EXIT_DB : EVO_EXIT_FAIL;
+    }
+    char lat[32], p90[32];
+    fmt_us(lat, sizeof(lat), c.latency_us);
+    fmt_us(p90, sizeof(p90), c.p90_us);
+    printf("candidate %lld (run %lld, generation %lld)\n", (long long)c.id, (long long)c.run_id,
+           (long long)c.generation);
+    printf("  operator     %s", c.operator);
+    if (c.parent_id)
+        printf(", parent %lld", (long long)c.parent_id);
+    if (c.parent2_id)
+        printf(", second parent %lld", (long long)c.parent2_id);
+    printf("\n  params       %s\n", c.params_json);
+    printf("  status       %s, decision %s%s%s\n", c.status, c.decision, c.error ? ": " : "",
+           c.error ? c.error : "");
+    printf("  latency      %s median, %s p90, CV %.2f%%\n", lat, p90, isnan(c.cv) ? 0.0 : c.cv * 100);
+    if (!isnan(c.ratio_to_parent))
+        printf("  vs parent    %.4f (spread %.4f)\n", c.ratio_to_parent, c.ratio_spread);
+    if (!isnan(c.speedup))
+        printf("  speedup      %.3fx over the baseline\n", c.speedup);
+    if (c.ctas >= 0)
+        printf("  launch       %lld CTAs (%lld total) x %lld threads, %lld regs, smem %lld static + %lld dynamic,"
+               " occupancy %lld CTAs/SM, %.2f waves\n",
+               (long long)c.ctas, (long long)c.ctas_total, (long long)c.threads, (long long)c.registers,
+               (long long)c.smem_static, (long long)c.smem_dynamic, (long long)c.occupancy, c.waves);
+    if (!isnan(c.tflops))
+        printf("  throughput   %.1f TFLOP/s (%.1f%% of peak), %.0f GB/s (%.1f%% of peak)\n", c.tflops,
+               c.pct_peak_flops, c.gbps, c.pct_peak_bw);
+    printf("  time         compile %.0f ms, gate %.0f ms, timing %.0f ms\n", isnan(c.compile_ms) ? 0 : c.compile_ms,
+           isnan(c.gate_ms) ? 0 : c.gate_ms, isnan(c.time_ms) ? 0 : c.time_ms);
+    printf("  source       %s\n", c.source_hash ? c.source_hash : "-");
+    if (c.gate_json)
+        printf("  gate         %s\n", c.gate_json);
+    if (c.metrics_json)
+        printf("  metrics      %s\n", c.metrics_json);
+    if (c.rationale)
+        printf("  rationale    %s\n", c.rationale);
+    if (c.compile_id) {
+        CompileRecord cr;
+        if (store_compile_get(st, c.compile_id, &cr, &err) == 1) {
+            printf("\n--- compile (%s, %s, %.0f ms) ---\n%s\n", cr.arch, cr.options,
+                   isnan(cr.compile_ms) ? 0 : cr.compile_ms, cr.log ? cr.log : "");
+            compile_record_free(&cr);
+        }
+    }
+    if (c.log && *c.log)
+        printf("\n--- evaluation log ---\n%s\n", c.log);
+    candidate_record_free(&c);
+    store_close(&st);
+    return rc;
+}

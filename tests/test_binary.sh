@@ -1,0 +1,62 @@
+#!/bin/sh
+# The evoeng binary end to end, without a GPU: it starts, answers --help
+# and --version with no libcuda.so.1 (forced absent with EVOENG_LIBCUDA),
+# serves an empty store, and uses its documented exit codes.
+set -u
+EVOENG=${EVOENG:?EVOENG must point to the binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+pass=0
+expect() { # expect CODE DESCRIPTION -- command...
+    want=$1; what=$2; shift 3
+    "$@" >"$tmp/out" 2>"$tmp/err"; got=$?
+    if [ "$got" -ne "$want" ]; then
+        echo "FAIL $what: exit $got, expected $want"; sed 's/^/  out: /' "$tmp/out" | head -5; sed 's/^/  err: /' "$tmp/err" | head -5
+        fails=$((fails + 1))
+    else
+        echo "ok   $what"; pass=$((pass + 1))
+    fi
+}
+grep_out() { # grep_out FILE PATTERN DESCRIPTION
+    if grep -q -- "$2" "$tmp/$1"; then echo "ok   $3"; pass=$((pass + 1));
+    else echo "FAIL $3: '$2' not in $1:"; sed 's/^/  /' "$tmp/$1" | head -10; fails=$((fails + 1)); fi
+}
+export EVOENG_LIBCUDA=/nonexistent/libcuda.so.1
+
+expect 0 "--help" -- "$EVOENG" --help
+grep_out out "usage: evoeng <command>" "--help prints usage to stdout"
+grep_out out "Exit codes" "--help documents exit codes"
+for c in run resume status top lineage show export check bench; do
+    expect 0 "$c --help" -- "$EVOENG" "$c" --help
+    grep_out out "usage: evoeng $c" "$c --help prints its usage"
+done
+expect 0 "--version without libcuda.so.1" -- "$EVOENG" --version
+grep_out out "^evoeng [0-9]" "--version prints the version"
+grep_out out "NVRTC [0-9]" "--version prints the NVRTC version"
+grep_out out "CUDA driver: not found" "--version says the driver is missing"
+expect 0 "status on an empty store" -- "$EVOENG" status --db "$tmp/x.db"
+grep_out out "no runs yet" "status says there are no runs"
+expect 0 "top on an empty store" -- "$EVOENG" top --db "$tmp/x.db"
+expect 1 "show of a missing candidate" -- "$EVOENG" show 3 --db "$tmp/x.db"
+grep_out err "no candidate 3" "show names the missing candidate"
+expect 2 "unknown option" -- "$EVOENG" status --frobnicate
+grep_out err "^evoeng: unknown option '--frobnicate'" "usage errors go to stderr with the prefix"
+expect 2 "unknown command" -- "$EVOENG" frobnicate
+expect 2 "no command" -- "$EVOENG"
+printf 'not a database at all, just text\n%.0s' 1 2 3 4 5 6 7 8 9 >"$tmp/junk.db"
+cp "$tmp/junk.db" "$tmp/junk.orig"
+expect 4 "a file that is not a database" -- "$EVOENG" status --db "$tmp/junk.db"
+grep_out err "not an evoeng database" "the store error names the problem"
+if cmp -s "$tmp/junk.db" "$tmp/junk.orig"; then echo "ok   the foreign file is unchanged"; pass=$((pass + 1));
+else echo "FAIL the foreign file was changed"; fails=$((fails + 1)); fi
+expect 5 "run without a GPU" -- "$EVOENG" run --generations 1 --db "$tmp/run.db"
+grep_out err "GPU" "run says a GPU is needed"
+expect 5 "bench without a GPU" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/attention/task.json" --db "$tmp/run.db"
+grep_out err "GPU" "bench says a GPU is needed"
+if [ -e /dev/full ]; then
+    expect 7 "write error on stdout is reported" -- sh -c "\"$EVOENG\" --help >/dev/full"
+fi
+
+echo "$pass passed, $fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,136 @@
+/* Unit tests for cli_parse: good and bad command lines. */
+#include "testhelp.h"
+#include "cli.h"
+
+static int parse(Settings *s, EvoErr *err, int argc, const char **argv)
+{
+    return cli_parse(argc, (char **)argv, s, err);
+}
+
+#define PARSE(s, err, ...) \
+    parse(s, err, (int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(char *)), (const char *[]){__VA_ARGS__})
+
+static void test_defaults(void)
+{
+    Settings s;
+    EvoErr err;
+    CHECK(PARSE(&s, &err, "evoeng", "run") == 0);
+    CHECK(s.cmd == CMD_RUN);
+    CHECK(s.generations == 20);
+    CHECK_STR(s.db, "population/population.db");
+    CHECK_STR(s.strategy, "evolve");
+    CHECK(s.revert_threshold == 0.02);
+    CHECK(s.seeds == 3);
+    CHECK(s.task == NULL);
+}
+
+static void test_run_options(void)
+{
+    Settings s;
+    EvoErr err;
+    CHECK_MSG(PARSE(&s, &err, "evoeng", "run", "--generations", "5", "--population=12", "--children", "6",
+                    "--seed", "42", "--strategy", "exhaustive", "--time-limit", "15m", "--db", "/tmp/p.db",
+                    "--task", "t.json", "--dim", "S=2048", "--dim", "causal=1", "--revert-threshold", "0.05",
+                    "-j", "4", "--json") == 0, "%s", err.msg);
+    CHECK(s.generations == 5 && s.population == 12 && s.children == 6);
+    CHECK(s.seed == 42 && s.seed_set);
+    CHECK_STR(s.strategy, "exhaustive");
+    CHECK(s.time_limit_s == 900);
+    CHECK_STR(s.db, "/tmp/p.db");
+    CHECK_STR(s.task, "t.json");
+    CHECK(s.ndims == 2);
+    CHECK_STR(s.dims[0].name, "S");
+    CHECK(s.dims[0].value == 2048);
+    CHECK_STR(s.dims[1].name, "causal");
+    CHECK(s.revert_threshold == 0.05);
+    CHECK(s.jobs == 4 && s.json);
+}
+
+static void test_positionals(void)
+{
+    Settings s;
+    EvoErr err;
+    CHECK(PARSE(&s, &err, "evoeng", "lineage", "42", "--db", "x.db") == 0);
+    CHECK(s.cmd == CMD_LINEAGE && s.id == 42);
+    CHECK(PARSE(&s, &err, "evoeng", "check", "templates/attention/task.json", "--arch", "sm_80",
+                "--sample", "3") == 0);
+    CHECK_STR(s.task, "templates/attention/task.json");
+    CHECK_STR(s.arch, "sm_80");
+    CHECK(s.sample == 3);
+    CHECK(PARSE(&s, &err, "evoeng", "top", "-n", "3", "7") == 0);
+    CHECK(s.top_n == 3 && s.id == 7);
+    CHECK(PARSE(&s, &err, "evoeng", "export", "--best", "-o", "k.cu") == 0);
+    CHECK(s.best && s.id == 0);
+    CHECK_STR(s.output, "k.cu");
+    CHECK(PARSE(&s, &err, "evoeng", "status") == 0);
+    CHECK(s.id == 0);
+    CHECK(PARSE(&s, &err, "evoeng", "bench", "t.json", "--params", "BLOCK_M=64,WARPS=4", "--cold") == 0);
+    CHECK_STR(s.params, "BLOCK_M=64,WARPS=4");
+    CHECK(s.cold);
+}
+
+static void test_help_version(void)
+{
+    Settings s;
+    EvoErr err;
+    CHECK(PARSE(&s, &err, "evoeng", "--help") == 0 && s.help && s.cmd == CMD_NONE);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--help") == 0 && s.help && s.cmd == CMD_RUN);
+    CHECK(PARSE(&s, &err, "evoeng", "lineage", "--help") == 0 && s.help);  /* no ID needed */
+    CHECK(PARSE(&s, &err, "evoeng", "help", "top") == 0 && s.help && s.cmd == CMD_TOP);
+    CHECK(PARSE(&s, &err, "evoeng", "--version") == 0 && s.version);
+}
+
+static void test_errors(void)
+{
+    Settings s;
+    EvoErr err;
+    CHECK(PARSE(&s, &err, "evoeng") != 0);
+    CHECK_CONTAINS(err.msg, "no command");
+    CHECK(PARSE(&s, &err, "evoeng", "frobnicate") != 0);
+    CHECK_CONTAINS(err.msg, "unknown command 'frobnicate'");
+    CHECK(PARSE(&s, &err, "evoeng", "--frob") != 0);
+    CHECK_CONTAINS(err.msg, "unknown option '--frob'");
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--frob") != 0);
+    CHECK_CONTAINS(err.msg, "unknown option '--frob' for 'run'");
+    CHECK(PARSE(&s, &err, "evoeng", "run", "-Z") != 0);
+    CHECK_CONTAINS(err.msg, "unknown option '-Z'");
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--generations") != 0);
+    CHECK_CONTAINS(err.msg, "needs a value");
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--generations", "ten") != 0);
+    CHECK_CONTAINS(err.msg, "--generations: expected an integer");
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--generations", "10x") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--population", "0") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--strategy", "greedy") != 0);
+    CHECK_CONTAINS(err.msg, "expected one of: evolve, random, exhaustive");
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--revert-threshold", "-0.1") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--time-limit", "soon") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--dim", "S") != 0);
+    CHECK_CONTAINS(err.msg, "NAME=INTEGER");
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--dim", "S=abc") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "status", "--generations", "3") != 0);
+    CHECK_CONTAINS(err.msg, "does not apply to 'status'");
+    CHECK(PARSE(&s, &err, "evoeng", "lineage") != 0);
+    CHECK_CONTAINS(err.msg, "missing candidate ID");
+    CHECK(PARSE(&s, &err, "evoeng", "lineage", "abc") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "lineage", "1", "2") != 0);
+    CHECK_CONTAINS(err.msg, "unexpected argument '2'");
+    CHECK(PARSE(&s, &err, "evoeng", "run", "extra") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "export", "3", "--best") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "check", "a.json", "--task", "b.json") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--quiet", "--verbose") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--seeds", "2") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--llm", "gpt") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--llm-model", "m") != 0);
+    CHECK_CONTAINS(err.msg, "need --llm");
+    CHECK(PARSE(&s, &err, "evoeng", "--version", "x") != 0);
+}
+
+int main(void)
+{
+    RUN(test_defaults);
+    RUN(test_run_options);
+    RUN(test_positionals);
+    RUN(test_help_version);
+    RUN(test_errors);
+    return test_report();
+}
