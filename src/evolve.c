@@ -1,0 +1,645 @@
+/*
+ * evolve: the generation loop, selection, dedup, the revert rule and
+ * resume. See evolve.h.
+ */
+#include "evolve.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "msg.h"
+#include "ops.h"
+
+#define MAX_ATTEMPTS 64   /* proposals tried per child slot before giving up */
+
+typedef struct Loop {
+    Store              *st;
+    Task               *task;
+    const DeviceInfo   *dev;
+    const EvaluatorOps *ev;
+    void               *ev_ctx;
+    const EvolveConfig *cfg;
+    RunRecord           run;
+    int                 np;            /* task_nparams */
+    Child               baseline;      /* prepared baseline (A/B reference for random children) */
+    double              base_latency;
+    EvolveSummary      *sum;
+    double              t0;
+    int                 commits;
+    int                 tty;
+    /* the exhaustive strategy's cursor over the space */
+    int64_t             exh_index;
+} Loop;
+
+int evolve_should_revert(double ratio, double threshold)
+{
+    return !(ratio <= 1.0 + threshold);   /* NaN reverts too */
+}
+
+int evolve_tournament(Rng *rng, int n, int k)
+{
+    int best = n;
+    for (int i = 0; i < k; i++) {
+        int x = (int)rng_below(rng, (uint64_t)n);
+        if (x < best)
+            best = x;
+    }
+    return best;
+}
+
+/* ---- children -------------------------------------------------------- */
+
+static void child_init(Loop *L, Child *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->vals = xcalloc((size_t)L->np + 1, sizeof(int64_t));
+    candidate_record_init(&c->rec);
+    compile_record_init(&c->comp);
+}
+
+static void child_free(Loop *L, Child *c)
+{
+    if (c->priv && L->ev->release)
+        L->ev->release(L->ev_ctx, c);
+    free(c->vals);
+    free(c->params_key);
+    free(c->source_text);
+    candidate_record_free(&c->rec);
+    compile_record_free(&c->comp);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Rebuild a prepared Child from a committed candidate (a parent). */
+static int child_from_record(Loop *L, const CandidateRecord *r, Child *c, EvoErr *err)
+{
+    child_init(L, c);
+    if (task_params_parse(L->task, r->params_json, c->vals, err))
+        return err_prefix(err, "candidate %lld: params", (long long)r->id);
+    c->params_key = xstrdup(r->params_key);
+    c->op = "parent";
+    c->rec.id = r->id;
+    c->rec.latency_us = r->latency_us;
+    if (strchr(r->params_key, '@')) {
+        /* Not the template: the evaluator needs the stored source. */
+        c->source_text = store_source_get(L->st, r->source_hash, err);
+        c->custom_source = c->source_text;
+    }
+    Child *one = c;
+    if (L->ev->prepare(L->ev_ctx, &one, 1, err))
+        return -1;
+    if (c->rec.status)
+        return err_set(err, "candidate %lld no longer prepares: %s: %s", (long long)r->id, c->rec.status,
+                       c->rec.error ? c->rec.error : "");
+    return 0;
+}
+
+/* ---- progress -------------------------------------------------------- */
+
+static void live_line(Loop *L, const char *fmt, ...) EVO_PRINTF(2, 3);
+static void live_line(Loop *L, const char *fmt, ...)
+{
+    if (!L->tty || L->cfg->quiet || L->cfg->json)
+        return;
+    char buf[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\r\033[K%s", buf);
+    fflush(stderr);
+}
+
+static void live_clear(Loop *L)
+{
+    if (L->tty && !L->cfg->quiet && !L->cfg->json) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+}
+
+static void fmt_dur(char *buf, size_t n, double s)
+{
+    if (s < 0 || !isfinite(s))
+        snprintf(buf, n, "-");
+    else if (s < 60)
+        snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else
+        snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+static void report_generation(Loop *L, const GenerationRecord *g, int total_gens)
+{
+    double el = (time_now_ms() - L->t0) / 1000.0;
+    double speed = L->base_latency > 0 && g->best_latency_us > 0 ? L->base_latency / g->best_latency_us : NAN;
+    int left = total_gens - (int)g->generation;
+    double eta = g->generation > 0 ? el / (double)(g->generation + 1) * left : NAN;
+    live_clear(L);
+    if (L->cfg->json) {
+        json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "run", (json_int_t)L->run.id,
+                              "generation", (json_int_t)g->generation, "evaluated", (json_int_t)g->evaluated,
+                              "valid", (json_int_t)g->valid, "accepted", (json_int_t)g->accepted,
+                              "reverted", (json_int_t)g->reverted, "best_id", (json_int_t)g->best_id,
+                              "best_latency_us", g->best_latency_us, "speedup", isnan(speed) ? 0.0 : speed,
+                              "elapsed_s", el);
+        char *s = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", s);
+        free(s);
+        json_decref(o);
+        fflush(stdout);
+        return;
+    }
+    if (L->cfg->quiet)
+        return;
+    char e1[16], e2[16];
+    fmt_dur(e1, sizeof(e1), el);
+    fmt_dur(e2, sizeof(e2), eta);
+    printf("gen %3lld/%-3d  evaluated %3lld  valid %3lld  accepted %3lld  reverted %3lld  best %8.2f us  "
+           "%5.2fx  elapsed %s  eta %s\n",
+           (long long)g->generation, total_gens, (long long)g->evaluated, (long long)g->valid,
+           (long long)g->accepted, (long long)g->reverted, g->best_latency_us, isnan(speed) ? 0.0 : speed, e1, e2);
+    fflush(stdout);
+}
+
+/* ---- evaluating and committing one child ----------------------------- */
+
+static int commit_child(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
+{
+    CandidateRecord *r = &c->rec;
+    r->run_id = L->run.id;
+    r->generation = g->generation;
+    if (!r->params_json)
+        r->params_json = task_params_json(L->task, c->vals);
+    if (!r->params_key)
+        r->params_key = xstrdup(c->params_key);
+    if (!r->operator)
+        r->operator = xstrdup(c->op);
+    r->parent_id = c->parent_id;
+    r->parent2_id = c->parent2_id;
+    if (!r->status)
+        r->status = xstrdup("invalid");
+    if (!r->decision)
+        r->decision = xstrdup("failed");
+    if (strcmp(r->decision, "baseline") == 0 && r->latency_us > 0)
+        r->speedup = 1.0;
+    else if (L->base_latency > 0 && r->latency_us > 0)
+        r->speedup = L->base_latency / r->latency_us;
+    if (store_candidate_insert(L->st, r, c->source_text, c->comp.cache_key ? &c->comp : NULL, err))
+        return -1;
+    L->commits++;
+    g->evaluated++;
+    L->sum->evaluated++;
+    if (strcmp(r->status, "ok") == 0) {
+        g->valid++;
+        L->sum->valid++;
+    } else {
+        g->failed++;
+        L->sum->failed++;
+    }
+    if (strcmp(r->decision, "accepted") == 0)
+        g->accepted++;
+    if (strcmp(r->decision, "reverted") == 0) {
+        g->reverted++;
+        L->sum->reverted++;
+    }
+    if (strcmp(r->status, "ok") == 0 && strcmp(r->decision, "reverted") != 0 &&
+        (g->best_id == 0 || r->latency_us < g->best_latency_us)) {
+        g->best_id = r->id;
+        g->best_latency_us = r->latency_us;
+    }
+    if (L->cfg->stop_after && L->commits >= L->cfg->stop_after && L->cfg->stop)
+        *L->cfg->stop = 1;
+    return 0;
+}
+
+/* Gate, time and decide a prepared child against its parent (NULL for the
+ * baseline), then commit it. */
+static int decide_child(Loop *L, Child *c, Child *parent, GenerationRecord *g, EvoErr *err)
+{
+    live_line(L, "gen %lld: evaluating %s child (%s)", (long long)g->generation, c->op, c->params_key);
+    if (!c->rec.status) {
+        if (L->ev->evaluate(L->ev_ctx, c, err))
+            return -1;
+    }
+    if (!c->rec.status)
+        c->rec.status = xstrdup("crashed");
+    int ok = strcmp(c->rec.status, "ok") == 0;
+    if (!ok) {
+        c->rec.decision = xstrdup("failed");
+    } else if (c->parent_id == 0 && strcmp(c->op, "baseline") == 0) {
+        c->rec.decision = xstrdup("baseline");
+    } else if (!parent) {
+        c->rec.decision = xstrdup("accepted");   /* generation 0: the initial population */
+    } else {
+        double ratio = NAN, spread = NAN;
+        live_line(L, "gen %lld: A/B %s child vs parent %lld", (long long)g->generation, c->op,
+                  (long long)parent->rec.id);
+        if (L->ev->compare(L->ev_ctx, parent, c, &ratio, &spread, err))
+            return -1;
+        c->rec.ratio_to_parent = ratio;
+        c->rec.ratio_spread = spread;
+        c->rec.decision = xstrdup(evolve_should_revert(ratio, L->cfg->revert_threshold) ? "reverted" : "accepted");
+    }
+    return commit_child(L, c, g, err);
+}
+
+/* ---- populations and proposals --------------------------------------- */
+
+/* The population at the start of generation gen: the P fastest survivors
+ * of earlier generations, fastest first. */
+static int load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, EvoErr *err)
+{
+    CandidateRecord *all = NULL;
+    int na = 0;
+    if (store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
+        return -1;
+    *pop = xcalloc((size_t)L->cfg->population + 1, sizeof(**pop));
+    *n = 0;
+    for (int i = 0; i < na; i++) {
+        if (all[i].generation < gen && *n < L->cfg->population) {
+            (*pop)[(*n)++] = all[i];
+            memset(&all[i], 0, sizeof(all[i]));
+        }
+    }
+    store_candidates_free(all, na);
+    return 0;
+}
+
+/* Status of a params key in this run: 0 new, 1 done in this generation
+ * (resume), 2 done in an earlier generation (duplicate). */
+static int key_state(Loop *L, const char *key, int64_t gen, EvoErr *err)
+{
+    int64_t id = store_candidate_find(L->st, L->run.id, key, err);
+    if (id <= 0)
+        return id < 0 ? -1 : 0;
+    CandidateRecord r;
+    if (store_candidate_get(L->st, id, &r, err) != 1)
+        return -1;
+    int state = r.generation == gen ? 1 : 2;
+    candidate_record_free(&r);
+    return state;
+}
+
+static int in_batch(Child *kids, int n, const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(kids[i].params_key, key) == 0)
+            return 1;
+    return 0;
+}
+
+/* Is vals valid for the task on this device? 1 yes, 0 no, -1 error. */
+static int valid_config(Loop *L, const int64_t *vals, char **why, EvoErr *err)
+{
+    return task_check(L->task, vals, L->dev, why, err);
+}
+
+/* Advance the exhaustive cursor to the next valid configuration. Returns 1
+ * with vals filled, 0 when the space is exhausted. */
+static int exhaustive_next(Loop *L, int64_t *vals, EvoErr *err)
+{
+    double total = task_space_size(L->task);
+    while ((double)L->exh_index < total) {
+        int64_t idx = L->exh_index++;
+        for (int i = L->np - 1; i >= 0; i--) {
+            int nv = task_param_nvalues(L->task, i);
+            vals[i] = task_param_value(L->task, i, (int)(idx % nv));
+            idx /= nv;
+        }
+        int v = valid_config(L, vals, NULL, err);
+        if (v < 0)
+            return -1;
+        if (v)
+            return 1;
+    }
+    return 0;
+}
+
+/* Propose up to `want` children for generation gen into kids[]. Children
+ * already committed in this generation (a resumed run) are returned with
+ * done = 1 and not evaluated again. Returns the count, or -1. */
+static int propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int want, int *done,
+                   EvoErr *err)
+{
+    Rng rng;
+    rng_seed(&rng, rng_mix(L->cfg->seed, (uint64_t)gen));
+    int n = 0;
+    int64_t *p1 = xcalloc((size_t)L->np + 1, sizeof(int64_t));
+    int64_t *p2 = xcalloc((size_t)L->np + 1, sizeof(int64_t));
+    int rc = 0;
+    const char *strategy = L->cfg->strategy;
+    for (int slot = 0; slot < want && rc == 0; slot++) {
+        int placed = 0;
+        for (int attempt = 0; attempt < MAX_ATTEMPTS && !placed; attempt++) {
+            Child c;
+            child_init(L, &c);
+            if (strcmp(strategy, "exhaustive") == 0) {
+                int got = exhaustive_next(L, c.vals, err);
+                if (got <= 0) {
+                    child_free(L, &c);
+                    rc = got;
+                    goto out;
+                }
+                c.op = "exhaustive";
+                c.parent_id = L->baseline.rec.id;
+            } else if (strcmp(strategy, "random") == 0 || gen == 0 || npop == 0) {
+                ops_random(L->task, &rng, c.vals);
+                c.op = "random";
+                c.parent_id = gen == 0 ? 0 : L->baseline.rec.id;
+            } else {
+                const Operator *op = ops_pick(&rng, npop > 1);
+                int a = evolve_tournament(&rng, npop, 3), b = a;
+                if (op->nparents == 2)
+                    while (b == a)
+                        b = evolve_tournament(&rng, npop, 3);
+                if (task_params_parse(L->task, pop[a].params_json, p1, err) ||
+                    task_params_parse(L->task, pop[b].params_json, p2, err)) {
+                    child_free(L, &c);
+                    rc = -1;
+                    goto out;
+                }
+                if (op->propose(L->task, &rng, p1, p2, c.vals)) {
+                    child_free(L, &c);
+                    continue;
+                }
+                c.op = op->name;
+                /* The primary parent is the faster one: the lineage goes on from it. */
+                c.parent_id = pop[a < b ? a : b].id;
+                c.parent2_id = op->nparents == 2 ? pop[a < b ? b : a].id : 0;
+            }
+            c.params_key = ops_params_key(L->task, c.vals, NULL);
+            int v = valid_config(L, c.vals, NULL, err);
+            int state = v > 0 ? key_state(L, c.params_key, gen, err) : 0;
+            if (v < 0 || state < 0) {
+                child_free(L, &c);
+                rc = -1;
+                goto out;
+            }
+            if (!v || state == 2 || in_batch(kids, n, c.params_key)) {
+                child_free(L, &c);   /* invalid or already evaluated: refill */
+                continue;
+            }
+            done[n] = state == 1;
+            kids[n++] = c;
+            placed = 1;
+        }
+    }
+out:
+    free(p1);
+    free(p2);
+    return rc < 0 ? -1 : n;
+}
+
+/* ---- generations ----------------------------------------------------- */
+
+static int time_limit_hit(Loop *L)
+{
+    if (L->cfg->time_limit_s > 0 && (time_now_ms() - L->t0) / 1000.0 >= L->cfg->time_limit_s) {
+        L->sum->interrupted = 1;
+        return 1;
+    }
+    if (L->cfg->stop && *L->cfg->stop) {
+        L->sum->interrupted = 1;
+        return 1;
+    }
+    return 0;
+}
+
+static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
+{
+    double t0 = time_now_ms();
+    GenerationRecord g = {.run_id = L->run.id, .generation = gen, .best_latency_us = NAN};
+    CandidateRecord *pop = NULL;
+    int npop = 0;
+    if (gen > 0 && load_population(L, gen, &pop, &npop, err))
+        return -1;
+    int want = gen == 0 ? L->cfg->population - 1 : L->cfg->children;
+    Child *kids = xcalloc((size_t)want + 1, sizeof(Child));
+    int *done = xcalloc((size_t)want + 1, sizeof(int));
+    int rc = -1;
+    int n = want > 0 ? propose(L, gen, pop, npop, kids, want, done, err) : 0;
+    if (n < 0)
+        goto out;
+
+    /* Compile every child not already committed, in parallel. */
+    Child **todo = xcalloc((size_t)n + 1, sizeof(Child *));
+    int nt = 0;
+    for (int i = 0; i < n; i++)
+        if (!done[i])
+            todo[nt++] = &kids[i];
+    live_line(L, "gen %lld: compiling %d children", (long long)gen, nt);
+    if (nt && L->ev->prepare(L->ev_ctx, todo, nt, err)) {
+        free(todo);
+        goto out;
+    }
+    free(todo);
+
+    for (int i = 0; i < n; i++) {
+        if (done[i])
+            continue;
+        if (L->cfg->stop && *L->cfg->stop) {
+            L->sum->interrupted = 1;
+            rc = 0;
+            goto out;
+        }
+        Child *parent = NULL, loaded;
+        int have_loaded = 0;
+        if (kids[i].parent_id == L->baseline.rec.id) {
+            parent = &L->baseline;
+        } else if (kids[i].parent_id) {
+            CandidateRecord pr;
+            if (store_candidate_get(L->st, kids[i].parent_id, &pr, err) != 1)
+                goto out;
+            int prc = child_from_record(L, &pr, &loaded, err);
+            candidate_record_free(&pr);
+            have_loaded = 1;
+            if (prc) {
+                child_free(L, &loaded);
+                goto out;
+            }
+            parent = &loaded;
+        }
+        int drc = decide_child(L, &kids[i], parent, &g, err);
+        if (have_loaded)
+            child_free(L, &loaded);
+        if (drc)
+            goto out;
+        if (time_limit_hit(L))
+            break;
+    }
+    rc = 0;
+out:
+    for (int i = 0; i < n; i++)
+        child_free(L, &kids[i]);
+    free(kids);
+    free(done);
+    store_candidates_free(pop, npop);
+    if (rc == 0 && !L->sum->interrupted) {
+        /* The generation's best counts everything committed in it (a resumed
+         * generation too), so read it back from the store. */
+        g.wall_ms = time_now_ms() - t0;
+        CandidateRecord *best = NULL;
+        int nb = 0;
+        if (store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 1, &best, &nb, err) == 0 && nb) {
+            g.best_id = best[0].id;
+            g.best_latency_us = best[0].latency_us;
+        }
+        store_candidates_free(best, nb);
+        if (store_generation_put(L->st, &g, err))
+            return -1;
+        L->run.generations_done = gen + 1;
+        if (store_run_update(L->st, &L->run, err))
+            return -1;
+        L->sum->generations_done = (int)gen + 1;
+        report_generation(L, &g, total_gens);
+    }
+    return rc;
+}
+
+/* ---- the run --------------------------------------------------------- */
+
+/* Evaluate and commit the baseline, or reload it on resume. */
+static int setup_baseline(Loop *L, EvoErr *err)
+{
+    if (L->run.baseline_id) {
+        CandidateRecord r;
+        if (store_candidate_get(L->st, L->run.baseline_id, &r, err) != 1)
+            return err_set(err, "run %lld: its baseline %lld is missing", (long long)L->run.id,
+                           (long long)L->run.baseline_id);
+        int rc = child_from_record(L, &r, &L->baseline, err);
+        L->base_latency = r.latency_us;
+        candidate_record_free(&r);
+        return rc;
+    }
+    Child *b = &L->baseline;
+    child_init(L, b);
+    task_defaults(L->task, b->vals);
+    b->op = "baseline";
+    if (L->cfg->baseline_source) {
+        char hex[65];
+        sha256_hex(L->cfg->baseline_source, strlen(L->cfg->baseline_source), hex);
+        b->custom_source = L->cfg->baseline_source;
+        b->params_key = ops_params_key(L->task, b->vals, hex);
+    } else {
+        b->params_key = ops_params_key(L->task, b->vals, NULL);
+    }
+    GenerationRecord g = {.run_id = L->run.id, .generation = 0};
+    live_line(L, "baseline: compiling");
+    if (L->ev->prepare(L->ev_ctx, &b, 1, err) || decide_child(L, b, NULL, &g, err))
+        return -1;
+    if (strcmp(b->rec.status, "ok") != 0)
+        return err_set(err, "the baseline (%s) failed: %s%s%s; see 'evoeng show %lld'", b->params_key,
+                       b->rec.status, b->rec.error ? ": " : "", b->rec.error ? b->rec.error : "",
+                       (long long)b->rec.id);
+    L->base_latency = b->rec.latency_us;
+    L->run.baseline_id = b->rec.id;
+    L->sum->baseline_latency_us = L->base_latency;
+    return store_run_update(L->st, &L->run, err);
+}
+
+static char *dupnull(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps *ev, void *ev_ctx,
+               const EvolveConfig *cfg, int64_t resume_run_id, EvolveSummary *summary, EvoErr *err)
+{
+    Loop L = {.st = st, .task = task, .dev = dev, .ev = ev, .ev_ctx = ev_ctx, .cfg = cfg, .sum = summary};
+    memset(summary, 0, sizeof(*summary));
+    summary->best_latency_us = NAN;
+    L.np = task_nparams(task);
+    L.t0 = time_now_ms();
+    L.tty = isatty(STDERR_FILENO);
+    int rc = -1;
+
+    if (resume_run_id) {
+        int got = store_run_get(st, resume_run_id, &L.run, err);
+        if (got <= 0)
+            return got == 0 ? err_set(err, "%s: no run %lld to resume", store_path(st), (long long)resume_run_id) : -1;
+        if (strcmp(L.run.task_name, task_name(task)) != 0) {
+            err_set(err, "run %lld optimizes task '%s', not '%s'", (long long)L.run.id, L.run.task_name,
+                     task_name(task));
+            goto out;
+        }
+        free(L.run.status);
+        L.run.status = xstrdup("running");
+        free(L.run.finished_at);
+        L.run.finished_at = NULL;
+        if (store_run_update(st, &L.run, err))
+            goto out;
+    } else {
+        L.run.task_name = xstrdup(task_name(task));
+        L.run.task_path = xstrdup(cfg->task_path ? cfg->task_path : task_path(task));
+        L.run.task_json = xstrdup(task_json(task));
+        L.run.config_json = xstrdup(cfg->config_json ? cfg->config_json : "{}");
+        L.run.device_name = dupnull(cfg->device_name);
+        L.run.device_arch = dupnull(cfg->device_arch);
+        L.run.device_json = dupnull(cfg->device_json);
+        L.run.nvrtc_version = dupnull(cfg->nvrtc_version);
+        L.run.driver_version = dupnull(cfg->driver_version);
+        L.run.seed = (int64_t)cfg->seed;
+        L.run.strategy = xstrdup(cfg->strategy);
+        L.run.generations_done = 0;
+        if (store_run_insert(st, &L.run, err))
+            goto out;
+    }
+    summary->run_id = L.run.id;
+
+    if (setup_baseline(&L, err))
+        goto fail_run;
+    summary->baseline_latency_us = L.base_latency;
+
+    int exhaustive = strcmp(cfg->strategy, "exhaustive") == 0;
+    int total = exhaustive ? 1 << 30 : cfg->generations;
+    /* The exhaustive cursor restarts at 0 on resume: what was evaluated is
+     * skipped as a duplicate, so nothing is done twice. */
+    for (int64_t gen = L.run.generations_done; gen <= total; gen++) {
+        if (time_limit_hit(&L))
+            break;
+        int64_t before = summary->evaluated;
+        if (run_generation(&L, gen, exhaustive ? 0 : total, err))
+            goto fail_run;
+        if (summary->interrupted)
+            break;
+        if (exhaustive && gen > 0 && summary->evaluated == before && L.exh_index >= (int64_t)task_space_size(task))
+            break;
+    }
+
+    CandidateRecord *best = NULL;
+    int nb = 0;
+    if (store_candidate_list(st, L.run.id, STORE_SURVIVORS_BY_LATENCY, 1, &best, &nb, err) == 0 && nb) {
+        summary->best_id = best[0].id;
+        summary->best_latency_us = best[0].latency_us;
+    }
+    store_candidates_free(best, nb);
+    free(L.run.status);
+    L.run.status = xstrdup(summary->interrupted ? "interrupted" : "completed");
+    L.run.finished_at = time_iso8601();
+    if (store_run_update(st, &L.run, err))
+        goto out;
+    rc = 0;
+    goto out;
+
+fail_run:
+    {
+        EvoErr e2;
+        free(L.run.status);
+        L.run.status = xstrdup(cfg->stop && *cfg->stop ? "interrupted" : "failed");
+        free(L.run.finished_at);
+        L.run.finished_at = time_iso8601();
+        store_run_update(st, &L.run, &e2);
+    }
+out:
+    live_clear(&L);
+    summary->wall_ms = time_now_ms() - L.t0;
+    if (L.baseline.vals)
+        child_free(&L, &L.baseline);
+    run_record_free(&L.run);
+    return rc;
+}

@@ -1,0 +1,108 @@
+/*
+ * evolve: the generation loop. Generation 0 is the baseline (the task's
+ * defaults, or a user kernel) plus distinct random valid configurations up
+ * to the population size. Each later generation selects parents from the
+ * population by tournament (size 3, on latency rank; the population is
+ * the P fastest survivors, so the best is always kept: elitist), makes
+ * children with the operators of ops.h, skips configurations this run has
+ * already evaluated (refilling), compiles the children in parallel, then
+ * gates, times and compares each with its parent (interleaved A/B). A
+ * child more than `revert_threshold` slower than its parent is `reverted`
+ * and never becomes a parent; otherwise it is `accepted` and competes for
+ * a place by latency. Every candidate is committed in its own transaction
+ * as soon as it is decided.
+ *
+ * Proposals are a pure function of (seed, generation, the population at
+ * the start of the generation), and the population only counts candidates
+ * of earlier generations, so `resume` after kill -9 proposes the same
+ * children and skips those already committed.
+ *
+ * The GPU work goes through an Evaluator vtable, so the loop's logic is
+ * tested without a GPU (tests/test_evolve.c uses a synthetic evaluator).
+ */
+#ifndef EVO_EVOLVE_H
+#define EVO_EVOLVE_H
+
+#include <stdint.h>
+
+#include "store.h"
+#include "task.h"
+#include "util.h"
+
+/* One candidate on its way through compile, gate, timing and decision. */
+typedef struct Child {
+    int64_t        *vals;         /* params, task_nparams entries */
+    char           *params_key;   /* ops_params_key() */
+    const char     *op;           /* operator name (static) */
+    int64_t         parent_id, parent2_id;
+    const char     *custom_source;/* a kernel that is not the task's template (e.g. --source, LLM); borrowed */
+    CandidateRecord rec;          /* what gets committed; the evaluator fills status, timings, metrics */
+    CompileRecord   comp;         /* compile row of the benchmark-shape source */
+    char           *source_text;  /* rendered benchmark-shape source (stored in `sources`) */
+    void           *priv;         /* the evaluator's state (compiled modules) */
+} Child;
+
+typedef struct EvaluatorOps {
+    const char *name;
+    /* Compile n children in parallel and apply the static gate. For each
+     * child, set rec.status to "invalid", "compile_error" or "resource"
+     * (with rec.error and the logs) when it fails, or leave it NULL when
+     * it may go on; fill source_text, rec.source_hash, comp. Returns 0, or
+     * -1 only when evaluation cannot go on at all. */
+    int (*prepare)(void *ctx, Child **kids, int n, EvoErr *err);
+    /* Gate and time one prepared child: set rec.status ("ok", "incorrect",
+     * "crashed", "timeout", "launch_error", "resource"), rec.error,
+     * gate_json, log, latency_us, p90_us, cv and the launch metrics. */
+    int (*evaluate)(void *ctx, Child *kid, EvoErr *err);
+    /* Interleaved A/B of kid against parent (both prepared): the median
+     * child/parent ratio and its spread. Returns 0 or -1 (then the child
+     * is kept undecided and the run stops: a comparison that cannot be
+     * made must not be guessed). */
+    int (*compare)(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err);
+    /* Drop what prepare() kept for a child. */
+    void (*release)(void *ctx, Child *kid);
+} EvaluatorOps;
+
+typedef struct EvolveConfig {
+    int         generations;      /* after generation 0 */
+    int         population;
+    int         children;
+    uint64_t    seed;
+    const char *strategy;         /* evolve | random | exhaustive */
+    double      time_limit_s;     /* 0: none */
+    double      revert_threshold; /* 0.02 */
+    int         quiet, json;
+    const char *config_json;      /* stored in runs.config_json */
+    const char *task_path;
+    const char *baseline_source;  /* user kernel for the baseline, or NULL */
+    const char *device_name, *device_arch, *device_json, *nvrtc_version, *driver_version;
+    volatile int *stop;           /* set asynchronously (SIGINT): finish the current candidate and stop */
+    int         stop_after;       /* tests: stop (as if killed) after this many commits; 0: never */
+} EvolveConfig;
+
+typedef struct EvolveSummary {
+    int64_t run_id;
+    int64_t best_id;
+    double  best_latency_us, baseline_latency_us;
+    int     evaluated, valid, reverted, failed, generations_done;
+    int     interrupted;          /* stopped early by *stop or the time limit */
+    double  wall_ms, eval_ms;
+} EvolveSummary;
+
+/* Start a new run (resume_run_id == 0) or continue one, and run it to the
+ * configured number of generations. Returns 0 (also when stopped early:
+ * see summary->interrupted), or -1 with err (store failure, evaluator
+ * failure, no valid baseline). */
+int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps *ev, void *ev_ctx,
+               const EvolveConfig *cfg, int64_t resume_run_id, EvolveSummary *summary, EvoErr *err);
+
+/* The revert rule: 1 when a child whose A/B ratio (child/parent time) is
+ * `ratio` must be reverted under `threshold` (e.g. 0.02: more than 2%
+ * slower). */
+int evolve_should_revert(double ratio, double threshold);
+
+/* Tournament selection: index into a population of n sorted fastest
+ * first, the best of k uniform draws. */
+int evolve_tournament(Rng *rng, int n, int k);
+
+#endif

@@ -1,0 +1,461 @@
+/* Unit tests for the evolutionary loop without a GPU: a synthetic
+ * evaluator stands in for compile, gate and timing. Covers selection,
+ * operators, dedup, the revert decision, determinism, exhaustive search
+ * and resume bookkeeping. */
+#include "testhelp.h"
+#include "evolve.h"
+#include "ops.h"
+#include "device.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+static Task *task;
+static DeviceInfo dev;
+
+/* ---- a synthetic evaluator ------------------------------------------- */
+
+typedef struct Fake {
+    int    prepares, evaluates, compares;
+    char   seen[4096][64];   /* keys evaluated, to catch double evaluation */
+    int    nseen;
+    int    double_eval;
+} Fake;
+
+static int64_t pval(const Child *c, const char *name)
+{
+    return c->vals[task_param_index(task, name)];
+}
+
+/* Latency model: best at BLOCK=256, UNROLL=4, SPLITS=1. */
+static double model_us(const Child *c)
+{
+    double b = (double)pval(c, "BLOCK"), u = (double)pval(c, "UNROLL"), s = (double)pval(c, "SPLITS");
+    return 10.0 + fabs(log2(b / 256.0)) * 2.0 + (4.0 / u) + (s - 1) * 1.5;
+}
+
+static int fake_prepare(void *ctx, Child **kids, int n, EvoErr *err)
+{
+    Fake *f = ctx;
+    for (int i = 0; i < n; i++) {
+        Child *c = kids[i];
+        f->prepares++;
+        char hex[65];
+        c->source_text = xasprintf("// %s\n", c->params_key);
+        sha256_hex(c->source_text, strlen(c->source_text), hex);
+        c->rec.source_hash = xstrdup(hex);
+        c->priv = c;   /* anything non-NULL: release() must be called */
+        if (pval(c, "BLOCK") == 64 && pval(c, "UNROLL") == 4) {
+            c->rec.status = xstrdup("compile_error");
+            c->rec.error = xstrdup("synthetic compile error");
+        }
+    }
+    (void)err;
+    return 0;
+}
+
+static int fake_evaluate(void *ctx, Child *c, EvoErr *err)
+{
+    Fake *f = ctx;
+    f->evaluates++;
+    for (int i = 0; i < f->nseen; i++)
+        if (strcmp(f->seen[i], c->params_key) == 0)
+            f->double_eval++;
+    if (f->nseen < 4096)
+        snprintf(f->seen[f->nseen++], sizeof(f->seen[0]), "%s", c->params_key);
+    if (pval(c, "BLOCK") == 512 && pval(c, "UNROLL") == 2) {
+        c->rec.status = xstrdup("incorrect");
+        c->rec.error = xstrdup("mismatch: max abs err 0.5");
+        return 0;
+    }
+    c->rec.status = xstrdup("ok");
+    c->rec.latency_us = model_us(c);
+    c->rec.p90_us = c->rec.latency_us * 1.01;
+    c->rec.cv = 0.003;
+    (void)err;
+    return 0;
+}
+
+static int fake_compare(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err)
+{
+    Fake *f = ctx;
+    f->compares++;
+    *ratio = model_us(kid) / model_us(parent);
+    *spread = 0.004;
+    (void)err;
+    return 0;
+}
+
+static void fake_release(void *ctx, Child *kid)
+{
+    (void)ctx;
+    kid->priv = NULL;
+}
+
+static const EvaluatorOps fake_ops = {"fake", fake_prepare, fake_evaluate, fake_compare, fake_release};
+
+static EvolveConfig config(const char *strategy, int gens)
+{
+    EvolveConfig c = {0};
+    c.generations = gens;
+    c.population = 4;
+    c.children = 4;
+    c.seed = 11;
+    c.strategy = strategy;
+    c.revert_threshold = 0.02;
+    c.quiet = 1;
+    c.config_json = "{}";
+    return c;
+}
+
+static Store *fresh_store(const char *name)
+{
+    char *p = xasprintf("%s/%s", tmpdir, name);
+    Store *s = NULL;
+    EvoErr err;
+    if (store_open(&s, p, &err))
+        fprintf(stderr, "%s\n", err.msg);
+    free(p);
+    return s;
+}
+
+/* All params keys of a run in commit order, joined. */
+static char *keys_of(Store *s, int64_t run)
+{
+    CandidateRecord *l;
+    int n;
+    EvoErr err;
+    store_candidate_list(s, run, STORE_ALL_BY_ID, 0, &l, &n, &err);
+    StrBuf sb = {0};
+    for (int i = 0; i < n; i++)
+        sb_printf(&sb, "%s|", l[i].params_key);
+    store_candidates_free(l, n);
+    return sb_take(&sb);
+}
+
+/* ---- tests ----------------------------------------------------------- */
+
+static void test_revert_rule(void)
+{
+    CHECK(evolve_should_revert(1.021, 0.02));
+    CHECK(!evolve_should_revert(1.02, 0.02));
+    CHECK(!evolve_should_revert(1.019, 0.02));
+    CHECK(!evolve_should_revert(0.7, 0.02));
+    CHECK(evolve_should_revert(NAN, 0.02));
+    CHECK(evolve_should_revert(1.06, 0.05));
+    CHECK(!evolve_should_revert(1.04, 0.05));
+}
+
+static void test_tournament(void)
+{
+    Rng r;
+    rng_seed(&r, 5);
+    int hist[8] = {0};
+    for (int i = 0; i < 80000; i++)
+        hist[evolve_tournament(&r, 8, 3)]++;
+    /* P(best of 3 draws = 0) = 1 - (7/8)^3 = 0.33; decreasing in rank. */
+    CHECK_NEAR(hist[0] / 80000.0, 1 - pow(7.0 / 8, 3), 0.01);
+    for (int i = 1; i < 8; i++)
+        CHECK(hist[i] < hist[i - 1]);
+}
+
+static void test_operators(void)
+{
+    Rng r;
+    rng_seed(&r, 9);
+    int np = task_nparams(task);
+    int64_t a[8], b[8], out[8];
+    task_defaults(task, a);
+    for (int i = 0; i < np; i++)
+        b[i] = task_param_value(task, i, task_param_nvalues(task, i) - 1);
+    for (int it = 0; it < 2000; it++) {
+        CHECK(ops_find("mutate")->propose(task, &r, a, NULL, out) == 0);
+        int changed = 0;
+        for (int i = 0; i < np; i++) {
+            if (out[i] == a[i])
+                continue;
+            changed++;
+            int ka = task_param_find(task, i, a[i]), ko = task_param_find(task, i, out[i]);
+            CHECK(ko >= 0 && abs(ka - ko) == 1);   /* a neighbouring value */
+        }
+        CHECK(changed >= 1 && changed <= 2);
+        CHECK(ops_find("reset")->propose(task, &r, a, NULL, out) == 0);
+        changed = 0;
+        for (int i = 0; i < np; i++)
+            changed += out[i] != a[i];
+        CHECK(changed == 1);
+        CHECK(ops_find("crossover")->propose(task, &r, a, b, out) == 0);
+        for (int i = 0; i < np; i++)
+            CHECK(out[i] == a[i] || out[i] == b[i]);
+    }
+    CHECK(ops_find("nonsense") == NULL);
+    int picks[3] = {0};
+    for (int i = 0; i < 10000; i++) {
+        const Operator *o = ops_pick(&r, 1);
+        picks[o == ops_find("mutate") ? 0 : o == ops_find("reset") ? 1 : 2]++;
+    }
+    CHECK(picks[0] > picks[2] && picks[2] > picks[1]);
+    for (int i = 0; i < 1000; i++)
+        CHECK(ops_pick(&r, 0)->nparents == 1);
+    char *k = ops_params_key(task, a, NULL);
+    CHECK_STR(k, "BLOCK=128,UNROLL=2,SPLITS=1");
+    free(k);
+}
+
+static void test_run_bookkeeping(void)
+{
+    Store *s = fresh_store("run.db");
+    Fake *f = xcalloc(1, sizeof(Fake));
+    EvolveConfig c = config("evolve", 6);
+    EvolveSummary sum;
+    EvoErr err;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+    CHECK(sum.run_id > 0);
+    CHECK(sum.generations_done == 7);
+    CHECK(f->double_eval == 0);
+    CHECK(sum.best_latency_us <= sum.baseline_latency_us);
+    CHECK(sum.best_latency_us <= 12.0 + 1e-9);   /* the model's valid optimum is 12.0 */
+
+    CandidateRecord *l;
+    int n;
+    store_candidate_list(s, sum.run_id, STORE_ALL_BY_ID, 0, &l, &n, &err);
+    CHECK(n == sum.evaluated);
+    int baselines = 0, reverted = 0, failed = 0;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++)
+            CHECK_MSG(strcmp(l[i].params_key, l[j].params_key) != 0, "duplicate %s", l[i].params_key);
+        if (strcmp(l[i].decision, "baseline") == 0)
+            baselines++;
+        if (strcmp(l[i].decision, "reverted") == 0) {
+            reverted++;
+            CHECK(l[i].ratio_to_parent > 1.02);
+        }
+        if (strcmp(l[i].decision, "accepted") == 0 && l[i].parent_id)
+            CHECK(l[i].ratio_to_parent <= 1.02);
+        if (strcmp(l[i].status, "ok") != 0) {
+            failed++;
+            CHECK_STR(l[i].decision, "failed");
+            CHECK(l[i].error != NULL);
+        }
+        /* A parent is always the baseline or an accepted candidate. */
+        if (l[i].parent_id) {
+            CandidateRecord p;
+            CHECK(store_candidate_get(s, l[i].parent_id, &p, &err) == 1);
+            CHECK_MSG(strcmp(p.decision, "baseline") == 0 || strcmp(p.decision, "accepted") == 0,
+                      "candidate %lld has a %s parent", (long long)l[i].id, p.decision);
+            CHECK(p.generation < l[i].generation);
+            candidate_record_free(&p);
+        }
+        if (strcmp(l[i].status, "ok") == 0)
+            CHECK_NEAR(l[i].speedup, sum.baseline_latency_us / l[i].latency_us, 1e-9);
+    }
+    CHECK(baselines == 1);
+    CHECK(reverted > 0);   /* the model has slower neighbours: some must be reverted */
+    CHECK(failed > 0);     /* and planted failures */
+    store_candidates_free(l, n);
+
+    GenerationRecord *g;
+    int ng;
+    store_generation_list(s, sum.run_id, &g, &ng, &err);
+    CHECK(ng == 7);
+    for (int i = 0; i < ng; i++) {
+        CHECK(g[i].generation == i);
+        if (i > 0)
+            CHECK(g[i].best_latency_us <= g[i - 1].best_latency_us);  /* elitist */
+        free(g[i].finished_at);
+    }
+    free(g);
+    RunRecord r;
+    CHECK(store_run_get(s, sum.run_id, &r, &err) == 1);
+    CHECK_STR(r.status, "completed");
+    CHECK(r.generations_done == 7);
+    run_record_free(&r);
+    store_close(&s);
+    free(f);
+}
+
+static void test_determinism(void)
+{
+    Store *s1 = fresh_store("det1.db"), *s2 = fresh_store("det2.db");
+    Fake *f1 = xcalloc(1, sizeof(Fake)), *f2 = xcalloc(1, sizeof(Fake));
+    EvolveConfig c = config("evolve", 4);
+    EvolveSummary a, b;
+    EvoErr err;
+    CHECK(evolve_run(s1, task, &dev, &fake_ops, f1, &c, 0, &a, &err) == 0);
+    CHECK(evolve_run(s2, task, &dev, &fake_ops, f2, &c, 0, &b, &err) == 0);
+    char *k1 = keys_of(s1, a.run_id), *k2 = keys_of(s2, b.run_id);
+    CHECK_STR(k1, k2);
+    free(k1);
+    free(k2);
+    /* Another seed proposes something else. */
+    Store *s3 = fresh_store("det3.db");
+    Fake *f3 = xcalloc(1, sizeof(Fake));
+    c.seed = 12345;
+    EvolveSummary d;
+    CHECK(evolve_run(s3, task, &dev, &fake_ops, f3, &c, 0, &d, &err) == 0);
+    char *k3 = keys_of(s3, d.run_id);
+    k1 = keys_of(s1, a.run_id);
+    CHECK(strcmp(k1, k3) != 0);
+    free(k1);
+    free(k3);
+    store_close(&s1);
+    store_close(&s2);
+    store_close(&s3);
+    free(f1);
+    free(f2);
+    free(f3);
+}
+
+static void test_resume(void)
+{
+    /* The reference: an uninterrupted run. */
+    Store *ref = fresh_store("resume_ref.db");
+    Fake *fr = xcalloc(1, sizeof(Fake));
+    EvolveConfig c = config("evolve", 5);
+    EvolveSummary rs;
+    EvoErr err;
+    CHECK(evolve_run(ref, task, &dev, &fake_ops, fr, &c, 0, &rs, &err) == 0);
+    char *want = keys_of(ref, rs.run_id);
+
+    /* Stopped after k commits (as if killed), at several points, then resumed. */
+    for (int k = 1; k <= 13; k += 3) {
+        char name[64];
+        snprintf(name, sizeof(name), "resume_%d.db", k);
+        Store *s = fresh_store(name);
+        Fake *f = xcalloc(1, sizeof(Fake));
+        volatile int stop = 0;
+        EvolveConfig c1 = c;
+        c1.stop = &stop;
+        c1.stop_after = k;
+        EvolveSummary s1;
+        CHECK(evolve_run(s, task, &dev, &fake_ops, f, &c1, 0, &s1, &err) == 0);
+        CHECK(s1.interrupted);
+        RunRecord r;
+        CHECK(store_run_get(s, s1.run_id, &r, &err) == 1);
+        CHECK_STR(r.status, "interrupted");
+        run_record_free(&r);
+        int evals_before = f->evaluates;
+        EvolveSummary s2;
+        CHECK_MSG(evolve_run(s, task, &dev, &fake_ops, f, &c, s1.run_id, &s2, &err) == 0, "%s", err.msg);
+        CHECK(!s2.interrupted);
+        CHECK(s2.run_id == s1.run_id);
+        CHECK_MSG(f->double_eval == 0, "k=%d: %d candidates evaluated twice", k, f->double_eval);
+        char *got = keys_of(s, s1.run_id);
+        CHECK_STR(got, want);
+        free(got);
+        CHECK(f->evaluates - evals_before == fr->evaluates - evals_before);
+        store_close(&s);
+        free(f);
+    }
+    free(want);
+    store_close(&ref);
+    free(fr);
+}
+
+static void test_exhaustive(void)
+{
+    Store *s = fresh_store("exh.db");
+    Fake *f = xcalloc(1, sizeof(Fake));
+    EvolveConfig c = config("exhaustive", 0);
+    EvolveSummary sum;
+    EvoErr err;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+    /* Count the valid space by brute force. */
+    int valid = 0;
+    double best = INFINITY;
+    Child probe;
+    memset(&probe, 0, sizeof(probe));
+    int np = task_nparams(task);
+    int64_t v[8];
+    int idx[8] = {0};
+    for (;;) {
+        for (int i = 0; i < np; i++)
+            v[i] = task_param_value(task, i, idx[i]);
+        if (task_check(task, v, &dev, NULL, &err) == 1) {
+            valid++;
+            probe.vals = v;
+            int planted = v[0] == 512 && v[1] == 2;   /* fake_evaluate's incorrect config */
+            if (!planted && !(v[0] == 64 && v[1] == 4) && model_us(&probe) < best)
+                best = model_us(&probe);
+        }
+        int i = np - 1;
+        while (i >= 0 && ++idx[i] == task_param_nvalues(task, i))
+            idx[i--] = 0;
+        if (i < 0)
+            break;
+    }
+    CHECK_MSG(sum.evaluated == valid, "evaluated %d, valid space %d", sum.evaluated, valid);
+    CHECK(f->double_eval == 0);
+    CHECK_NEAR(sum.best_latency_us, best, 1e-9);   /* the model's optimum over the valid space */
+    store_close(&s);
+    free(f);
+}
+
+static void test_bad_baseline(void)
+{
+    /* A baseline that fails stops the run with a clear message. */
+    Store *s = fresh_store("badbase.db");
+    Fake *f = xcalloc(1, sizeof(Fake));
+    EvolveConfig c = config("evolve", 2);
+    c.baseline_source = "extern \"C\" __global__ void scale_main() {}";
+    /* The fake evaluator fails BLOCK=512/UNROLL=2: make that the default. */
+    Task *t2 = NULL;
+    EvoErr err;
+    char *p = xasprintf("%s/tests/data/good_task.json", getenv("EVO_SOURCE_ROOT"));
+    CHECK(task_load(p, &t2, &err) == 0);
+    free(p);
+    Task *saved = task;
+    task = t2;
+    int64_t vals[8];
+    task_defaults(t2, vals);
+    EvolveSummary sum;
+    int rc = evolve_run(s, t2, &dev, &fake_ops, f, &c, 0, &sum, &err);
+    CHECK(rc == 0);   /* the default (BLOCK=128) is fine even with a custom source */
+    RunRecord r;
+    CHECK(store_run_get(s, sum.run_id, &r, &err) == 1);
+    CandidateRecord b;
+    CHECK(store_candidate_get(s, r.baseline_id, &b, &err) == 1);
+    CHECK_CONTAINS(b.params_key, "@");   /* a custom source is part of the identity */
+    candidate_record_free(&b);
+    run_record_free(&r);
+    task = saved;
+    task_free(&t2);
+    store_close(&s);
+    free(f);
+}
+
+int main(void)
+{
+    const char *root = getenv("EVO_SOURCE_ROOT");
+    if (!root) {
+        fprintf(stderr, "EVO_SOURCE_ROOT is not set\n");
+        return 1;
+    }
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/evo_test_evolve_XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return 1;
+    EvoErr err;
+    char *p = xasprintf("%s/tests/data/good_task.json", root);
+    if (task_load(p, &task, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    free(p);
+    device_profile("sm_90", &dev, &err);
+    RUN(test_revert_rule);
+    RUN(test_tournament);
+    RUN(test_operators);
+    RUN(test_run_bookkeeping);
+    RUN(test_determinism);
+    RUN(test_resume);
+    RUN(test_exhaustive);
+    RUN(test_bad_baseline);
+    task_free(&task);
+    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cleanup failed\n");
+    free(cmd);
+    return test_report();
+}
