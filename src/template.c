@@ -1,0 +1,125 @@
+/*
+ * template: rendering (prepend #defines and a #line directive), content
+ * hashes, and a scan for the `#ifndef X / #define X` knobs of a template.
+ * See template.h.
+ */
+#include "template.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int is_ident(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)*s) || *s == '_'))
+        return 0;
+    for (s++; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_'))
+            return 0;
+    return 1;
+}
+
+int template_render(const char *template_text, const char *file, const char *const *names,
+                    const int64_t *values, int n, char **out, EvoErr *err)
+{
+    StrBuf sb = {0};
+    const char *base = file ? file : "template";
+    const char *slash = strrchr(base, '/');
+    if (slash)
+        base = slash + 1;
+    *out = NULL;
+    if (strpbrk(base, "\"\n\r\\")) {
+        err_set(err, "template_render: file name '%s' holds a quote, backslash or newline", base);
+        goto fail;
+    }
+    sb_printf(&sb, "// evoeng: rendered from %s\n", base);
+    for (int i = 0; i < n; i++) {
+        if (!is_ident(names[i])) {
+            err_set(err, "template_render: '%s' is not a valid macro name", names[i] ? names[i] : "(null)");
+            goto fail;
+        }
+        if (values[i] < 0)
+            sb_printf(&sb, "#define %s (%lld)\n", names[i], (long long)values[i]);
+        else
+            sb_printf(&sb, "#define %s %lld\n", names[i], (long long)values[i]);
+    }
+    sb_printf(&sb, "#line 1 \"%s\"\n", base);
+    sb_append(&sb, template_text ? template_text : "");
+    if (sb.len == 0 || sb.s[sb.len - 1] != '\n')
+        sb_putc(&sb, '\n');
+    *out = sb_take(&sb);
+    return 0;
+fail:
+    sb_free(&sb);
+    return -1;
+}
+
+void template_hash(const char *src, char hex[65])
+{
+    sha256_hex(src, strlen(src), hex);
+}
+
+/* Skip spaces and tabs. */
+static const char *skip_blank(const char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+/* If the line at p is a preprocessor directive `# word NAME`, copy NAME
+ * into name (size bytes) and return 1. */
+static int directive(const char *p, const char *word, char *name, size_t size)
+{
+    p = skip_blank(p);
+    if (*p != '#')
+        return 0;
+    p = skip_blank(p + 1);
+    size_t wl = strlen(word);
+    if (strncmp(p, word, wl) != 0 || (p[wl] != ' ' && p[wl] != '\t'))
+        return 0;
+    p = skip_blank(p + wl);
+    size_t k = 0;
+    while ((isalnum((unsigned char)p[k]) || p[k] == '_') && k + 1 < size) {
+        name[k] = p[k];
+        k++;
+    }
+    name[k] = 0;
+    return k > 0 && !isdigit((unsigned char)name[0]);
+}
+
+static const char *next_line(const char *p)
+{
+    const char *nl = strchr(p, '\n');
+    return nl ? nl + 1 : NULL;
+}
+
+char **template_knobs(const char *template_text, int *n)
+{
+    char **names = xcalloc(1, sizeof(*names));
+    int count = 0;
+    const char *p = template_text;
+    char a[128], b[128];
+    while (p && *p) {
+        const char *nl = next_line(p);
+        if (directive(p, "ifndef", a, sizeof(a))) {
+            const char *q = nl;
+            while (q && *skip_blank(q) == '\n')
+                q = next_line(q);
+            if (q && directive(q, "define", b, sizeof(b)) && strcmp(a, b) == 0) {
+                int dup = 0;
+                for (int i = 0; i < count; i++)
+                    dup |= strcmp(names[i], a) == 0;
+                if (!dup) {
+                    names = xrealloc(names, (size_t)(count + 2) * sizeof(*names));
+                    names[count++] = xstrdup(a);
+                    names[count] = NULL;
+                }
+            }
+        }
+        p = nl;
+    }
+    if (n)
+        *n = count;
+    return names;
+}

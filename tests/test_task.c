@@ -1,0 +1,424 @@
+/* Unit tests for task: every tests/data/bad_*.json fails with the message
+ * in its bad_*.expect (at load, check or resolve time), and the good spec
+ * tests/data/good_task.json loads, checks, resolves and renders as
+ * expected. The data directory comes from EVO_SOURCE_ROOT. */
+#include "testhelp.h"
+#include "task.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+
+#define CHECK_PREFIX(s, prefix) CHECK_MSG((s) && strncmp((s), (prefix), strlen(prefix)) == 0, "got: %s", (s))
+
+static char *data_path(const char *name)
+{
+    const char *root = getenv("EVO_SOURCE_ROOT");
+    return xasprintf("%s/tests/data/%s", root ? root : ".", name);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Load, check with the defaults on the sm_90 profile, resolve and render
+ * every shape: the first error's message, or "(no error)". Fresh string. */
+static char *first_error(const char *path)
+{
+    Task *t = NULL;
+    EvoErr err = {{0}};
+    DeviceInfo dev;
+    char *why = NULL, *msg = NULL;
+    int64_t *vals = NULL;
+    if (device_profile("sm_90", &dev, &err) < 0)
+        return xstrdup(err.msg);
+    if (task_load(path, &t, &err) < 0)
+        return xstrdup(err.msg);
+    vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
+    task_defaults(t, vals);
+    int rc = task_check(t, vals, &dev, &why, &err);
+    if (rc < 0)
+        msg = xstrdup(err.msg);
+    else if (rc == 0)
+        msg = xasprintf("check: %s", why);
+    for (int s = 0; !msg && s < task_nshapes(t); s++) {
+        Plan p = {0};
+        char *src = NULL;
+        if (task_resolve(t, vals, s, &dev, &p, &err) < 0 || task_render(t, vals, s, 0, &src, &err) < 0)
+            msg = xstrdup(err.msg);
+        plan_free(&p);
+        free(src);
+    }
+    free(why);
+    free(vals);
+    task_free(&t);
+    return msg ? msg : xstrdup("(no error)");
+}
+
+static void test_bad_specs(void)
+{
+    char *dir = data_path("");
+    DIR *d = opendir(dir);
+    CHECK_MSG(d != NULL, "cannot open %s (set EVO_SOURCE_ROOT)", dir);
+    if (!d) {
+        free(dir);
+        return;
+    }
+    char **names = NULL;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (strncmp(de->d_name, "bad_", 4) == 0 && len > 5 && strcmp(de->d_name + len - 5, ".json") == 0) {
+            names = xrealloc(names, (size_t)(n + 1) * sizeof(*names));
+            names[n++] = xstrdup(de->d_name);
+        }
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof(*names), cmp_str);
+    printf("     %d malformed specs\n", n);
+    CHECK(n >= 30);
+    for (int i = 0; i < n; i++) {
+        char *path = data_path(names[i]);
+        char *expect_path = xasprintf("%.*s.expect", (int)(strlen(path) - 5), path);
+        char *expect = NULL;
+        EvoErr err;
+        CHECK_MSG(file_read(expect_path, &expect, NULL, &err) == 0, "%s", err.msg);
+        if (expect) {
+            size_t el = strlen(expect);
+            while (el && (expect[el - 1] == '\n' || expect[el - 1] == '\r'))
+                expect[--el] = 0;
+            CHECK_MSG(el > 0, "%s is empty", expect_path);
+            char *msg = first_error(path);
+            CHECK_MSG(strstr(msg, expect) != NULL, "%s\n  got:      %s\n  expected: %s", names[i], msg, expect);
+            /* the message always names the spec file */
+            CHECK_MSG(strstr(msg, names[i]) != NULL, "%s: message does not name the file: %s", names[i], msg);
+            free(msg);
+        }
+        free(expect);
+        free(expect_path);
+        free(path);
+        free(names[i]);
+    }
+    free(names);
+    free(dir);
+}
+
+static Task *load_good(void)
+{
+    Task *t = NULL;
+    EvoErr err;
+    char *path = data_path("good_task.json");
+    int rc = task_load(path, &t, &err);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    free(path);
+    return t;
+}
+
+static void test_good_load(void)
+{
+    Task *t = load_good();
+    if (!t)
+        return;
+    CHECK_STR(task_name(t), "scale");
+    CHECK_CONTAINS(task_description(t), "alpha * X");
+    CHECK_CONTAINS(task_json(t), "\"name\": \"scale\"");
+    CHECK_CONTAINS(task_template_path(t), "tests/data/good.cu");
+    CHECK_CONTAINS(task_template_text(t), "scale_main");
+    CHECK_CONTAINS(task_reference_text(t), "scale_ref");
+    CHECK(task_nentries(t) == 2);
+    CHECK_STR(task_entry(t, 1), "scale_combine");
+    CHECK(task_entry(t, 2) == NULL);
+    CHECK(task_nref_entries(t) == 1);
+    CHECK_STR(task_ref_entry(t, 0), "scale_ref");
+    CHECK(task_nparams(t) == 3);
+    CHECK_STR(task_param_name(t, 0), "BLOCK");
+    CHECK_STR(task_param_name(t, 2), "SPLITS");
+    CHECK(task_param_index(t, "UNROLL") == 1);
+    CHECK(task_param_index(t, "NOPE") == -1);
+    CHECK(task_param_nvalues(t, 0) == 4);
+    CHECK(task_param_value(t, 0, 3) == 512);
+    CHECK(task_param_default(t, 0) == 1);
+    CHECK(task_param_find(t, 0, 256) == 2);
+    CHECK(task_param_find(t, 0, 96) == -1);
+    CHECK_NEAR(task_space_size(t), 24.0, 0);
+    CHECK(task_nshapes(t) == 3);
+    CHECK(task_ndims(t) == 2);
+    CHECK_STR(task_dim_name(t, 1), "N");
+    CHECK(task_ncompile_dims(t) == 1);
+    CHECK_STR(task_compile_dim(t, 0), "M");
+    int n = -1;
+    const char *const *opts = task_compile_options(t, &n);
+    CHECK(n == 1);
+    CHECK_STR(opts[0], "-std=c++17");
+    CHECK(task_fast_math(t) == 0);
+    CHECK(task_lineinfo(t) == 1);
+    CHECK(task_max_spill_bytes(t) == 0);
+    task_free(&t);
+    CHECK(t == NULL);
+    task_free(&t);
+}
+
+static void test_params_roundtrip(void)
+{
+    Task *t = load_good();
+    if (!t)
+        return;
+    int64_t vals[3], back[3];
+    EvoErr err;
+    task_defaults(t, vals);
+    CHECK(vals[0] == 128 && vals[1] == 2 && vals[2] == 1);
+    char *js = task_params_json(t, vals);
+    CHECK_STR(js, "{\"BLOCK\":128,\"UNROLL\":2,\"SPLITS\":1}");
+    memset(back, 0, sizeof(back));
+    CHECK(task_params_parse(t, js, back, &err) == 0);
+    CHECK(memcmp(vals, back, sizeof(vals)) == 0);
+    free(js);
+    /* every configuration of the space round-trips through both syntaxes */
+    int trips = 0;
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 2; c++) {
+                int64_t v[3] = {task_param_value(t, 0, a), task_param_value(t, 1, b), task_param_value(t, 2, c)};
+                char *j = task_params_json(t, v);
+                char *kv = xasprintf(" SPLITS = %lld , BLOCK=%lld,UNROLL=%lld ", (long long)v[2], (long long)v[0],
+                                     (long long)v[1]);
+                int64_t w[3] = {0}, x[3] = {0};
+                trips += task_params_parse(t, j, w, &err) == 0 && memcmp(v, w, sizeof(v)) == 0 &&
+                         task_params_parse(t, kv, x, &err) == 0 && memcmp(v, x, sizeof(v)) == 0;
+                free(j);
+                free(kv);
+            }
+    CHECK(trips == 24);
+    CHECK(task_params_parse(t, "BLOCK=256", back, &err) == 0);
+    CHECK(back[0] == 256 && back[1] == 2 && back[2] == 1);
+    CHECK(task_params_parse(t, "", back, &err) == 0);
+    CHECK(back[0] == 128);
+    CHECK(task_params_parse(t, "{\"UNROLL\": 4}", back, &err) == 0);
+    CHECK(back[0] == 128 && back[1] == 4);
+    CHECK(task_params_parse(t, "BLOK=64", back, &err) < 0);
+    CHECK_STR(err.msg, "unknown param 'BLOK' (did you mean 'BLOCK'?)");
+    CHECK(task_params_parse(t, "BLOCK=96", back, &err) < 0);
+    CHECK_STR(err.msg, "param 'BLOCK': 96 is not one of its values (64, 128, 256, 512)");
+    CHECK(task_params_parse(t, "BLOCK=64,BLOCK=64", back, &err) < 0);
+    CHECK_CONTAINS(err.msg, "given twice");
+    CHECK(task_params_parse(t, "BLOCK", back, &err) < 0);
+    CHECK_CONTAINS(err.msg, "expected NAME=VALUE");
+    CHECK(task_params_parse(t, "BLOCK=6x4", back, &err) < 0);
+    CHECK_CONTAINS(err.msg, "'6x4' is not an integer");
+    CHECK(task_params_parse(t, "{\"BLOCK\": \"64\"}", back, &err) < 0);
+    CHECK_CONTAINS(err.msg, "expected an integer");
+    CHECK(task_params_parse(t, "{\"BLOCK\": 64", back, &err) < 0);
+    task_free(&t);
+}
+
+static void test_check(void)
+{
+    Task *t = load_good();
+    DeviceInfo dev;
+    EvoErr err;
+    char *why = NULL;
+    if (!t)
+        return;
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    int64_t v[3] = {128, 2, 1};
+    CHECK(task_check(t, v, &dev, &why, &err) == 1);
+    CHECK(why == NULL);
+    int64_t big[3] = {512, 4, 1};
+    CHECK(task_check(t, big, &dev, &why, &err) == 0);
+    CHECK_STR(why, "constraints[1] 'SMEM <= 4096' (tile too big) fails on shape 0 (M=3 N=1024): 8192 <= 4096");
+    free(why);
+    int64_t odd[3] = {64, 4, 1};
+    CHECK(task_check(t, odd, &dev, &why, &err) == 0);
+    CHECK_STR(why, "constraints[2] 'N % UNROLL == 0' fails on shape 1 (M=3 N=102): 2 == 0");
+    free(why);
+    int64_t notin[3] = {100, 2, 1};
+    CHECK(task_check(t, notin, &dev, &why, &err) == 0);
+    CHECK_CONTAINS(why, "BLOCK = 100 is not one of its values");
+    free(why);
+    CHECK(task_check(t, big, &dev, NULL, &err) == 0);
+    /* the whole space: 11 (BLOCK, UNROLL) pairs fit the tile, UNROLL=4 fails N=102 */
+    int valid = 0;
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 3; b++)
+            for (int c = 0; c < 2; c++) {
+                int64_t x[3] = {task_param_value(t, 0, a), task_param_value(t, 1, b), task_param_value(t, 2, c)};
+                valid += task_check(t, x, &dev, NULL, &err) == 1;
+            }
+    CHECK(valid == 16);
+    /* a smaller device: MAX_THREADS bites */
+    dev.max_threads = 256;
+    int64_t wide[3] = {512, 1, 1};
+    CHECK(task_check(t, wide, &dev, &why, &err) == 0);
+    CHECK_CONTAINS(why, "constraints[0] 'THREADS <= MAX_THREADS' fails on shape 0 (M=3 N=1024): 512 <= 256");
+    free(why);
+    /* without a device, device variables are unknown: an evaluation error */
+    CHECK(task_check(t, v, NULL, &why, &err) < 0);
+    CHECK_CONTAINS(err.msg, "good_task.json: constraints[0]: column 12: unknown variable 'MAX_THREADS'");
+    task_free(&t);
+}
+
+static void test_resolve(void)
+{
+    Task *t = load_good();
+    DeviceInfo dev;
+    EvoErr err;
+    Plan p = {0};
+    if (!t)
+        return;
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    int64_t v[3] = {128, 2, 1};
+    int rc = task_resolve(t, v, 0, &dev, &p, &err);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    if (rc == 0) {
+        CHECK_STR(p.shape_label, "M=3 N=1024");
+        CHECK(p.is_bench == 1);
+        CHECK(p.nbuffers == 3);
+        CHECK_STR(p.buffers[0].name, "X");
+        CHECK(p.buffers[0].count == 3072);
+        CHECK(p.buffers[0].dtype == DT_F32);
+        CHECK(p.buffers[0].role == ROLE_INPUT);
+        CHECK(p.buffers[0].init == INIT_UNIFORM);
+        CHECK(p.buffers[0].a == -1 && p.buffers[0].b == 1);
+        CHECK(p.buffers[0].for_ref == 1 && p.buffers[0].for_cand == 1);
+        CHECK(p.buffers[1].role == ROLE_OUTPUT);
+        CHECK_NEAR(p.buffers[1].atol, 1e-5, 0);
+        CHECK_NEAR(p.buffers[1].rtol, 1e-3, 0);
+        CHECK(p.buffers[2].count == 0); /* SPLITS=1: no scratch */
+        CHECK(p.buffers[2].role == ROLE_SCRATCH);
+        CHECK(p.buffers[2].for_cand == 1 && p.buffers[2].for_ref == 0);
+        CHECK(p.buffers[0].seed_salt == task_seed_salt("X"));
+        CHECK(p.buffers[0].seed_salt != p.buffers[1].seed_salt);
+        CHECK(task_seed_salt("X") == 0xaf64154c86024d67ULL); /* FNV-1a 64: stable across runs and builds */
+        CHECK(p.nlaunches == 1);            /* combine: when SPLITS > 1 */
+        CHECK_STR(p.launches[0].entry, "scale_main");
+        CHECK(p.launches[0].grid[0] == 4 && p.launches[0].grid[1] == 3 && p.launches[0].grid[2] == 1);
+        CHECK(p.launches[0].block[0] == 128 && p.launches[0].block[1] == 1 && p.launches[0].block[2] == 1);
+        CHECK(p.launches[0].smem == 1024);
+        CHECK(p.launches[0].nargs == 5);
+        CHECK(p.launches[0].args[0].kind == ARG_BUFFER && p.launches[0].args[0].buffer == 0);
+        CHECK(p.launches[0].args[2].kind == ARG_BUFFER && p.launches[0].args[2].buffer == 2);
+        CHECK(p.launches[0].args[3].kind == ARG_I32 && p.launches[0].args[3].i == 1024);
+        CHECK(p.launches[0].args[4].kind == ARG_F32);
+        CHECK_NEAR(p.launches[0].args[4].f, 1.5, 0);
+        CHECK(p.nref_launches == 1);
+        CHECK_STR(p.ref_launches[0].entry, "scale_ref");
+        CHECK(p.ref_launches[0].grid[0] == 3 && p.ref_launches[0].block[0] == 128);
+        CHECK(p.ref_launches[0].smem == 0);
+        CHECK_NEAR(p.ref_launches[0].args[3].f, 1.5, 0);
+        CHECK_NEAR(p.flops, 3072, 0);
+        CHECK_NEAR(p.bytes, 24576, 0);
+        CHECK(p.min_ctas == 4);
+    }
+    plan_free(&p);
+
+    int64_t s2[3] = {256, 4, 2};
+    rc = task_resolve(t, s2, 2, &dev, &p, &err);
+    CHECK_MSG(rc == 0, "%s", err.msg);
+    if (rc == 0) {
+        CHECK_STR(p.shape_label, "M=1 N=4096");
+        CHECK(p.is_bench == 0);
+        CHECK(p.buffers[2].count == 4096);
+        CHECK(p.nlaunches == 2);
+        CHECK(p.launches[0].grid[0] == 4 && p.launches[0].grid[2] == 2);
+        CHECK_STR(p.launches[1].entry, "scale_combine");
+        CHECK(p.launches[1].grid[0] == 16 && p.launches[1].block[0] == 256);
+        CHECK(p.launches[1].args[2].kind == ARG_I64 && p.launches[1].args[2].i == 4096);
+    }
+    plan_free(&p);
+    CHECK(task_resolve(t, v, 3, &dev, &p, &err) < 0);
+    CHECK_CONTAINS(err.msg, "shape 3 does not exist");
+    task_free(&t);
+}
+
+static void test_set_dim(void)
+{
+    Task *t = load_good();
+    EvoErr err;
+    if (!t)
+        return;
+    CHECK(task_set_dim(t, "N", 2048, &err) == 0);
+    CHECK(task_set_dim(t, "M", 5, &err) == 0);
+    char *l0 = task_shape_label(t, 0), *l1 = task_shape_label(t, 1), *l2 = task_shape_label(t, 2);
+    CHECK_STR(l0, "M=5 N=2048");
+    CHECK_STR(l1, "M=5 N=102");   /* shape 1 sets N itself */
+    CHECK_STR(l2, "M=1 N=4096");  /* shape 2 sets both */
+    free(l0);
+    free(l1);
+    free(l2);
+    CHECK(task_dim_value(t, 0, 1) == 2048);
+    CHECK(task_set_dim(t, "n", 1, &err) < 0);
+    CHECK_STR(err.msg, "unknown dim 'n' (did you mean 'N'?)");
+    task_free(&t);
+}
+
+static void test_render(void)
+{
+    Task *t = load_good();
+    EvoErr err;
+    char *src = NULL;
+    if (!t)
+        return;
+    int64_t v[3] = {256, 1, 2};
+    CHECK(task_render(t, v, 0, 0, &src, &err) == 0);
+    CHECK_PREFIX(src, "// evoeng: rendered from good.cu\n#define BLOCK 256\n#define UNROLL 1\n"
+                      "#define SPLITS 2\n#define M 3\n#line 1 \"good.cu\"\n");
+    CHECK_CONTAINS(src, "extern \"C\" __global__ void scale_main");
+    free(src);
+    CHECK(task_render(t, v, 2, 0, &src, &err) == 0);
+    CHECK_CONTAINS(src, "#define M 1\n");
+    free(src);
+    CHECK(task_render(t, NULL, 0, 1, &src, &err) == 0);
+    CHECK_PREFIX(src, "// evoeng: rendered from good_ref.cu\n#define M 3\n#line 1 \"good_ref.cu\"\n");
+    CHECK(strstr(src, "#define BLOCK") == NULL);
+    free(src);
+    CHECK(task_render(t, v, 9, 0, &src, &err) < 0);
+    task_free(&t);
+}
+
+static void test_missing_file(void)
+{
+    Task *t = NULL;
+    EvoErr err;
+    CHECK(task_load("/nonexistent/task.json", &t, &err) < 0);
+    CHECK(t == NULL);
+    CHECK_CONTAINS(err.msg, "/nonexistent/task.json");
+}
+
+static void test_shipped_tasks(void)
+{
+    /* The task specs under templates/ load and their defaults pass on sm_90. */
+    const char *specs[] = {"templates/softmax/task.json", "templates/attention/task.json"};
+    const char *root = getenv("EVO_SOURCE_ROOT");
+    DeviceInfo dev;
+    EvoErr err;
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    for (size_t i = 0; i < EVO_ARRAY_LEN(specs); i++) {
+        char *path = xasprintf("%s/%s", root ? root : ".", specs[i]);
+        FILE *f = fopen(path, "r");
+        if (!f) {
+            printf("     (%s not present yet)\n", specs[i]);
+            free(path);
+            continue;
+        }
+        fclose(f);
+        char *msg = first_error(path);
+        CHECK_STR(msg, "(no error)");
+        free(msg);
+        free(path);
+    }
+}
+
+int main(void)
+{
+    RUN(test_bad_specs);
+    RUN(test_good_load);
+    RUN(test_params_roundtrip);
+    RUN(test_check);
+    RUN(test_resolve);
+    RUN(test_set_dim);
+    RUN(test_render);
+    RUN(test_missing_file);
+    RUN(test_shipped_tasks);
+    return test_report();
+}
