@@ -1,0 +1,136 @@
+/*
+ * bench: timing of a launch plan and interleaved A/B comparison, plus
+ * launch metrics (CTAs, registers, shared memory, occupancy, waves,
+ * achieved throughput).
+ *
+ * Warm timing: calibrate a batch size so one sample (a batch of
+ * back-to-back runs of the whole launch plan between two CUDA events)
+ * lasts >= min_sample_ms (0.2 ms); warm up; take `samples` (>= 20)
+ * samples; report median, p10, p90, mean, CV, MAD per run.
+ * Cold timing: before every run, flush L2 by writing 2x L2 bytes with
+ * cuMemsetD32Async; only the run itself sits between the events.
+ *
+ * A/B compare (parent A, child B): `pairs` (default 15) pairs, the order
+ * within each pair drawn at random from a seeded generator; each member
+ * is one sample as above; ratio per pair = B/A. Reported: median ratio,
+ * p10..p90 and CV of the ratios. When the half spread (p90-p10)/2 or the
+ * CV exceeds noise_threshold (1%), the comparison is redone (up to
+ * `retries` attempts in all); if it never settles, `noisy` is set and the
+ * attempt with the smallest spread is returned. The driver's clock
+ * attribute is static, so throttling is detected through this noise, not
+ * read directly (NVML is not used).
+ *
+ * The statistics are pure functions (CPU-tested); bench_time and
+ * bench_compare run inside the worker.
+ */
+#ifndef EVO_BENCH_H
+#define EVO_BENCH_H
+
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "cuda_api.h"
+#include "gate.h"
+#include "plan.h"
+#include "util.h"
+
+typedef struct BenchStats {
+    int    n;
+    double median, mean, min, max, p10, p90;
+    double cv;   /* stddev / mean */
+    double mad;  /* median absolute deviation */
+} BenchStats;
+
+/* Statistics of x[0..n) (not modified). Percentiles interpolate linearly
+ * between order statistics. n == 0 gives all zeros. */
+void bench_stats(const double *x, int n, BenchStats *out);
+
+typedef struct BenchOptions {
+    int      warmup;          /* warm-up batches (default 3) */
+    int      samples;         /* timed samples (default 25, at least 20 is wise) */
+    double   min_sample_ms;   /* batch calibration target (default 0.2) */
+    int      cold;            /* 1: flush L2 before each run, time runs singly */
+    int      pairs;           /* A/B pairs (default 15) */
+    int      retries;         /* A/B attempts in all (default 3) */
+    double   noise_threshold; /* relative; default 0.01 */
+    uint64_t seed;            /* input seed and A/B order seed (default 1) */
+} BenchOptions;
+
+void bench_options_default(BenchOptions *o);
+json_t *bench_options_to_json(const BenchOptions *o);
+void    bench_options_from_json(const json_t *j, BenchOptions *o);
+
+#define BENCH_MAX_LAUNCHES 8
+
+typedef struct LaunchMetrics {
+    char     entry[96];
+    uint64_t ctas;
+    unsigned threads;       /* per CTA */
+    int      registers;     /* per thread */
+    int      static_smem;   /* bytes */
+    unsigned dynamic_smem;  /* bytes */
+    int      local_bytes;   /* per thread (spills, stack) */
+    int      occupancy;     /* resident CTAs per SM */
+    double   waves;         /* ctas / (SMs * occupancy) */
+} LaunchMetrics;
+
+typedef struct BenchResult {
+    EvalStatus status;
+    char       error[512];
+    char       cuda_error[48];
+    int        fatal;
+    BenchStats ms;           /* per run of the launch plan */
+    int        batch;        /* runs per sample (1 when cold) */
+    int        cold;
+    LaunchMetrics launches[BENCH_MAX_LAUNCHES];
+    int        nlaunches;
+    uint64_t   total_ctas;
+    double     tflops, gbps;          /* achieved, from plan flops/bytes and the median */
+    double     pct_peak_flops, pct_peak_bw;
+} BenchResult;
+
+typedef struct CompareResult {
+    EvalStatus status;
+    char       error[512];
+    char       cuda_error[48];
+    int        fatal;
+    BenchStats ratio;        /* of B/A per pair */
+    BenchStats a_ms, b_ms;   /* per run */
+    int        pairs;
+    int        attempts;
+    int        noisy;
+} CompareResult;
+
+json_t *bench_result_to_json(const BenchResult *r);
+void    bench_result_from_json(const json_t *j, BenchResult *r);
+json_t *bench_compare_to_json(const CompareResult *r);
+void    bench_compare_from_json(const json_t *j, CompareResult *r);
+json_t *bench_stats_to_json(const BenchStats *s);
+void    bench_stats_from_json(const json_t *j, BenchStats *s);
+
+/* Is an A/B attempt settled? (half spread and CV within threshold) */
+int bench_settled(const BenchStats *ratio, double threshold);
+
+/* Fill achieved tflops/gbps and their share of the device peaks from the
+ * median time. */
+void bench_fill_throughput(BenchResult *r, const Plan *plan, const DeviceInfo *dev);
+
+/* ---- device part (worker only) ---------------------------------------- */
+
+/* Launch metrics of prepared launches cl (registers etc. from
+ * cuFuncGetAttribute, occupancy from cuOccupancyMaxActiveBlocksPerMulti-
+ * processor). Fills r->launches, nlaunches, total_ctas. 0 or -1 (err). */
+int bench_metrics(CudaCtx *c, const CudaLaunches *cl, BenchResult *r, EvoErr *err);
+
+/* Time the prepared launches cl on cp (buffers already initialized).
+ * Fills r->ms, batch, cold and status (ok, or the CUDA failure with
+ * fatal). Returns 0 when r says what happened, -1 on internal failure. */
+int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, BenchResult *r, EvoErr *err);
+
+/* Interleaved A/B of prepared launches a and b. Fills *r. Returns 0 when r
+ * says what happened, -1 on internal failure. */
+int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, const BenchOptions *o,
+                  CompareResult *r, EvoErr *err);
+
+#endif

@@ -1,0 +1,955 @@
+/*
+ * worker: orchestrator side (spawn, requests with deadlines, kill and
+ * respawn, module bookkeeping) and the worker process's main loop. See
+ * worker.h for the protocol and the failure rules.
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cuda_api.h"
+#include "proto.h"
+
+/* =======================================================================
+ * Orchestrator side
+ * ======================================================================= */
+
+typedef struct Module {
+    int            id;
+    unsigned char *cubin;
+    size_t         len;
+    char         **entries;
+    int            nentries;
+    int            loaded_gen;   /* worker generation that has it loaded, 0: none */
+} Module;
+
+struct Worker {
+    char      *exe, *entry;
+    int        device;
+    double     floor_ms, mult;
+    pid_t      pid;
+    int        to_fd, from_fd;
+    int        gen;              /* spawns so far; the current worker's generation */
+    DeviceInfo info;
+    Module    *mods;
+    int        nmods, capmods, next_id;
+    double     ref_ms;
+    char       last_error[640];
+};
+
+/* Outcomes of request(). */
+#define REQ_OK    0
+#define REQ_DEAD  1  /* the worker timed out or died: *st says which, w->last_error why */
+
+static void close_fds(Worker *w)
+{
+    if (w->to_fd >= 0)
+        close(w->to_fd);
+    if (w->from_fd >= 0)
+        close(w->from_fd);
+    w->to_fd = w->from_fd = -1;
+}
+
+/* Describe a waitpid status. */
+static void describe_exit(int st, char *buf, size_t cap)
+{
+    if (WIFSIGNALED(st))
+        snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else if (WIFEXITED(st))
+        snprintf(buf, cap, "exited with code %d%s", WEXITSTATUS(st),
+                 WEXITSTATUS(st) == 127 ? " (exec failed?)" : "");
+    else
+        snprintf(buf, cap, "ended (status 0x%x)", st);
+}
+
+static int wait_child(pid_t pid, int *st, int nohang)
+{
+    for (;;) {
+        pid_t r = waitpid(pid, st, nohang ? WNOHANG : 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        return r == pid;
+    }
+}
+
+/* Stop the current worker. grace_ms > 0: wait that long for it to exit by
+ * itself first (its exit status is then reported). SIGKILL otherwise.
+ * Writes "how it ended" into how (may be NULL). */
+static void stop_worker(Worker *w, double grace_ms, char *how, size_t cap)
+{
+    int st = 0, reaped = 0;
+    if (how && cap)
+        how[0] = 0;
+    if (w->pid <= 0) {
+        close_fds(w);
+        return;
+    }
+    close_fds(w);
+    if (grace_ms > 0) {
+        double end = time_now_ms() + grace_ms;
+        while (!(reaped = wait_child(w->pid, &st, 1)) && time_now_ms() < end)
+            usleep(2000);
+    }
+    if (!reaped) {
+        kill(w->pid, SIGKILL);
+        reaped = wait_child(w->pid, &st, 0);
+    }
+    if (how && reaped)
+        describe_exit(st, how, cap);
+    w->pid = 0;
+}
+
+static int spawn(Worker *w, EvoErr *err)
+{
+    int to[2] = {-1, -1}, from[2] = {-1, -1};
+    char a_in[24], a_out[24];
+    char *argv[5];
+    pid_t pid;
+
+    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
+        err_set(err, "pipe2: %s", strerror(errno));
+        goto fail;
+    }
+    snprintf(a_in, sizeof(a_in), "%d", to[0]);
+    snprintf(a_out, sizeof(a_out), "%d", from[1]);
+    argv[0] = w->exe;
+    argv[1] = w->entry;
+    argv[2] = a_in;
+    argv[3] = a_out;
+    argv[4] = NULL;
+    pid = fork();
+    if (pid < 0) {
+        err_set(err, "fork: %s", strerror(errno));
+        goto fail;
+    }
+    if (pid == 0) {
+        /* child: only async-signal-safe calls until exec */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        fcntl(to[0], F_SETFD, 0);
+        fcntl(from[1], F_SETFD, 0);
+        dup2(2, 1); /* the worker never writes the orchestrator's stdout */
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(to[0]);
+    close(from[1]);
+    w->to_fd = to[1];
+    w->from_fd = from[0];
+    w->pid = pid;
+    w->gen++;
+    return 0;
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (to[i] >= 0)
+            close(to[i]);
+        if (from[i] >= 0)
+            close(from[i]);
+    }
+    return -1;
+}
+
+/* Send a request and wait for its reply. REQ_OK with *reply filled,
+ * REQ_DEAD with *st (EVAL_TIMEOUT / EVAL_CRASHED) and w->last_error, or -1
+ * when no worker is running. A fatal reply is returned as REQ_OK, and the
+ * worker is reaped. */
+static int request(Worker *w, int type, const json_t *j, const void *bin, size_t len, double timeout_ms,
+                   ProtoMsg *reply, EvalStatus *st, EvoErr *err)
+{
+    EvoErr e = {{0}};
+    char how[160];
+    int rc;
+    memset(reply, 0, sizeof(*reply));
+    if (w->pid <= 0)
+        return err_set(err, "worker: no worker process running");
+    if (proto_write(w->to_fd, type, j, bin, len, &e) != 0) {
+        stop_worker(w, 2000, how, sizeof(how));
+        *st = EVAL_CRASHED;
+        snprintf(w->last_error, sizeof(w->last_error), "crashed: worker died before the %s request (%s; %s)",
+                 proto_type_name(type), e.msg, how[0] ? how : "not reaped");
+        return REQ_DEAD;
+    }
+    rc = proto_read(w->from_fd, reply, timeout_ms < 0 ? -1 : (int)(timeout_ms < 2e9 ? timeout_ms : 2e9), &e);
+    if (rc == PROTO_TIMEOUT) {
+        stop_worker(w, 0, how, sizeof(how));
+        *st = EVAL_TIMEOUT;
+        snprintf(w->last_error, sizeof(w->last_error), "timeout: no reply to %s within %.0f ms; worker killed (%s)",
+                 proto_type_name(type), timeout_ms, how);
+        return REQ_DEAD;
+    }
+    if (rc != 0) {
+        stop_worker(w, 2000, how, sizeof(how));
+        *st = EVAL_CRASHED;
+        snprintf(w->last_error, sizeof(w->last_error), "crashed: worker %s during %s%s%s",
+                 how[0] ? how : "vanished", proto_type_name(type), rc == PROTO_EOF ? "" : ": ",
+                 rc == PROTO_EOF ? "" : e.msg);
+        return REQ_DEAD;
+    }
+    if (reply->type != PROTO_REPLY) {
+        proto_msg_free(reply);
+        stop_worker(w, 0, how, sizeof(how));
+        *st = EVAL_CRASHED;
+        snprintf(w->last_error, sizeof(w->last_error), "crashed: protocol error: expected a reply, got type %d",
+                 reply->type);
+        return REQ_DEAD;
+    }
+    w->last_error[0] = 0;
+    if (proto_get_int(reply->json, "fatal", 0))
+        stop_worker(w, 3000, NULL, 0);
+    return REQ_OK;
+}
+
+/* Start a worker if none runs: spawn + hello. */
+static int ensure_running(Worker *w, EvoErr *err)
+{
+    ProtoMsg r;
+    EvalStatus st = EVAL_OK;
+    json_t *j;
+    int rc;
+    if (w->pid > 0)
+        return 0;
+    if (spawn(w, err) != 0)
+        return -1;
+    j = json_pack("{s:i}", "device", w->device);
+    rc = request(w, PROTO_HELLO, j, NULL, 0, w->floor_ms > 30000 ? w->floor_ms : 30000, &r, &st, err);
+    json_decref(j);
+    if (rc < 0)
+        return -1;
+    if (rc == REQ_DEAD)
+        return err_set(err, "worker (%s %s): hello failed: %s", w->exe, w->entry, w->last_error);
+    if (!proto_get_int(r.json, "ok", 0) ||
+        proto_device_from_json(json_object_get(r.json, "device"), &w->info, err) != 0) {
+        err_set(err, "worker: %s", proto_get_str(r.json, "error", err ? err->msg : "bad hello reply"));
+        proto_msg_free(&r);
+        stop_worker(w, 1000, NULL, 0);
+        return -1;
+    }
+    proto_msg_free(&r);
+    return 0;
+}
+
+static Module *find_module(Worker *w, int id)
+{
+    for (int i = 0; i < w->nmods; i++)
+        if (w->mods[i].id == id)
+            return &w->mods[i];
+    return NULL;
+}
+
+/* Load module m in the running worker if this generation lacks it. Returns
+ * 0 with *st = EVAL_OK (or the failure status and msg), -1 (err). */
+static int ensure_module(Worker *w, Module *m, WorkerFunc *funcs, EvalStatus *st, char *msg, size_t cap,
+                         EvoErr *err)
+{
+    ProtoMsg r;
+    json_t *j, *ents;
+    int rc;
+    *st = EVAL_OK;
+    if (m->loaded_gen == w->gen && w->pid > 0 && !funcs)
+        return 0;
+    if (ensure_running(w, err) != 0)
+        return -1;
+    ents = json_array();
+    for (int i = 0; i < m->nentries; i++)
+        json_array_append_new(ents, json_string(m->entries[i]));
+    j = json_pack("{s:i, s:o}", "module", m->id, "entries", ents);
+    rc = request(w, PROTO_LOAD, j, m->cubin, m->len, w->floor_ms, &r, st, err);
+    json_decref(j);
+    if (rc < 0)
+        return -1;
+    if (rc == REQ_DEAD) {
+        snprintf(msg, cap, "%s", w->last_error);
+        return 0;
+    }
+    if (!proto_get_int(r.json, "ok", 0)) {
+        int s = gate_status_parse(proto_get_str(r.json, "status", ""));
+        *st = s < 0 ? EVAL_INVALID : (EvalStatus)s;
+        snprintf(msg, cap, "%s", proto_get_str(r.json, "error", "module load failed"));
+        proto_msg_free(&r);
+        return 0;
+    }
+    m->loaded_gen = w->gen;
+    if (funcs) {
+        const json_t *fs = json_object_get(r.json, "functions");
+        for (int i = 0; i < m->nentries; i++) {
+            const json_t *f = json_array_get(fs, (size_t)i);
+            memset(&funcs[i], 0, sizeof(funcs[i]));
+            snprintf(funcs[i].name, sizeof(funcs[i].name), "%s", m->entries[i]);
+            funcs[i].registers = (int)proto_get_int(f, "registers", 0);
+            funcs[i].static_smem = (int)proto_get_int(f, "static_smem", 0);
+            funcs[i].local_bytes = (int)proto_get_int(f, "local_bytes", 0);
+            funcs[i].max_threads = (int)proto_get_int(f, "max_threads", 0);
+        }
+    }
+    proto_msg_free(&r);
+    return 0;
+}
+
+int worker_open(Worker **out, const WorkerOptions *opt, EvoErr *err)
+{
+    Worker *w = xcalloc(1, sizeof(*w));
+    *out = NULL;
+    w->exe = xstrdup(opt && opt->exe ? opt->exe : "/proc/self/exe");
+    w->entry = xstrdup(opt && opt->entry ? opt->entry : "__worker");
+    w->device = opt ? opt->device : 0;
+    w->floor_ms = opt && opt->timeout_floor_ms > 0 ? opt->timeout_floor_ms : 10000;
+    w->mult = opt && opt->timeout_mult > 0 ? opt->timeout_mult : 1000;
+    w->to_fd = w->from_fd = -1;
+    w->next_id = 1;
+    if (ensure_running(w, err) != 0) {
+        worker_close(&w);
+        return -1;
+    }
+    *out = w;
+    return 0;
+}
+
+void worker_close(Worker **wp)
+{
+    Worker *w;
+    if (!wp || !*wp)
+        return;
+    w = *wp;
+    if (w->pid > 0) {
+        EvoErr e;
+        if (proto_write(w->to_fd, PROTO_QUIT, NULL, NULL, 0, &e) == 0) {
+            ProtoMsg r;
+            if (proto_read(w->from_fd, &r, 2000, &e) == 0)
+                proto_msg_free(&r);
+        }
+        stop_worker(w, 1000, NULL, 0);
+    }
+    for (int i = 0; i < w->nmods; i++) {
+        free(w->mods[i].cubin);
+        for (int k = 0; k < w->mods[i].nentries; k++)
+            free(w->mods[i].entries[k]);
+        free(w->mods[i].entries);
+    }
+    free(w->mods);
+    free(w->exe);
+    free(w->entry);
+    free(w);
+    *wp = NULL;
+}
+
+const DeviceInfo *worker_device(const Worker *w)
+{
+    return &w->info;
+}
+
+int worker_spawns(const Worker *w)
+{
+    return w->gen;
+}
+
+int worker_pid(const Worker *w)
+{
+    return w->pid > 0 ? (int)w->pid : 0;
+}
+
+const char *worker_last_error(const Worker *w)
+{
+    return w->last_error;
+}
+
+void worker_note_ref_ms(Worker *w, double ms)
+{
+    if (ms > w->ref_ms)
+        w->ref_ms = ms;
+}
+
+double worker_timeout_ms(const Worker *w)
+{
+    double t = w->mult * w->ref_ms;
+    return t > w->floor_ms ? t : w->floor_ms;
+}
+
+/* Deadline of a request that runs about `runs` launch plans. */
+static double timeout_for_runs(const Worker *w, double runs)
+{
+    double t = runs * w->mult * w->ref_ms;
+    return t > w->floor_ms ? t : w->floor_ms;
+}
+
+int worker_load(Worker *w, const void *cubin, size_t len, const char *const *entries, int nentries, int *id,
+                WorkerFunc *funcs, EvalStatus *status, char *msg, size_t msg_cap, EvoErr *err)
+{
+    Module *m;
+    if (w->nmods == w->capmods) {
+        w->capmods = w->capmods ? 2 * w->capmods : 8;
+        w->mods = xrealloc(w->mods, (size_t)w->capmods * sizeof(*w->mods));
+    }
+    m = &w->mods[w->nmods++];
+    memset(m, 0, sizeof(*m));
+    m->id = w->next_id++;
+    m->cubin = xmalloc(len ? len : 1);
+    memcpy(m->cubin, cubin, len);
+    m->len = len;
+    m->nentries = nentries;
+    m->entries = xcalloc((size_t)(nentries > 0 ? nentries : 1), sizeof(char *));
+    for (int i = 0; i < nentries; i++)
+        m->entries[i] = xstrdup(entries[i]);
+    *id = m->id;
+    if (msg && msg_cap)
+        msg[0] = 0;
+    {
+        char tmp[640];
+        int rc = ensure_module(w, m, funcs, status, msg ? msg : tmp, msg ? msg_cap : sizeof(tmp), err);
+        if (rc == 0 && *status != EVAL_OK)
+            m->loaded_gen = 0;
+        return rc;
+    }
+}
+
+int worker_unload(Worker *w, int id, EvoErr *err)
+{
+    for (int i = 0; i < w->nmods; i++) {
+        Module *m = &w->mods[i];
+        if (m->id != id)
+            continue;
+        if (m->loaded_gen == w->gen && w->pid > 0) {
+            ProtoMsg r;
+            EvalStatus st;
+            json_t *j = json_pack("{s:i}", "module", id);
+            if (request(w, PROTO_UNLOAD, j, NULL, 0, w->floor_ms, &r, &st, err) == REQ_OK)
+                proto_msg_free(&r);
+            json_decref(j);
+        }
+        free(m->cubin);
+        for (int k = 0; k < m->nentries; k++)
+            free(m->entries[k]);
+        free(m->entries);
+        w->mods[i] = w->mods[--w->nmods];
+        return 0;
+    }
+    return err_set(err, "worker_unload: unknown module %d", id);
+}
+
+/* Make sure the worker runs and has the modules ids[0..n). On a module
+ * failure fills st/msg and returns 0 with *st != EVAL_OK. */
+static int prepare(Worker *w, const int *ids, int n, EvalStatus *st, char *msg, size_t cap, EvoErr *err)
+{
+    *st = EVAL_OK;
+    if (ensure_running(w, err) != 0)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        Module *m = find_module(w, ids[i]);
+        if (!m) {
+            *st = EVAL_INVALID;
+            snprintf(msg, cap, "unknown module id %d", ids[i]);
+            return 0;
+        }
+        if (ensure_module(w, m, NULL, st, msg, cap, err) != 0)
+            return -1;
+        if (*st != EVAL_OK)
+            return 0;
+    }
+    return 0;
+}
+
+int worker_gate(Worker *w, const Plan *plan, int cand, int ref, const GateOptions *opt, GateReport *rep,
+                EvoErr *err)
+{
+    GateOptions def;
+    int ids[2] = {cand, ref};
+    EvalStatus st;
+    ProtoMsg r;
+    json_t *j, *seeds;
+    int rc, nseeds;
+
+    memset(rep, 0, sizeof(*rep));
+    rep->first_bad = -1;
+    snprintf(rep->shape, sizeof(rep->shape), "%s", plan->shape_label ? plan->shape_label : "");
+    if (!opt) {
+        gate_options_default(&def);
+        opt = &def;
+    }
+    if (prepare(w, ids, 2, &st, rep->error, sizeof(rep->error), err) != 0)
+        return -1;
+    if (st != EVAL_OK) {
+        rep->status = st;
+        return 0;
+    }
+    nseeds = opt->nseeds > 0 ? (opt->nseeds > 16 ? 16 : opt->nseeds) : 3;
+    seeds = json_array();
+    for (int i = 0; i < nseeds; i++)
+        json_array_append_new(seeds, json_integer((json_int_t)(opt->seeds_given ? opt->seeds[i] : (uint64_t)i + 1)));
+    j = json_pack("{s:o, s:i, s:i, s:o}", "plan", proto_plan_to_json(plan), "cand", cand, "ref", ref, "seeds", seeds);
+    rc = request(w, PROTO_GATE, j, NULL, 0, timeout_for_runs(w, 3.0 * nseeds), &r, &st, err);
+    json_decref(j);
+    if (rc < 0)
+        return -1;
+    if (rc == REQ_DEAD) {
+        rep->status = st;
+        rep->fatal = 1;
+        snprintf(rep->error, sizeof(rep->error), "%s", w->last_error);
+        return 0;
+    }
+    if (!proto_get_int(r.json, "ok", 0)) {
+        rep->status = EVAL_INVALID;
+        snprintf(rep->error, sizeof(rep->error), "%s", proto_get_str(r.json, "error", "gate request failed"));
+    } else {
+        gate_report_from_json(json_object_get(r.json, "report"), rep);
+        if (rep->ref_ms > 0)
+            worker_note_ref_ms(w, rep->ref_ms);
+    }
+    proto_msg_free(&r);
+    return 0;
+}
+
+/* Shared by time / metrics / compare: send j, parse "result" with parse(). */
+static int bench_request(Worker *w, int type, json_t *j, double timeout_ms, json_t **result, EvalStatus *st,
+                         char *msg, size_t cap, ProtoMsg *r, EvoErr *err)
+{
+    int rc = request(w, type, j, NULL, 0, timeout_ms, r, st, err);
+    *result = NULL;
+    if (rc < 0)
+        return -1;
+    if (rc == REQ_DEAD) {
+        snprintf(msg, cap, "%s", w->last_error);
+        return 0;
+    }
+    if (!proto_get_int(r->json, "ok", 0)) {
+        *st = EVAL_INVALID;
+        snprintf(msg, cap, "%s", proto_get_str(r->json, "error", "request failed"));
+        return 0;
+    }
+    *st = EVAL_OK;
+    *result = json_object_get(r->json, "result");
+    return 0;
+}
+
+static int time_or_metrics(Worker *w, int type, const Plan *plan, int module, int which_ref, const BenchOptions *opt,
+                           BenchResult *res, EvoErr *err)
+{
+    BenchOptions def;
+    EvalStatus st;
+    ProtoMsg r = {0};
+    json_t *j, *result;
+    int rc;
+    memset(res, 0, sizeof(*res));
+    if (!opt) {
+        bench_options_default(&def);
+        opt = &def;
+    }
+    if (prepare(w, &module, 1, &st, res->error, sizeof(res->error), err) != 0)
+        return -1;
+    if (st != EVAL_OK) {
+        res->status = st;
+        return 0;
+    }
+    j = json_pack("{s:o, s:i, s:s, s:o}", "plan", proto_plan_to_json(plan), "module", module, "which",
+                  which_ref ? "ref" : "cand", "bench", bench_options_to_json(opt));
+    rc = bench_request(w, type, j, timeout_for_runs(w, opt->warmup + opt->samples + 25.0), &result, &st,
+                       res->error, sizeof(res->error), &r, err);
+    json_decref(j);
+    if (rc == 0) {
+        if (result) {
+            bench_result_from_json(result, res);
+            bench_fill_throughput(res, plan, &w->info);
+        } else {
+            res->status = st;
+            res->fatal = st == EVAL_TIMEOUT || st == EVAL_CRASHED;
+        }
+    }
+    proto_msg_free(&r);
+    return rc;
+}
+
+int worker_time(Worker *w, const Plan *plan, int module, int which_ref, const BenchOptions *opt, BenchResult *res,
+                EvoErr *err)
+{
+    return time_or_metrics(w, PROTO_TIME, plan, module, which_ref, opt, res, err);
+}
+
+int worker_metrics(Worker *w, const Plan *plan, int module, int which_ref, BenchResult *res, EvoErr *err)
+{
+    return time_or_metrics(w, PROTO_METRICS, plan, module, which_ref, NULL, res, err);
+}
+
+int worker_compare(Worker *w, const Plan *plan_a, int module_a, const Plan *plan_b, int module_b,
+                   const BenchOptions *opt, CompareResult *res, EvoErr *err)
+{
+    BenchOptions def;
+    int ids[2] = {module_a, module_b};
+    EvalStatus st;
+    ProtoMsg r = {0};
+    json_t *j, *result;
+    int rc;
+    memset(res, 0, sizeof(*res));
+    if (!opt) {
+        bench_options_default(&def);
+        opt = &def;
+    }
+    if (prepare(w, ids, 2, &st, res->error, sizeof(res->error), err) != 0)
+        return -1;
+    if (st != EVAL_OK) {
+        res->status = st;
+        return 0;
+    }
+    j = json_pack("{s:o, s:i, s:s, s:o, s:i, s:s, s:o}", "plan_a", proto_plan_to_json(plan_a), "module_a", module_a,
+                  "which_a", "cand", "plan_b", proto_plan_to_json(plan_b), "module_b", module_b, "which_b", "cand",
+                  "bench", bench_options_to_json(opt));
+    rc = bench_request(w, PROTO_COMPARE, j,
+                       timeout_for_runs(w, 2.0 * opt->pairs * (opt->retries > 0 ? opt->retries : 1) + 60.0), &result,
+                       &st, res->error, sizeof(res->error), &r, err);
+    json_decref(j);
+    if (rc == 0) {
+        if (result) {
+            bench_compare_from_json(result, res);
+        } else {
+            res->status = st;
+            res->fatal = st == EVAL_TIMEOUT || st == EVAL_CRASHED;
+        }
+    }
+    proto_msg_free(&r);
+    return rc;
+}
+
+/* =======================================================================
+ * Worker process
+ * ======================================================================= */
+
+typedef struct WMod {
+    int      id;
+    CUmodule mod;
+} WMod;
+
+typedef struct WState {
+    CudaApi      *api;
+    CudaCtx       ctx;
+    int           have_ctx;
+    WMod         *mods;
+    int           nmods, capmods;
+    GateRefCache *cache;
+    int           fatal;   /* set by a handler: reply, then exit */
+} WState;
+
+static CUmodule wmod_find(WState *s, int id)
+{
+    for (int i = 0; i < s->nmods; i++)
+        if (s->mods[i].id == id)
+            return s->mods[i].mod;
+    return NULL;
+}
+
+static void wmod_drop(WState *s, int id)
+{
+    for (int i = 0; i < s->nmods; i++)
+        if (s->mods[i].id == id) {
+            s->api->cuModuleUnload(s->mods[i].mod);
+            s->mods[i] = s->mods[--s->nmods];
+            return;
+        }
+}
+
+static json_t *reply_error(const char *status, const char *fmt, ...) EVO_PRINTF(2, 3);
+static json_t *reply_error(const char *status, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return json_pack("{s:b, s:s, s:s}", "ok", 0, "status", status, "error", buf);
+}
+
+static json_t *w_hello(WState *s, const json_t *req)
+{
+    EvoErr e = {{0}};
+    if (!s->have_ctx) {
+        if (!s->api && cuda_load(&s->api, &e) != 0)
+            return reply_error("invalid", "%s", e.msg);
+        if (cuda_context_open(s->api, (int)proto_get_int(req, "device", 0), &s->ctx, &e) != 0)
+            return reply_error("invalid", "%s", e.msg);
+        s->have_ctx = 1;
+    }
+    return json_pack("{s:b, s:o}", "ok", 1, "device", proto_device_to_json(&s->ctx.info));
+}
+
+static json_t *w_load(WState *s, const json_t *req, const ProtoMsg *m)
+{
+    EvoErr e = {{0}};
+    int id = (int)proto_get_int(req, "module", -1);
+    const json_t *ents = json_object_get(req, "entries");
+    unsigned char *img;
+    CUmodule mod = NULL;
+    CUresult r;
+    json_t *fs;
+    if (!m->bin || m->bin_len == 0)
+        return reply_error("invalid", "%s", "load: no module image attached");
+    img = xmalloc(m->bin_len + 1); /* NUL-terminated in case it is PTX */
+    memcpy(img, m->bin, m->bin_len);
+    img[m->bin_len] = 0;
+    r = s->api->cuModuleLoadData(&mod, img);
+    free(img);
+    if (r != CUDA_SUCCESS) {
+        cuda_check(s->api, r, "cuModuleLoadData", &e);
+        s->fatal = cuda_error_is_sticky(r);
+        json_t *j = reply_error("compile_error", "%s", e.msg);
+        json_object_set_new(j, "fatal", json_boolean(s->fatal));
+        return j;
+    }
+    fs = json_array();
+    for (size_t i = 0; json_is_array(ents) && i < json_array_size(ents); i++) {
+        const char *name = json_string_value(json_array_get(ents, i));
+        CUfunction f;
+        int regs = 0, smem = 0, local = 0, maxt = 0;
+        if (!name || (r = s->api->cuModuleGetFunction(&f, mod, name)) != CUDA_SUCCESS) {
+            s->api->cuModuleUnload(mod);
+            json_decref(fs);
+            return reply_error("invalid", "load: kernel entry '%s' not found in the module (is it extern \"C\"?)",
+                               name ? name : "?");
+        }
+        s->api->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+        s->api->cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+        s->api->cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+        s->api->cuFuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+        json_array_append_new(fs, json_pack("{s:s, s:i, s:i, s:i, s:i}", "name", name, "registers", regs,
+                                            "static_smem", smem, "local_bytes", local, "max_threads", maxt));
+    }
+    wmod_drop(s, id);
+    if (s->nmods == s->capmods) {
+        s->capmods = s->capmods ? 2 * s->capmods : 16;
+        s->mods = xrealloc(s->mods, (size_t)s->capmods * sizeof(*s->mods));
+    }
+    s->mods[s->nmods].id = id;
+    s->mods[s->nmods].mod = mod;
+    s->nmods++;
+    return json_pack("{s:b, s:o}", "ok", 1, "functions", fs);
+}
+
+/* Cache key of the reference part of a plan: ref module + buffers + ref
+ * launches. */
+static char *ref_key(int ref, const json_t *plan_json)
+{
+    json_t *k = json_pack("{s:i, s:O, s:O}", "ref", ref, "buffers", json_object_get(plan_json, "buffers"),
+                          "ref_launches", json_object_get(plan_json, "ref_launches"));
+    char *text = json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS);
+    char hex[65];
+    sha256_hex(text, strlen(text), hex);
+    free(text);
+    json_decref(k);
+    return xstrdup(hex);
+}
+
+static json_t *w_gate(WState *s, const json_t *req)
+{
+    EvoErr e = {{0}};
+    Plan plan;
+    GateOptions opt;
+    GateReport rep;
+    const json_t *seeds = json_object_get(req, "seeds");
+    int cand = (int)proto_get_int(req, "cand", -1), ref = (int)proto_get_int(req, "ref", -1);
+    CUmodule mc = wmod_find(s, cand), mr = wmod_find(s, ref);
+    json_t *out;
+    char *key;
+    if (!mc || !mr)
+        return reply_error("invalid", "gate: module %s not loaded", !mc ? "cand" : "ref");
+    if (proto_plan_from_json(json_object_get(req, "plan"), &plan, &e) != 0)
+        return reply_error("invalid", "%s", e.msg);
+    gate_options_default(&opt);
+    if (json_is_array(seeds) && json_array_size(seeds) > 0) {
+        opt.nseeds = (int)(json_array_size(seeds) > 16 ? 16 : json_array_size(seeds));
+        opt.seeds_given = 1;
+        for (int i = 0; i < opt.nseeds; i++)
+            opt.seeds[i] = (uint64_t)json_integer_value(json_array_get(seeds, (size_t)i));
+    }
+    key = ref_key(ref, json_object_get(req, "plan"));
+    gate_run(&s->ctx, &plan, mc, mr, &opt, s->cache, key, &rep, &e);
+    free(key);
+    plan_free(&plan);
+    s->fatal = rep.fatal;
+    out = json_pack("{s:b, s:o, s:b}", "ok", 1, "report", gate_report_to_json(&rep), "fatal", rep.fatal);
+    return out;
+}
+
+/* Set up one side of a timing request: plan, buffers, launches. */
+typedef struct Side {
+    Plan         plan;
+    CudaPlan     cp;
+    CudaLaunches cl;
+    int          have_plan;
+} Side;
+
+static void side_free(WState *s, Side *sd)
+{
+    cuda_launches_free(&sd->cl);
+    cuda_plan_free(&s->ctx, &sd->cp);
+    if (sd->have_plan)
+        plan_free(&sd->plan);
+}
+
+/* Returns NULL on success, or an error reply. */
+static json_t *side_open(WState *s, Side *sd, const json_t *plan_json, int module, const char *which, uint64_t seed)
+{
+    EvoErr e = {{0}};
+    CUresult cu = CUDA_SUCCESS;
+    CUmodule m = wmod_find(s, module);
+    int ref = which && strcmp(which, "ref") == 0;
+    memset(sd, 0, sizeof(*sd));
+    if (!m)
+        return reply_error("invalid", "timing: module %d not loaded", module);
+    if (proto_plan_from_json(plan_json, &sd->plan, &e) != 0)
+        return reply_error("invalid", "%s", e.msg);
+    sd->have_plan = 1;
+    if (cuda_plan_alloc(&s->ctx, &sd->plan, &sd->cp, &e) != 0)
+        return reply_error("resource", "%s", e.msg);
+    if (gate_prepare_buffers(&s->ctx, &sd->cp, seed, ref, &cu, &e) != 0 ||
+        cuda_launches_prepare(&s->ctx, &sd->cp, m, ref ? sd->plan.ref_launches : sd->plan.launches,
+                              ref ? sd->plan.nref_launches : sd->plan.nlaunches, &sd->cl, &cu, &e) != 0) {
+        json_t *j = reply_error(cu == CUDA_SUCCESS ? "invalid" : gate_status_name(gate_status_from_cuda(cu)), "%s",
+                                e.msg);
+        s->fatal = cuda_error_is_sticky(cu);
+        json_object_set_new(j, "fatal", json_boolean(s->fatal));
+        return j;
+    }
+    return NULL;
+}
+
+static json_t *w_time(WState *s, const json_t *req, int metrics_only)
+{
+    EvoErr e = {{0}};
+    BenchOptions o;
+    BenchResult res;
+    Side sd;
+    json_t *bad;
+    bench_options_from_json(json_object_get(req, "bench"), &o);
+    memset(&res, 0, sizeof(res));
+    bad = side_open(s, &sd, json_object_get(req, "plan"), (int)proto_get_int(req, "module", -1),
+                    proto_get_str(req, "which", "cand"), o.seed);
+    if (bad) {
+        side_free(s, &sd);
+        return bad;
+    }
+    if (bench_metrics(&s->ctx, &sd.cl, &res, &e) != 0) {
+        side_free(s, &sd);
+        return reply_error("launch_error", "%s", e.msg);
+    }
+    if (!metrics_only)
+        bench_time(&s->ctx, &sd.cl, &o, &res, &e);
+    bench_fill_throughput(&res, &sd.plan, &s->ctx.info);
+    side_free(s, &sd);
+    s->fatal = res.fatal;
+    return json_pack("{s:b, s:o, s:b}", "ok", 1, "result", bench_result_to_json(&res), "fatal", res.fatal);
+}
+
+static json_t *w_compare(WState *s, const json_t *req)
+{
+    EvoErr e = {{0}};
+    BenchOptions o;
+    CompareResult res;
+    Side a, b;
+    json_t *bad;
+    bench_options_from_json(json_object_get(req, "bench"), &o);
+    memset(&b, 0, sizeof(b));
+    bad = side_open(s, &a, json_object_get(req, "plan_a"), (int)proto_get_int(req, "module_a", -1),
+                    proto_get_str(req, "which_a", "cand"), o.seed);
+    if (!bad)
+        bad = side_open(s, &b, json_object_get(req, "plan_b"), (int)proto_get_int(req, "module_b", -1),
+                        proto_get_str(req, "which_b", "cand"), o.seed);
+    if (bad) {
+        side_free(s, &a);
+        side_free(s, &b);
+        return bad;
+    }
+    bench_compare(&s->ctx, &a.cl, &b.cl, &o, &res, &e);
+    side_free(s, &a);
+    side_free(s, &b);
+    s->fatal = res.fatal;
+    return json_pack("{s:b, s:o, s:b}", "ok", 1, "result", bench_compare_to_json(&res), "fatal", res.fatal);
+}
+
+int worker_main(int in_fd, int out_fd)
+{
+    WState s;
+    int code = 0;
+    memset(&s, 0, sizeof(s));
+    gate_cache_open(&s.cache);
+    for (;;) {
+        ProtoMsg m;
+        EvoErr e = {{0}};
+        json_t *reply = NULL;
+        int rc = proto_read(in_fd, &m, -1, &e);
+        if (rc == PROTO_EOF)
+            break;
+        if (rc != 0) {
+            fprintf(stderr, "evoeng worker: %s\n", e.msg);
+            code = 1;
+            break;
+        }
+        if (m.type == PROTO_QUIT) {
+            reply = json_pack("{s:b}", "ok", 1);
+            proto_write(out_fd, PROTO_REPLY, reply, NULL, 0, &e);
+            json_decref(reply);
+            proto_msg_free(&m);
+            break;
+        }
+        if (m.type == PROTO_HELLO)
+            reply = w_hello(&s, m.json);
+        else if (!s.have_ctx)
+            reply = reply_error("invalid", "%s", "no CUDA context: send hello first");
+        else if (m.type == PROTO_LOAD)
+            reply = w_load(&s, m.json, &m);
+        else if (m.type == PROTO_GATE)
+            reply = w_gate(&s, m.json);
+        else if (m.type == PROTO_TIME)
+            reply = w_time(&s, m.json, 0);
+        else if (m.type == PROTO_METRICS)
+            reply = w_time(&s, m.json, 1);
+        else if (m.type == PROTO_COMPARE)
+            reply = w_compare(&s, m.json);
+        else if (m.type == PROTO_UNLOAD) {
+            wmod_drop(&s, (int)proto_get_int(m.json, "module", -1));
+            reply = json_pack("{s:b}", "ok", 1);
+        } else {
+            reply = reply_error("invalid", "unknown request type %s", proto_type_name(m.type));
+        }
+        proto_msg_free(&m);
+        if (s.fatal)
+            json_object_set_new(reply, "fatal", json_true());
+        rc = proto_write(out_fd, PROTO_REPLY, reply, NULL, 0, &e);
+        json_decref(reply);
+        if (rc != 0 || s.fatal) {
+            code = s.fatal ? 1 : 0;
+            break;
+        }
+    }
+    /* After a fatal error the context is poisoned: do not touch it. */
+    if (!s.fatal && s.have_ctx) {
+        for (int i = 0; i < s.nmods; i++)
+            s.api->cuModuleUnload(s.mods[i].mod);
+        cuda_context_close(&s.ctx);
+    }
+    free(s.mods);
+    gate_cache_close(&s.cache);
+    if (!s.fatal)
+        cuda_close(&s.api);
+    return code;
+}
+
+int worker_dispatch(int argc, char **argv, int *exit_code)
+{
+    long in_fd, out_fd;
+    if (argc < 4 || strcmp(argv[1], "__worker") != 0)
+        return 0;
+    if (parse_long(argv[2], 0, 1 << 20, &in_fd) != 0 || parse_long(argv[3], 0, 1 << 20, &out_fd) != 0) {
+        fprintf(stderr, "evoeng __worker: bad file descriptors '%s' '%s'\n", argv[2], argv[3]);
+        *exit_code = 2;
+        return 1;
+    }
+    *exit_code = worker_main((int)in_fd, (int)out_fd);
+    return 1;
+}

@@ -1,0 +1,107 @@
+// Planted kernels for the GPU gate tests (tests/test_gpu_planted.c).
+// Task: out[i] = a[i] + 2 * b[i], f32, n elements; "rows" are 256 elements.
+// vadd_ref is the reference, vadd the good candidate; every p_* kernel is
+// wrong in one specific way and must get one specific status.
+typedef unsigned long long u64;
+
+extern "C" __global__ void vadd_ref(const float *a, const float *b, float *out, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        out[i] = a[i] + 2.0f * b[i];
+}
+
+extern "C" __global__ void vadd(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = a[i] + 2.0f * b[i];
+}
+
+// crashed / CUDA_ERROR_ILLEGAL_ADDRESS: writes far outside any allocation
+extern "C" __global__ void p_illegal(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i + (1ll << 40)] = a[i];
+}
+
+// crashed / CUDA_ERROR_MISALIGNED_ADDRESS: a 16-byte store at a 4-byte offset
+extern "C" __global__ void p_misaligned(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (4 * i + 4 < n) {
+        float4 *p = (float4 *)((char *)out + 4);
+        p[i] = make_float4(a[i], a[i], a[i], a[i]);
+    }
+}
+
+// timeout: spins on a volatile read that never matches
+extern "C" __global__ void p_loop(const float *a, const float *b, float *out, int n)
+{
+    volatile const float *va = a;
+    while (va[0] != 12345.678f) {
+    }
+    out[0] = 0;
+}
+
+// incorrect / unwritten: writes nothing
+extern "C" __global__ void p_nowrite(const float *a, const float *b, float *out, int n)
+{
+}
+
+// incorrect / zero_output: writes zeros
+extern "C" __global__ void p_zeros(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = 0.0f;
+}
+
+// incorrect / inputs_modified: right answer, but scribbles on its input
+extern "C" __global__ void p_writes_input(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = a[i] + 2.0f * b[i];
+        ((float *)b)[i] = 0.0f;
+    }
+}
+
+// incorrect / mismatch: 5% off on every 20th row
+extern "C" __global__ void p_rows(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = a[i] + 2.0f * b[i];
+        out[i] = (i / 256) % 20 == 7 ? v * 1.05f + 0.05f : v;
+    }
+}
+
+// incorrect (seed 2): right only when a[0] is the value seed 1 generates
+extern "C" __global__ void p_magic(const float *a, const float *b, float *out, int n, float magic)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = a[0] == magic ? a[i] + 2.0f * b[i] : a[i];
+}
+
+// incorrect: computes once, then replays its first answer (stale state)
+__device__ float stale_cache[1 << 20];
+__device__ unsigned int stale_blocks_done;
+extern "C" __global__ void p_stale(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    bool replay = *(volatile unsigned int *)&stale_blocks_done >= gridDim.x;
+    if (i < n && i < (1 << 20)) {
+        if (replay) {
+            out[i] = stale_cache[i];
+        } else {
+            float v = a[i] + 2.0f * b[i];
+            stale_cache[i] = v;
+            out[i] = v;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        atomicAdd(&stale_blocks_done, 1u);
+}

@@ -1,0 +1,642 @@
+/*
+ * test_worker_proto: CPU-only tests of the GPU evaluation machinery: the
+ * driver loader's failure path, the pipe protocol (round trips, partial
+ * reads, EOF, timeouts, garbage), Plan serialization, the worker's
+ * timeout / crash / respawn logic against a fake worker (this binary run
+ * as "__fake IN OUT"), the gate's host math and the bench statistics.
+ */
+#include "bench.h"
+#include "cuda_api.h"
+#include "gate.h"
+#include "proto.h"
+#include "testhelp.h"
+#include "worker.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- fake worker ------------------------------------------------------ */
+
+/* Behaves per the gate plan's shape label: "ok", "hang", "segv", "fatal",
+ * "exit". Refuses a gate whose modules were not loaded in this process,
+ * so the test sees whether the orchestrator reloads after a respawn. */
+static int fake_worker(int in, int out)
+{
+    int loaded[64] = {0};
+    for (;;) {
+        ProtoMsg m;
+        EvoErr e;
+        json_t *r = NULL;
+        if (proto_read(in, &m, -1, &e) != 0)
+            return 0;
+        if (m.type == PROTO_HELLO) {
+            DeviceInfo d;
+            memset(&d, 0, sizeof(d));
+            snprintf(d.name, sizeof(d.name), "fake GPU pid %d", (int)getpid());
+            snprintf(d.arch, sizeof(d.arch), "sm_90");
+            d.sm_count = 3;
+            r = json_pack("{s:b, s:o}", "ok", 1, "device", proto_device_to_json(&d));
+        } else if (m.type == PROTO_LOAD) {
+            int id = (int)proto_get_int(m.json, "module", 0);
+            if (m.bin_len == 5 && memcmp(m.bin, "BADIM", 5) == 0) {
+                r = json_pack("{s:b, s:s, s:s}", "ok", 0, "status", "compile_error", "error",
+                              "cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE: device kernel image is invalid");
+            } else {
+                if (id >= 0 && id < 64)
+                    loaded[id] = 1;
+                r = json_pack("{s:b, s:[{s:s, s:i}]}", "ok", 1, "functions", "name", "k", "registers", 42);
+            }
+        } else if (m.type == PROTO_GATE) {
+            const char *shape = proto_get_str(json_object_get(m.json, "plan"), "shape", "");
+            int cand = (int)proto_get_int(m.json, "cand", 0), ref = (int)proto_get_int(m.json, "ref", 0);
+            GateReport rep;
+            memset(&rep, 0, sizeof(rep));
+            rep.first_bad = -1;
+            if (strcmp(shape, "hang") == 0)
+                for (;;)
+                    pause();
+            if (strcmp(shape, "segv") == 0)
+                raise(SIGSEGV);
+            if (strcmp(shape, "exit") == 0)
+                _exit(3);
+            if (!loaded[cand & 63] || !loaded[ref & 63]) {
+                r = json_pack("{s:b, s:s}", "ok", 0, "error", "module not loaded in this worker");
+            } else if (strcmp(shape, "fatal") == 0) {
+                rep.status = EVAL_CRASHED;
+                rep.fatal = 1;
+                snprintf(rep.cuda_error, sizeof(rep.cuda_error), "CUDA_ERROR_ILLEGAL_ADDRESS");
+                snprintf(rep.error, sizeof(rep.error), "candidate: cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS");
+                r = json_pack("{s:b, s:o, s:b}", "ok", 1, "report", gate_report_to_json(&rep), "fatal", 1);
+            } else {
+                rep.status = EVAL_OK;
+                rep.seeds_run = (int)json_array_size(json_object_get(m.json, "seeds"));
+                rep.ref_ms = 0.01;
+                r = json_pack("{s:b, s:o}", "ok", 1, "report", gate_report_to_json(&rep));
+            }
+        } else if (m.type == PROTO_QUIT) {
+            r = json_pack("{s:b}", "ok", 1);
+            proto_write(out, PROTO_REPLY, r, NULL, 0, &e);
+            json_decref(r);
+            proto_msg_free(&m);
+            return 0;
+        } else {
+            r = json_pack("{s:b}", "ok", 1);
+        }
+        int fatal = (int)proto_get_int(r, "fatal", 0);
+        proto_write(out, PROTO_REPLY, r, NULL, 0, &e);
+        json_decref(r);
+        proto_msg_free(&m);
+        if (fatal)
+            return 1;
+    }
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static void make_plan(Plan *p, const char *shape)
+{
+    memset(p, 0, sizeof(*p));
+    p->shape_label = xstrdup(shape);
+    p->nbuffers = 2;
+    p->buffers = xcalloc(2, sizeof(PlanBuffer));
+    p->buffers[0] = (PlanBuffer){xstrdup("X"), DT_F16, 1000, ROLE_INPUT, INIT_NORMAL, 0, 1, 7, 0, 0, 1, 1};
+    p->buffers[1] = (PlanBuffer){xstrdup("Y"), DT_F32, 1000, ROLE_OUTPUT, INIT_NORMAL, 0, 0, 8, 1e-3, 1e-2, 1, 1};
+    p->nlaunches = 1;
+    p->launches = xcalloc(1, sizeof(PlanLaunch));
+    p->launches[0].entry = xstrdup("k");
+    p->launches[0].grid[0] = 4; p->launches[0].grid[1] = 1; p->launches[0].grid[2] = 1;
+    p->launches[0].block[0] = 256; p->launches[0].block[1] = 1; p->launches[0].block[2] = 1;
+    p->launches[0].smem = 65536;
+    p->launches[0].nargs = 4;
+    p->launches[0].args = xcalloc(4, sizeof(PlanArg));
+    p->launches[0].args[0] = (PlanArg){ARG_BUFFER, 0, 0, 0};
+    p->launches[0].args[1] = (PlanArg){ARG_BUFFER, 1, 0, 0};
+    p->launches[0].args[2] = (PlanArg){ARG_I32, 0, 1000, 0};
+    p->launches[0].args[3] = (PlanArg){ARG_F32, 0, 0, 0.125};
+    p->nref_launches = 1;
+    p->ref_launches = xcalloc(1, sizeof(PlanLaunch));
+    p->ref_launches[0].entry = xstrdup("ref");
+    p->ref_launches[0].grid[0] = 1; p->ref_launches[0].grid[1] = 1; p->ref_launches[0].grid[2] = 1;
+    p->ref_launches[0].block[0] = 32; p->ref_launches[0].block[1] = 1; p->ref_launches[0].block[2] = 1;
+    p->ref_launches[0].nargs = 1;
+    p->ref_launches[0].args = xcalloc(1, sizeof(PlanArg));
+    p->ref_launches[0].args[0] = (PlanArg){ARG_I64, 0, -5000000000LL, 0};
+    p->flops = 2e6;
+    p->bytes = 6e3;
+    p->min_ctas = 2;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+static void test_cuda_load_fails_cleanly(void)
+{
+    CudaApi *api = (CudaApi *)1;
+    EvoErr err = {{0}};
+    CHECK(cuda_load_from("/nonexistent/libcuda.so.1", &api, &err) == -1);
+    CHECK(api == NULL);
+    CHECK_CONTAINS(err.msg, "dlopen(/nonexistent/libcuda.so.1)");
+    /* a library that exists but is not the driver: a missing symbol */
+    CHECK(cuda_load_from("libm.so.6", &api, &err) == -1);
+    CHECK(api == NULL);
+    CHECK_CONTAINS(err.msg, "dlsym(libm.so.6, cuInit)");
+    cuda_close(&api);
+    CHECK(cuda_error_is_sticky(CUDA_ERROR_ILLEGAL_ADDRESS));
+    CHECK(cuda_error_is_sticky(CUDA_ERROR_MISALIGNED_ADDRESS));
+    CHECK(!cuda_error_is_sticky(CUDA_ERROR_INVALID_VALUE));
+    CHECK(cuda_check(NULL, CUDA_ERROR_INVALID_VALUE, "api->cuMemAlloc(&p, n)", &err) == -1);
+    CHECK_CONTAINS(err.msg, "cuMemAlloc: ");
+    CHECK(cuda_check(NULL, CUDA_SUCCESS, "x", &err) == 0);
+    CHECK(gate_status_from_cuda(CUDA_ERROR_ILLEGAL_ADDRESS) == EVAL_CRASHED);
+    CHECK(gate_status_from_cuda(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES) == EVAL_RESOURCE);
+    CHECK(gate_status_from_cuda(CUDA_ERROR_INVALID_VALUE) == EVAL_LAUNCH_ERROR);
+}
+
+static void test_status_names(void)
+{
+    const char *want[] = {"ok", "incorrect", "crashed", "timeout", "launch_error", "resource", "compile_error",
+                          "invalid"};
+    for (int i = 0; i < EVAL_NSTATUS; i++) {
+        CHECK_STR(gate_status_name((EvalStatus)i), want[i]);
+        CHECK(gate_status_parse(want[i]) == i);
+    }
+    CHECK(gate_status_parse("nope") == -1);
+    CHECK_STR(gate_status_name(EVAL_NSTATUS), "?");
+}
+
+static void test_proto_roundtrip(void)
+{
+    int fds[2];
+    EvoErr err = {{0}};
+    CHECK(pipe(fds) == 0);
+    for (int t = PROTO_HELLO; t <= PROTO_QUIT; t++) {
+        ProtoMsg m;
+        json_t *j = json_pack("{s:i, s:s}", "n", t, "s", "héllo \"q\"");
+        unsigned char bin[300];
+        for (int i = 0; i < 300; i++)
+            bin[i] = (unsigned char)(i * 7 + t);
+        CHECK(proto_write(fds[1], t, j, t == PROTO_LOAD ? bin : NULL, t == PROTO_LOAD ? sizeof(bin) : 0, &err) == 0);
+        CHECK(proto_read(fds[0], &m, 1000, &err) == 0);
+        CHECK(m.type == t);
+        CHECK(proto_get_int(m.json, "n", -1) == t);
+        CHECK_STR(proto_get_str(m.json, "s", ""), "héllo \"q\"");
+        if (t == PROTO_LOAD) {
+            CHECK(m.bin_len == sizeof(bin));
+            CHECK(m.bin && memcmp(m.bin, bin, sizeof(bin)) == 0);
+        } else {
+            CHECK(m.bin_len == 0 && m.bin == NULL);
+        }
+        CHECK(strcmp(proto_type_name(t), "?") != 0);
+        proto_msg_free(&m);
+        json_decref(j);
+    }
+    /* NULL json is sent as {} */
+    {
+        ProtoMsg m;
+        CHECK(proto_write(fds[1], PROTO_REPLY, NULL, NULL, 0, &err) == 0);
+        CHECK(proto_read(fds[0], &m, 1000, &err) == 0);
+        CHECK(m.type == PROTO_REPLY && json_object_size(m.json) == 0);
+        proto_msg_free(&m);
+    }
+    close(fds[0]);
+    close(fds[1]);
+}
+
+static void test_proto_partial_eof_timeout(void)
+{
+    int fds[2];
+    EvoErr err = {{0}};
+    ProtoMsg m;
+    pid_t pid;
+    double t0;
+    CHECK(pipe(fds) == 0);
+    /* a child dribbles one message byte by byte */
+    pid = fork();
+    if (pid == 0) {
+        int p[2];
+        ProtoMsg tmp;
+        json_t *j = json_pack("{s:s}", "msg", "dribbled");
+        /* build the bytes through another pipe, then copy slowly */
+        if (pipe(p) != 0)
+            _exit(1);
+        proto_write(p[1], PROTO_GATE, j, "BIN", 3, &err);
+        close(p[1]);
+        unsigned char c;
+        while (read(p[0], &c, 1) == 1) {
+            if (write(fds[1], &c, 1) != 1)
+                _exit(1);
+            usleep(500);
+        }
+        (void)tmp;
+        _exit(0);
+    }
+    CHECK(proto_read(fds[0], &m, 5000, &err) == 0);
+    CHECK(m.type == PROTO_GATE);
+    CHECK_STR(proto_get_str(m.json, "msg", ""), "dribbled");
+    CHECK(m.bin_len == 3 && memcmp(m.bin, "BIN", 3) == 0);
+    proto_msg_free(&m);
+    waitpid(pid, NULL, 0);
+
+    /* timeout with nothing sent */
+    t0 = time_now_ms();
+    CHECK(proto_read(fds[0], &m, 150, &err) == PROTO_TIMEOUT);
+    CHECK(time_now_ms() - t0 >= 140);
+    /* bad magic */
+    {
+        uint32_t junk[4] = {0x12345678u, 1, 0, 0};
+        CHECK(write(fds[1], junk, sizeof(junk)) == (ssize_t)sizeof(junk));
+        CHECK(proto_read(fds[0], &m, 1000, &err) == -1);
+        CHECK_CONTAINS(err.msg, "bad magic");
+    }
+    /* oversized */
+    {
+        uint32_t big[4] = {PROTO_MAGIC, 1, PROTO_MAX_JSON + 1, 0};
+        CHECK(write(fds[1], big, sizeof(big)) == (ssize_t)sizeof(big));
+        CHECK(proto_read(fds[0], &m, 1000, &err) == -1);
+        CHECK_CONTAINS(err.msg, "oversized");
+    }
+    /* invalid JSON */
+    {
+        uint32_t h[4] = {PROTO_MAGIC, 1, 3, 0};
+        CHECK(write(fds[1], h, sizeof(h)) == (ssize_t)sizeof(h));
+        CHECK(write(fds[1], "{x}", 3) == 3);
+        CHECK(proto_read(fds[0], &m, 1000, &err) == -1);
+        CHECK_CONTAINS(err.msg, "invalid JSON");
+    }
+    /* EOF in the middle of a message */
+    {
+        uint32_t h[4] = {PROTO_MAGIC, 1, 100, 0};
+        CHECK(write(fds[1], h, sizeof(h)) == (ssize_t)sizeof(h));
+        CHECK(write(fds[1], "{\"a\":", 5) == 5);
+        close(fds[1]);
+        CHECK(proto_read(fds[0], &m, 1000, &err) == PROTO_EOF);
+    }
+    close(fds[0]);
+    /* writing to a pipe without reader: error, not SIGPIPE */
+    CHECK(pipe(fds) == 0);
+    close(fds[0]);
+    CHECK(proto_write(fds[1], PROTO_HELLO, NULL, NULL, 0, &err) == -1);
+    CHECK_CONTAINS(err.msg, "write(worker pipe)");
+    close(fds[1]);
+}
+
+static void test_plan_json(void)
+{
+    Plan p, q;
+    EvoErr err = {{0}};
+    make_plan(&p, "B=1 S=77");
+    json_t *j = proto_plan_to_json(&p);
+    CHECK(j != NULL);
+    CHECK(proto_plan_from_json(j, &q, &err) == 0);
+    CHECK_STR(q.shape_label, "B=1 S=77");
+    CHECK(q.nbuffers == 2 && q.nlaunches == 1 && q.nref_launches == 1);
+    CHECK_STR(q.buffers[0].name, "X");
+    CHECK(q.buffers[0].dtype == DT_F16 && q.buffers[0].role == ROLE_INPUT && q.buffers[0].seed_salt == 7);
+    CHECK(q.buffers[1].dtype == DT_F32 && q.buffers[1].role == ROLE_OUTPUT);
+    CHECK_NEAR(q.buffers[1].atol, 1e-3, 0);
+    CHECK_NEAR(q.buffers[1].rtol, 1e-2, 0);
+    CHECK_NEAR(q.buffers[0].b, 1, 0);
+    CHECK_STR(q.launches[0].entry, "k");
+    CHECK(q.launches[0].grid[0] == 4 && q.launches[0].block[0] == 256 && q.launches[0].smem == 65536);
+    CHECK(q.launches[0].nargs == 4 && q.launches[0].args[1].kind == ARG_BUFFER && q.launches[0].args[1].buffer == 1);
+    CHECK(q.launches[0].args[2].i == 1000);
+    CHECK_NEAR(q.launches[0].args[3].f, 0.125, 0);
+    CHECK(q.ref_launches[0].args[0].kind == ARG_I64 && q.ref_launches[0].args[0].i == -5000000000LL);
+    CHECK(q.min_ctas == 2);
+    CHECK_NEAR(q.flops, 2e6, 0);
+    plan_free(&q);
+    /* a bad buffer index is refused */
+    json_object_set_new(json_array_get(json_object_get(json_array_get(json_object_get(j, "launches"), 0), "args"), 0),
+                        "b", json_integer(9));
+    CHECK(proto_plan_from_json(j, &q, &err) == -1);
+    CHECK_CONTAINS(err.msg, "buffer index 9 out of range");
+    json_decref(j);
+    plan_free(&p);
+
+    DeviceInfo d, e;
+    CHECK(device_profile("sm_90", &d, &err) == 0);
+    j = proto_device_to_json(&d);
+    CHECK(proto_device_from_json(j, &e, &err) == 0);
+    CHECK(memcmp(&d, &e, sizeof(d)) == 0);
+    json_decref(j);
+}
+
+static void test_half(void)
+{
+    const float vals[] = {0.0f, 1.0f, -2.5f, 65504.0f, 0.333251953125f, 6.103515625e-05f, 5.960464477539063e-08f};
+    for (size_t i = 0; i < EVO_ARRAY_LEN(vals); i++)
+        CHECK_NEAR(gate_f16_to_f32(gate_f32_to_f16(vals[i])), vals[i], 0);
+    CHECK(gate_f32_to_f16(1.0f) == 0x3c00);
+    CHECK(gate_f32_to_f16(-2.0f) == 0xc000);
+    CHECK(gate_f32_to_f16(1e6f) == 0x7c00);         /* overflow -> inf */
+    CHECK(gate_f32_to_f16(1.0f + 1.0f / 2048) == 0x3c00); /* tie rounds to even */
+    CHECK(gate_f32_to_f16(1.0f + 3.0f / 2048) == 0x3c02);
+    CHECK(isnan(gate_f16_to_f32(0xFFFF)));
+    CHECK(gate_f32_to_bf16(1.0f) == 0x3f80);
+    CHECK_NEAR(gate_bf16_to_f32(gate_f32_to_bf16(3.140625f)), 3.140625, 0);
+    CHECK(isnan(gate_bf16_to_f32(0xFFFF)));
+    float s;
+    uint32_t sb = GATE_SENTINEL_F32;
+    memcpy(&s, &sb, 4);
+    CHECK(isnan(s));
+}
+
+static void test_fill(void)
+{
+    PlanBuffer b = {0};
+    float *x = xmalloc(20000 * sizeof(float)), *y = xmalloc(20000 * sizeof(float));
+    double sum = 0, sq = 0;
+    b.dtype = DT_F32;
+    b.count = 20000;
+    b.init = INIT_NORMAL;
+    b.a = 1;
+    b.b = 2;
+    b.seed_salt = 5;
+    gate_fill_host(&b, 42, x);
+    gate_fill_host(&b, 42, y);
+    CHECK(memcmp(x, y, 20000 * sizeof(float)) == 0);
+    for (int i = 0; i < 20000; i++) {
+        sum += x[i];
+        sq += (x[i] - 1) * (x[i] - 1);
+    }
+    CHECK_NEAR(sum / 20000, 1.0, 0.05);
+    CHECK_NEAR(sqrt(sq / 20000), 2.0, 0.05);
+    gate_fill_host(&b, 43, y);
+    CHECK(memcmp(x, y, 20000 * sizeof(float)) != 0);
+    b.seed_salt = 6;
+    gate_fill_host(&b, 42, y);
+    CHECK(memcmp(x, y, 20000 * sizeof(float)) != 0);
+    b.init = INIT_UNIFORM;
+    b.a = -1;
+    b.b = 3;
+    gate_fill_host(&b, 1, x);
+    int inrange = 1;
+    for (int i = 0; i < 20000; i++)
+        inrange &= x[i] >= -1 && x[i] < 3;
+    CHECK(inrange);
+    b.init = INIT_CONST;
+    b.a = 0.5;
+    b.dtype = DT_F16;
+    gate_fill_host(&b, 1, x);
+    CHECK(((uint16_t *)x)[19999] == 0x3800);
+    CHECK(gate_checksum("a", 1) == 0xaf63dc4c8601ec8cull);
+    CHECK(gate_checksum(x, 10) != gate_checksum(y, 10));
+    free(x);
+    free(y);
+}
+
+static void test_compare(void)
+{
+    float ref[8] = {1, 2, 3, 4, -5, 6, 7, 8}, got[8];
+    GateCmp c;
+    memcpy(got, ref, sizeof(got));
+    CHECK(gate_compare(DT_F32, got, ref, 8, 1e-3, 1e-3, &c) == 1);
+    CHECK_STR(c.check, "ok");
+    CHECK(c.first_bad == -1 && c.nbad == 0);
+    got[5] = 6.1f;
+    CHECK(gate_compare(DT_F32, got, ref, 8, 1e-3, 1e-3, &c) == 0);
+    CHECK_STR(c.check, "mismatch");
+    CHECK(c.first_bad == 5 && c.nbad == 1);
+    CHECK_NEAR(c.max_abs, 0.1, 1e-5);
+    CHECK_NEAR(c.max_rel, 0.1 / 6, 1e-5);
+    CHECK(gate_compare(DT_F32, got, ref, 8, 0.2, 0, &c) == 1); /* within atol */
+    got[2] = NAN;
+    CHECK(gate_compare(DT_F32, got, ref, 8, 1, 0, &c) == 0);
+    CHECK_STR(c.check, "nan");
+    got[2] = INFINITY;
+    CHECK(gate_compare(DT_F32, got, ref, 8, 1, 0, &c) == 0);
+    CHECK_STR(c.check, "nan");
+    gate_fill_sentinel(DT_F32, &got[7], 1);
+    CHECK(gate_compare(DT_F32, got, ref, 8, 1, 0, &c) == 0);
+    CHECK_STR(c.check, "unwritten"); /* precedence over nan */
+    CHECK(c.nunwritten == 1 && c.nnan == 1 && c.nbad == 2 && c.first_bad == 2);
+    memset(got, 0, sizeof(got));
+    CHECK(gate_compare(DT_F32, got, ref, 8, 1e-2, 1e-2, &c) == 0);
+    CHECK_STR(c.check, "zero_output");
+    /* f16 */
+    uint16_t h[4], hr[4];
+    for (int i = 0; i < 4; i++)
+        hr[i] = h[i] = gate_f32_to_f16((float)i + 0.5f);
+    CHECK(gate_compare(DT_F16, h, hr, 4, 1e-2, 1e-2, &c) == 1);
+    gate_fill_sentinel(DT_F16, h + 3, 1);
+    CHECK(gate_compare(DT_F16, h, hr, 4, 1e-2, 1e-2, &c) == 0);
+    CHECK_STR(c.check, "unwritten");
+    CHECK(c.first_bad == 3);
+    /* i32 */
+    int32_t ia[3] = {1, 2, 3}, ib[3] = {1, 2, 4};
+    CHECK(gate_compare(DT_I32, ia, ib, 3, 0, 0, &c) == 0);
+    CHECK_STR(c.check, "mismatch");
+    gate_fill_sentinel(DT_I32, ia, 1);
+    CHECK(gate_compare(DT_I32, ia, ib, 3, 0, 0, &c) == 0);
+    CHECK_STR(c.check, "unwritten");
+}
+
+static void test_report_json(void)
+{
+    GateReport r, q;
+    char line[1024];
+    memset(&r, 0, sizeof(r));
+    r.status = EVAL_INCORRECT;
+    snprintf(r.check, sizeof(r.check), "mismatch");
+    snprintf(r.buffer, sizeof(r.buffer), "O");
+    snprintf(r.shape, sizeof(r.shape), "B=1");
+    r.seed = 2;
+    r.run = 1;
+    r.first_bad = 12;
+    r.nbad = 17;
+    r.got = NAN;
+    r.want = 1.25;
+    r.max_abs = 0.3;
+    json_t *j = gate_report_to_json(&r);
+    gate_report_from_json(j, &q);
+    json_decref(j);
+    CHECK(q.status == EVAL_INCORRECT && q.seed == 2 && q.first_bad == 12 && q.nbad == 17 && isnan(q.got));
+    CHECK_STR(q.check, "mismatch");
+    gate_report_format(&q, line, sizeof(line));
+    printf("  %s\n", line);
+    CHECK_CONTAINS(line, "incorrect: mismatch in O (shape 'B=1', seed 2, run 1): 17 bad, first at 12");
+}
+
+static void test_stats(void)
+{
+    double x[] = {5, 1, 4, 2, 3};
+    BenchStats s;
+    bench_stats(x, 5, &s);
+    CHECK(s.n == 5);
+    CHECK_NEAR(s.median, 3, 0);
+    CHECK_NEAR(s.mean, 3, 1e-12);
+    CHECK_NEAR(s.min, 1, 0);
+    CHECK_NEAR(s.max, 5, 0);
+    CHECK_NEAR(s.p10, 1.4, 1e-12);
+    CHECK_NEAR(s.p90, 4.6, 1e-12);
+    CHECK_NEAR(s.mad, 1, 0);
+    CHECK_NEAR(s.cv, sqrt(2.5) / 3, 1e-12);
+    CHECK(x[0] == 5); /* input untouched */
+    double y[] = {2, 4};
+    bench_stats(y, 2, &s);
+    CHECK_NEAR(s.median, 3, 0);
+    bench_stats(y, 0, &s);
+    CHECK(s.n == 0 && s.median == 0);
+    double r[20];
+    for (int i = 0; i < 20; i++)
+        r[i] = 1.0 + (i % 2 ? 0.002 : -0.002);
+    bench_stats(r, 20, &s);
+    CHECK(bench_settled(&s, 0.01));
+    for (int i = 0; i < 20; i++)
+        r[i] = 1.0 + (i % 2 ? 0.05 : -0.05);
+    bench_stats(r, 20, &s);
+    CHECK(!bench_settled(&s, 0.01));
+    BenchOptions o, o2;
+    bench_options_default(&o);
+    CHECK(o.samples >= 20 && o.pairs >= 10);
+    o.cold = 1;
+    o.seed = 99;
+    json_t *j = bench_options_to_json(&o);
+    bench_options_from_json(j, &o2);
+    json_decref(j);
+    CHECK(o2.cold == 1 && o2.seed == 99 && o2.pairs == o.pairs);
+    /* results round trip */
+    BenchResult br, br2;
+    memset(&br, 0, sizeof(br));
+    br.ms = s;
+    br.nlaunches = 1;
+    snprintf(br.launches[0].entry, sizeof(br.launches[0].entry), "k");
+    br.launches[0].occupancy = 3;
+    br.launches[0].waves = 1.5;
+    j = bench_result_to_json(&br);
+    bench_result_from_json(j, &br2);
+    json_decref(j);
+    CHECK(br2.nlaunches == 1 && br2.launches[0].occupancy == 3);
+    CHECK_NEAR(br2.ms.median, s.median, 1e-12);
+    Plan p;
+    DeviceInfo d;
+    make_plan(&p, "x");
+    device_profile("sm_90", &d, NULL);
+    br2.ms.median = 1.0; /* 1 ms: 2e6 flop -> 2e9 flop/s */
+    bench_fill_throughput(&br2, &p, &d);
+    CHECK_NEAR(br2.tflops, 0.002, 1e-12);
+    CHECK_NEAR(br2.gbps, 0.006, 1e-12);
+    plan_free(&p);
+}
+
+static void test_worker_fake(void)
+{
+    WorkerOptions o = {0};
+    Worker *w = NULL;
+    EvoErr err = {{0}};
+    Plan ok, hang, segv, fatal, ex;
+    GateReport rep;
+    int cand = 0, ref = 0, bad = 0;
+    EvalStatus st;
+    char msg[512];
+    WorkerFunc f[1];
+    const char *ents[] = {"k"};
+    double t0;
+
+    o.exe = "/proc/self/exe";
+    o.entry = "__fake";
+    o.timeout_floor_ms = 500;
+    CHECK_MSG(worker_open(&w, &o, &err) == 0, "%s", err.msg);
+    if (!w)
+        return;
+    CHECK(worker_spawns(w) == 1);
+    CHECK_CONTAINS(worker_device(w)->name, "fake GPU");
+    CHECK(worker_load(w, "CUBIN", 5, ents, 1, &cand, f, &st, msg, sizeof(msg), &err) == 0);
+    CHECK(st == EVAL_OK);
+    CHECK(f[0].registers == 42);
+    CHECK(worker_load(w, "REFCB", 5, NULL, 0, &ref, NULL, &st, msg, sizeof(msg), &err) == 0);
+    CHECK(st == EVAL_OK && ref != cand);
+    CHECK(worker_load(w, "BADIM", 5, NULL, 0, &bad, NULL, &st, msg, sizeof(msg), &err) == 0);
+    CHECK(st == EVAL_COMPILE_ERROR);
+    CHECK_CONTAINS(msg, "CUDA_ERROR_INVALID_IMAGE");
+
+    make_plan(&ok, "ok");
+    make_plan(&hang, "hang");
+    make_plan(&segv, "segv");
+    make_plan(&fatal, "fatal");
+    make_plan(&ex, "exit");
+
+    CHECK(worker_gate(w, &ok, cand, ref, NULL, &rep, &err) == 0);
+    CHECK_MSG(rep.status == EVAL_OK, "%s %s", gate_status_name(rep.status), rep.error);
+    CHECK(rep.seeds_run == 3);
+    CHECK_NEAR(worker_timeout_ms(w), 500, 0); /* max(floor 500, 1000 x 0.01 ms) */
+
+    int pid1 = worker_pid(w);
+    t0 = time_now_ms();
+    CHECK(worker_gate(w, &hang, cand, ref, NULL, &rep, &err) == 0);
+    printf("  hang -> %s after %.0f ms: %s\n", gate_status_name(rep.status), time_now_ms() - t0, rep.error);
+    CHECK(rep.status == EVAL_TIMEOUT);
+    CHECK_CONTAINS(rep.error, "timeout");
+    CHECK(time_now_ms() - t0 < 3000);
+    CHECK(worker_pid(w) == 0);
+    CHECK(kill(pid1, 0) != 0); /* really gone */
+
+    CHECK(worker_gate(w, &ok, cand, ref, NULL, &rep, &err) == 0);
+    CHECK_MSG(rep.status == EVAL_OK, "after respawn: %s %s", gate_status_name(rep.status), rep.error);
+    CHECK(worker_spawns(w) == 2);
+
+    CHECK(worker_gate(w, &segv, cand, ref, NULL, &rep, &err) == 0);
+    printf("  segv -> %s: %s\n", gate_status_name(rep.status), rep.error);
+    CHECK(rep.status == EVAL_CRASHED);
+    CHECK_CONTAINS(rep.error, "signal 11");
+    CHECK(worker_gate(w, &ok, cand, ref, NULL, &rep, &err) == 0);
+    CHECK(rep.status == EVAL_OK);
+    CHECK(worker_spawns(w) == 3);
+
+    CHECK(worker_gate(w, &ex, cand, ref, NULL, &rep, &err) == 0);
+    printf("  exit -> %s: %s\n", gate_status_name(rep.status), rep.error);
+    CHECK(rep.status == EVAL_CRASHED);
+    CHECK_CONTAINS(rep.error, "exited with code 3");
+
+    CHECK(worker_gate(w, &fatal, cand, ref, NULL, &rep, &err) == 0);
+    printf("  fatal -> %s: %s [%s]\n", gate_status_name(rep.status), rep.error, rep.cuda_error);
+    CHECK(rep.status == EVAL_CRASHED && rep.fatal);
+    CHECK_STR(rep.cuda_error, "CUDA_ERROR_ILLEGAL_ADDRESS");
+    CHECK(worker_pid(w) == 0);
+    CHECK(worker_gate(w, &ok, cand, ref, NULL, &rep, &err) == 0);
+    CHECK(rep.status == EVAL_OK);
+    CHECK(worker_spawns(w) == 5);
+
+    /* an unknown module id */
+    CHECK(worker_gate(w, &ok, 999, ref, NULL, &rep, &err) == 0);
+    CHECK(rep.status == EVAL_INVALID);
+    CHECK(worker_unload(w, cand, &err) == 0);
+    CHECK(worker_unload(w, cand, &err) == -1);
+
+    plan_free(&ok);
+    plan_free(&hang);
+    plan_free(&segv);
+    plan_free(&fatal);
+    plan_free(&ex);
+    worker_close(&w);
+    CHECK(w == NULL);
+
+    /* a worker that cannot start */
+    o.exe = "/nonexistent/evoeng";
+    CHECK(worker_open(&w, &o, &err) == -1);
+    printf("  bad exe: %s\n", err.msg);
+    CHECK_CONTAINS(err.msg, "exec failed");
+    CHECK(w == NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 4 && strcmp(argv[1], "__fake") == 0)
+        return fake_worker(atoi(argv[2]), atoi(argv[3]));
+    RUN(test_cuda_load_fails_cleanly);
+    RUN(test_status_names);
+    RUN(test_proto_roundtrip);
+    RUN(test_proto_partial_eof_timeout);
+    RUN(test_plan_json);
+    RUN(test_half);
+    RUN(test_fill);
+    RUN(test_compare);
+    RUN(test_report_json);
+    RUN(test_stats);
+    RUN(test_worker_fake);
+    return test_report();
+}
