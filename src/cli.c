@@ -67,7 +67,7 @@ enum {
     O_VERSION = 256, O_DB, O_TASK, O_ARCH, O_GENERATIONS, O_POPULATION, O_CHILDREN, O_SEED,
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
     O_SOURCE, O_COLD, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
-    O_LLM_CONC, O_LLM_MAX, O_WORKER_IN, O_WORKER_OUT,
+    O_LLM_CONC, O_LLM_MAX,
 };
 
 typedef struct OptInfo {
@@ -112,8 +112,6 @@ static const OptInfo options[] = {
     {"llm-rate", required_argument, O_LLM_RATE, BIT(CMD_RUN), "R", "fraction of children proposed by the LLM (default 0.25)"},
     {"llm-concurrency", required_argument, O_LLM_CONC, BIT(CMD_RUN), "N", "LLM requests in flight (default 4)"},
     {"llm-max-requests", required_argument, O_LLM_MAX, BIT(CMD_RUN), "N", "request budget for the run (default 100)"},
-    {"worker-in", required_argument, O_WORKER_IN, BIT(CMD_WORKER), "FD", NULL},
-    {"worker-out", required_argument, O_WORKER_OUT, BIT(CMD_WORKER), "FD", NULL},
     {"version", no_argument, O_VERSION, 0, NULL, NULL},
     {"n", required_argument, O_N, BIT(CMD_TOP), "N", "how many (default 10)"},
 };
@@ -146,14 +144,11 @@ void cli_defaults(Settings *s)
     s->llm_rate = 0.25;
     s->llm_concurrency = 4;
     s->llm_max_requests = 100;
-    s->worker_in = s->worker_out = -1;
     s->id = 0;
 }
 
 const char *cli_command_name(CmdId cmd)
 {
-    if (cmd == CMD_WORKER)
-        return "__worker";
     for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
         if (commands[i].id == cmd)
             return commands[i].name;
@@ -289,8 +284,6 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_SEEDS: return int_arg(name, arg, 3, 64, &s->seeds, err);
     case O_LLM_CONC: return int_arg(name, arg, 1, 64, &s->llm_concurrency, err);
     case O_LLM_MAX: return int_arg(name, arg, 0, 1000000, &s->llm_max_requests, err);
-    case O_WORKER_IN: return int_arg(name, arg, 0, 65535, &s->worker_in, err);
-    case O_WORKER_OUT: return int_arg(name, arg, 0, 65535, &s->worker_out, err);
     case O_REVERT: return real_arg(name, arg, 0.0, 1.0, &s->revert_threshold, err);
     case O_LLM_RATE: return real_arg(name, arg, 0.0, 1.0, &s->llm_rate, err);
     case O_TIME_LIMIT: return duration_arg(name, arg, &s->time_limit_s, err);
@@ -356,19 +349,15 @@ int cli_parse(int argc, char **argv, Settings *s, EvoErr *err)
         return 0;
     }
     const CmdInfo *ci = NULL;
-    if (strcmp(cmd, "__worker") == 0) {
-        s->cmd = CMD_WORKER;
-    } else {
-        for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
-            if (strcmp(commands[i].name, cmd) == 0)
-                ci = &commands[i];
-        if (!ci) {
-            if (cmd[0] == '-')
-                return err_set(err, "unknown option '%s' (options come after the command; try 'evoeng --help')", cmd);
-            return err_set(err, "unknown command '%s' (try 'evoeng --help')", cmd);
-        }
-        s->cmd = ci->id;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(commands); i++)
+        if (strcmp(commands[i].name, cmd) == 0)
+            ci = &commands[i];
+    if (!ci) {
+        if (cmd[0] == '-')
+            return err_set(err, "unknown option '%s' (options come after the command; try 'evoeng --help')", cmd);
+        return err_set(err, "unknown command '%s' (try 'evoeng --help')", cmd);
     }
+    s->cmd = ci->id;
 
     struct option lopts[EVO_ARRAY_LEN(options) + 1];
     char shorts[64] = "";
@@ -411,8 +400,6 @@ int cli_parse(int argc, char **argv, Settings *s, EvoErr *err)
             return -1;
     }
     optind += 1;  /* back to argv indices */
-    if (s->cmd == CMD_WORKER)
-        return 0;
     if (parse_positional(s, ci, argc, argv, err))
         return -1;
 

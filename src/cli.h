@@ -18,7 +18,6 @@ typedef enum CmdId {
     CMD_NONE = 0,
     CMD_RUN, CMD_RESUME, CMD_STATUS, CMD_TOP, CMD_LINEAGE, CMD_SHOW, CMD_EXPORT,
     CMD_CHECK, CMD_BENCH,
-    CMD_WORKER,               /* hidden: the GPU worker process */
     CMD_COUNT
 } CmdId;
 
@@ -63,8 +62,6 @@ typedef struct Settings {
     const char  *source;            /* bench --source FILE.cu */
     int          cold;              /* bench --cold */
     int          seeds;             /* gate seeds */
-    /* worker */
-    int          worker_in, worker_out;
 } Settings;
 
 /* Fill *s with defaults. */

@@ -25,7 +25,5 @@ EvoExit cmd_bench(const Settings *s);
 /* run / resume: the evolutionary loop. */
 EvoExit cmd_run(const Settings *s);
 EvoExit cmd_resume(const Settings *s);
-/* __worker: the GPU worker process (internal). */
-EvoExit cmd_worker(const Settings *s);
 
 #endif

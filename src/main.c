@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "msg.h"
+#include "worker.h"
 
 typedef EvoExit (*CmdFn)(const Settings *s);
 
@@ -20,7 +21,6 @@ static const struct {
     {CMD_RUN, cmd_run},         {CMD_RESUME, cmd_resume}, {CMD_STATUS, cmd_status},
     {CMD_TOP, cmd_top},         {CMD_LINEAGE, cmd_lineage}, {CMD_SHOW, cmd_show},
     {CMD_EXPORT, cmd_export},   {CMD_CHECK, cmd_check},   {CMD_BENCH, cmd_bench},
-    {CMD_WORKER, cmd_worker},
 };
 
 int main(int argc, char **argv)
@@ -28,7 +28,12 @@ int main(int argc, char **argv)
     Settings s;
     EvoErr err;
     EvoExit rc = EVO_EXIT_OK;
+    int code;
 
+    /* The hidden `evoeng __worker IN OUT`: the GPU worker process (worker.h),
+     * dispatched before anything else starts. */
+    if (worker_dispatch(argc, argv, &code))
+        return code;
     if (cli_parse(argc, argv, &s, &err) != 0) {
         errorf("%s", err.msg);
         return EVO_EXIT_USAGE;

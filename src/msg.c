@@ -9,6 +9,7 @@ int msg_verbosity = 1;
 
 static void vmsg(const char *kind, const char *fmt, va_list ap)
 {
+    fflush(stdout);
     fputs("evoeng: ", stderr);
     if (kind)
         fputs(kind, stderr);

@@ -1,0 +1,189 @@
+/*
+ * cmd_check: `evoeng check TASK [--arch sm_90] [--sample N]`. Validates a
+ * task spec, measures its parameter space before and after constraints,
+ * then compiles the default configuration and N random valid ones (plus
+ * the reference) in parallel and prints a table. No GPU is needed.
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "ops.h"
+#include "prep.h"
+#include "runctx.h"
+
+/* Count the valid configurations: exhaustively up to a limit, else by
+ * sampling. *exact says which. */
+static double count_valid(const Task *t, const DeviceInfo *dev, uint64_t seed, int *exact, EvoErr *err)
+{
+    double total = task_space_size(t);
+    int np = task_nparams(t);
+    int64_t *v = xcalloc((size_t)np + 1, sizeof(int64_t));
+    double valid = 0;
+    if (total <= 2e6) {
+        *exact = 1;
+        for (double idx = 0; idx < total; idx++) {
+            double rest = idx;
+            for (int i = np - 1; i >= 0; i--) {
+                int nv = task_param_nvalues(t, i);
+                v[i] = task_param_value(t, i, (int)fmod(rest, nv));
+                rest = floor(rest / nv);
+            }
+            int ok = task_check(t, v, dev, NULL, err);
+            if (ok < 0) {
+                free(v);
+                return -1;
+            }
+            valid += ok;
+        }
+    } else {
+        *exact = 0;
+        Rng rng;
+        rng_seed(&rng, seed);
+        int samples = 200000, hits = 0;
+        for (int s = 0; s < samples; s++) {
+            ops_random(t, &rng, v);
+            int ok = task_check(t, v, dev, NULL, err);
+            if (ok < 0) {
+                free(v);
+                return -1;
+            }
+            hits += ok;
+        }
+        valid = total * hits / samples;
+    }
+    free(v);
+    return valid;
+}
+
+EvoExit cmd_check(const Settings *s)
+{
+    EvoErr err;
+    Task *t = NULL;
+    DeviceInfo dev;
+    EvoExit rc = runctx_load_task(s, &t);
+    if (rc != EVO_EXIT_OK)
+        return rc;
+    if (device_profile(s->arch ? s->arch : "sm_90", &dev, &err)) {
+        errorf("--arch: %s", err.msg);
+        task_free(&t);
+        return EVO_EXIT_USAGE;
+    }
+    runctx_set_cache(s);
+
+    int np = task_nparams(t);
+    printf("task %s: %s\n", task_name(t), task_path(t));
+    printf("  target       %s\n", dev.name);
+    printf("  params       %d:", np);
+    for (int i = 0; i < np; i++)
+        printf(" %s(%d)", task_param_name(t, i), task_param_nvalues(t, i));
+    printf("\n  shapes       %d (benchmark + %d correctness)\n", task_nshapes(t), task_nshapes(t) - 1);
+    for (int sh = 0; sh < task_nshapes(t); sh++) {
+        char *l = task_shape_label(t, sh);
+        printf("               %s%s\n", l, sh == 0 ? "  (benchmark)" : "");
+        free(l);
+    }
+    int exact = 0;
+    double valid = count_valid(t, &dev, s->seed, &exact, &err);
+    if (valid < 0) {
+        errorf("%s", err.msg);
+        task_free(&t);
+        return EVO_EXIT_TASK;
+    }
+    double total = task_space_size(t);
+    printf("  space        %.0f configurations, %s%.0f valid after constraints (%.1f%%)\n", total,
+           exact ? "" : "about ", valid, total > 0 ? 100.0 * valid / total : 0.0);
+
+    /* The default plus up to `sample` distinct random valid configurations. */
+    int want = 1 + s->sample;
+    int64_t *vals = xcalloc((size_t)want * (size_t)(np + 1), sizeof(int64_t));
+    char **keys = xcalloc((size_t)want, sizeof(char *));
+    int n = 0;
+    task_defaults(t, vals);
+    keys[n++] = ops_params_key(t, vals, NULL);
+    Rng rng;
+    rng_seed(&rng, s->seed);
+    for (int attempt = 0; n < want && attempt < 200 * want; attempt++) {
+        int64_t *v = vals + (size_t)n * (size_t)(np + 1);
+        ops_random(t, &rng, v);
+        if (task_check(t, v, &dev, NULL, &err) != 1)
+            continue;
+        char *k = ops_params_key(t, v, NULL);
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= strcmp(keys[i], k) == 0;
+        if (dup) {
+            free(k);
+            continue;
+        }
+        keys[n++] = k;
+    }
+
+    PrepInput *in = xcalloc((size_t)n, sizeof(*in));
+    Prepared *out = xcalloc((size_t)n, sizeof(*out));
+    for (int i = 0; i < n; i++)
+        in[i].vals = vals + (size_t)i * (size_t)(np + 1);
+    int before = nvrtc_compile_count();
+    double t0 = time_now_ms();
+    PrepRef ref;
+    if (prep_reference(t, &dev, &ref, s->jobs, &err)) {
+        errorf("%s", err.msg);
+        rc = EVO_EXIT_TASK;
+        goto out;
+    }
+    if (prep_many(t, &dev, in, out, n, s->jobs, &err)) {
+        errorf("%s", err.msg);
+        rc = EVO_EXIT_FAIL;
+        prep_ref_free(&ref);
+        goto out;
+    }
+    double wall = time_now_ms() - t0;
+    int compiles = nvrtc_compile_count() - before;
+    int sources = ref.nunits;
+    for (int i = 0; i < n; i++)
+        sources += out[i].nunits;
+
+    printf("\n  %-3s %5s %6s %6s %9s %14s  %s\n", "#", "regs", "smem", "spills", "compile", "status", "params");
+    int failures = 0;
+    for (int i = 0; i < n; i++) {
+        Prepared *p = &out[i];
+        const char *st = p->status[0] ? p->status : "ok";
+        failures += p->status[0] != 0;
+        char cms[32];
+        int hit = p->nunits > 0;
+        for (int u = 0; u < p->nunits; u++)
+            hit &= p->units[u].res.cache_hit;
+        if (hit)
+            snprintf(cms, sizeof(cms), "cached");
+        else
+            snprintf(cms, sizeof(cms), "%.0f ms", p->compile_ms);
+        printf("  %-3d %5d %6d %6d %9s %14s  %s%s\n", i, p->maxres.registers, p->maxres.smem,
+               p->maxres.spill_stores + p->maxres.spill_loads, cms, st, keys[i], i == 0 ? "  (default)" : "");
+        if (p->status[0])
+            printf("      %s\n", p->error ? p->error : "");
+    }
+    printf("\n  %d configurations + the reference: %d sources, %d compiled by NVRTC, %d from the cache, "
+           "%.1f s wall on %d threads\n", n, sources, compiles, sources - compiles, wall / 1000.0,
+           s->jobs ? s->jobs : runctx_cores());
+    if (out[0].status[0]) {
+        errorf("the default configuration fails: %s: %s", out[0].status, out[0].error ? out[0].error : "");
+        rc = EVO_EXIT_FAIL;
+    } else if (failures) {
+        warnf("%d of %d sampled configurations fail (see the table)", failures, n);
+    }
+    prep_ref_free(&ref);
+out:
+    for (int i = 0; i < n; i++) {
+        prep_free(&out[i]);
+        free(keys[i]);
+    }
+    free(in);
+    free(out);
+    free(keys);
+    free(vals);
+    task_free(&t);
+    return rc;
+}

@@ -1,0 +1,242 @@
+/*
+ * cmd_run: `evoeng run` and `evoeng resume`: open the store, start the GPU
+ * worker, and hand both to the evolutionary loop. SIGINT/SIGTERM finish
+ * the candidate in flight, mark the run interrupted and exit 130; kill -9
+ * loses at most the candidates in flight (see evolve.h).
+ */
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+#include "evolve.h"
+#include "gpueval.h"
+#include "nvrtc.h"
+#include "runctx.h"
+#include "store.h"
+
+static volatile sig_atomic_t stop_flag;
+static volatile int stop_int;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+    stop_int = 1;
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* The run's configuration as stored in runs.config_json. */
+static char *config_json(const Settings *s)
+{
+    json_t *dims = json_object();
+    for (int i = 0; i < s->ndims; i++)
+        json_object_set_new(dims, s->dims[i].name, json_integer(s->dims[i].value));
+    json_t *o = json_pack("{s:s, s:i, s:i, s:i, s:I, s:s, s:f, s:f, s:i, s:o, s:i, s:s?}",
+                          "task", s->task ? s->task : RUNCTX_DEFAULT_TASK, "generations", s->generations,
+                          "population", s->population, "children", s->children, "seed", (json_int_t)s->seed,
+                          "strategy", s->strategy, "revert_threshold", s->revert_threshold,
+                          "time_limit_s", s->time_limit_s, "seeds", s->seeds, "dims", dims, "jobs", s->jobs,
+                          "source", s->source);
+    char *txt = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return txt;
+}
+
+static char *device_json(const DeviceInfo *d)
+{
+    json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:I, s:i, s:f, s:f, s:i}", "name", d->name, "arch",
+                          d->arch, "cc_major", d->cc_major, "cc_minor", d->cc_minor, "sm_count", d->sm_count,
+                          "smem_per_block_optin", d->smem_per_block_optin, "max_threads", d->max_threads,
+                          "l2_bytes", (json_int_t)d->l2_bytes, "clock_khz", d->clock_khz, "peak_tflops_fp16",
+                          d->peak_tflops_fp16, "peak_gbps", d->peak_gbps, "driver_version", d->driver_version);
+    char *txt = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return txt;
+}
+
+/* Apply a stored run's configuration to settings not given again. */
+static void settings_from_config(Settings *s, const char *cfg_json, const Settings *given)
+{
+    json_t *o = json_loads(cfg_json, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return;
+    }
+    json_t *v;
+    if (given->generations == 20 && (v = json_object_get(o, "generations")))
+        s->generations = (int)json_integer_value(v);
+    if ((v = json_object_get(o, "population")))
+        s->population = (int)json_integer_value(v);
+    if ((v = json_object_get(o, "children")))
+        s->children = (int)json_integer_value(v);
+    if ((v = json_object_get(o, "seed")))
+        s->seed = (uint64_t)json_integer_value(v);
+    if ((v = json_object_get(o, "revert_threshold")))
+        s->revert_threshold = json_real_value(v);
+    if ((v = json_object_get(o, "seeds")))
+        s->seeds = (int)json_integer_value(v);
+    if (given->time_limit_s == 0 && (v = json_object_get(o, "time_limit_s")))
+        s->time_limit_s = json_real_value(v);
+    json_t *dims = json_object_get(o, "dims");
+    const char *k;
+    json_object_foreach(dims, k, v) {
+        if (s->ndims < CLI_MAX_DIMS) {
+            snprintf(s->dims[s->ndims].name, sizeof(s->dims[0].name), "%s", k);
+            s->dims[s->ndims++].value = json_integer_value(v);
+        }
+    }
+    json_decref(o);
+}
+
+static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
+{
+    EvoErr err;
+    Task *task = NULL;
+    Store *st = NULL;
+    GpuEval *ge = NULL;
+    char *cfg = NULL, *devj = NULL, *src = NULL;
+    EvoExit rc = runctx_load_task(s, &task);
+    if (rc != EVO_EXIT_OK)
+        return rc;
+    if (s->source && file_read(s->source, &src, NULL, &err)) {
+        errorf("--source: %s", err.msg);
+        rc = EVO_EXIT_USAGE;
+        goto out;
+    }
+    if (store_open(&st, s->db, &err)) {
+        errorf("%s", err.msg);
+        rc = EVO_EXIT_DB;
+        goto out;
+    }
+    runctx_set_cache(s);
+    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose};
+    gate_options_default(&go.gate);
+    go.gate.nseeds = s->seeds;
+    bench_options_default(&go.bench);
+    go.bench.seed = s->seed;
+    int nogpu = 0;
+    if (!s->quiet && !s->json)
+        fprintf(stderr, "evoeng: starting the GPU worker and compiling the reference...\n");
+    if (gpueval_open(&ge, task, &go, &nogpu, &err)) {
+        if (nogpu) {
+            errorf("'%s' needs a CUDA GPU and none is usable: %s", resume_id ? "resume" : "run", err.msg);
+            errorf("(commands that need no GPU: check, status, top, lineage, show, export)");
+            rc = EVO_EXIT_NO_GPU;
+        } else {
+            errorf("%s", err.msg);
+            rc = EVO_EXIT_TASK;
+        }
+        goto out;
+    }
+    const DeviceInfo *dev = gpueval_device(ge);
+    cfg = config_json(s);
+    devj = device_json(dev);
+    char nv[32], drv[32];
+    int v = nvrtc_version();
+    snprintf(nv, sizeof(nv), "%d.%d", v / 1000, (v % 1000) / 10);
+    snprintf(drv, sizeof(drv), "%d.%d", dev->driver_version / 1000, (dev->driver_version % 1000) / 10);
+    EvolveConfig ec = {
+        .generations = s->generations, .population = s->population, .children = s->children,
+        .seed = s->seed, .strategy = strategy, .time_limit_s = s->time_limit_s,
+        .revert_threshold = s->revert_threshold, .quiet = s->quiet, .json = s->json, .config_json = cfg,
+        .task_path = s->task ? s->task : RUNCTX_DEFAULT_TASK, .baseline_source = src,
+        .device_name = dev->name, .device_arch = dev->arch, .device_json = devj, .nvrtc_version = nv,
+        .driver_version = drv, .stop = &stop_int,
+    };
+    if (!s->quiet && !s->json)
+        printf("%s %s on %s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed %llu\n",
+               resume_id ? "resuming" : "optimizing", task_name(task), dev->name, dev->arch, dev->sm_count,
+               s->population, s->children, strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "",
+               s->generations, (unsigned long long)s->seed);
+    install_signals();
+    EvolveSummary sum;
+    if (evolve_run(st, task, dev, &gpueval_ops, ge, &ec, resume_id, &sum, &err)) {
+        errorf("%s", err.msg);
+        if (sum.run_id)
+            errorf("run %lld is recorded in %s; what was committed is kept", (long long)sum.run_id, s->db);
+        rc = stop_flag ? EVO_EXIT_INTERRUPT : EVO_EXIT_FAIL;
+        goto out;
+    }
+    if (!s->quiet && !s->json) {
+        printf("\nrun %lld %s: %d evaluated, %d valid, %d reverted, %d failed, %.1f s\n", (long long)sum.run_id,
+               sum.interrupted ? "stopped early" : "finished", sum.evaluated, sum.valid, sum.reverted, sum.failed,
+               sum.wall_ms / 1000);
+        if (sum.best_id)
+            printf("best: candidate %lld, %.2f us, %.2fx over the baseline (%.2f us)\n", (long long)sum.best_id,
+                   sum.best_latency_us, sum.baseline_latency_us / sum.best_latency_us, sum.baseline_latency_us);
+        printf("next: evoeng top --db %s | evoeng lineage %lld --db %s | evoeng export --best -o best.cu --db %s\n",
+               s->db, (long long)sum.best_id, s->db, s->db);
+        if (sum.interrupted)
+            printf("continue with: evoeng resume %lld --db %s\n", (long long)sum.run_id, s->db);
+    }
+    rc = stop_flag ? EVO_EXIT_INTERRUPT : EVO_EXIT_OK;
+out:
+    gpueval_close(&ge);
+    store_close(&st);
+    task_free(&task);
+    free(cfg);
+    free(devj);
+    free(src);
+    return rc;
+}
+
+EvoExit cmd_run(const Settings *s)
+{
+    Settings copy = *s;
+    return run_common(&copy, 0, s->strategy);
+}
+
+EvoExit cmd_resume(const Settings *s)
+{
+    EvoErr err;
+    Store *st = NULL;
+    if (store_open(&st, s->db, &err)) {
+        errorf("%s", err.msg);
+        return EVO_EXIT_DB;
+    }
+    RunRecord r;
+    int got = store_run_get(st, s->id, &r, &err);
+    store_close(&st);
+    if (got <= 0) {
+        if (got < 0)
+            errorf("%s", err.msg);
+        else
+            errorf("%s: no run %s%lld to resume", s->db, s->id ? "" : "(latest) ", (long long)s->id);
+        return got < 0 ? EVO_EXIT_DB : EVO_EXIT_FAIL;
+    }
+    if (strcmp(r.status, "completed") == 0 && s->generations <= r.generations_done - 1) {
+        printf("run %lld is already complete (%lld generations); nothing to do\n", (long long)r.id,
+               (long long)r.generations_done);
+        run_record_free(&r);
+        return EVO_EXIT_OK;
+    }
+    Settings copy = *s;
+    settings_from_config(&copy, r.config_json, s);
+    if (!copy.task)
+        copy.task = r.task_path;
+    char *strategy = xstrdup(r.strategy);
+    char *task_path_copy = xstrdup(r.task_path);
+    if (copy.task == r.task_path)
+        copy.task = task_path_copy;
+    int64_t id = r.id;
+    run_record_free(&r);
+    EvoExit rc = run_common(&copy, id, strategy);
+    free(strategy);
+    free(task_path_copy);
+    return rc;
+}

@@ -1,0 +1,42 @@
+/*
+ * gpueval: the real Evaluator of evolve.h. It prepares children with prep
+ * (constraints, rendering, parallel NVRTC compilation, static gate), then
+ * sends them to a GPU worker (worker.h): the correctness gate on every
+ * shape with several seeds, timing of the benchmark shape, launch
+ * metrics, and the interleaved A/B comparison with the parent. The
+ * orchestrator never touches the GPU itself.
+ */
+#ifndef EVO_GPUEVAL_H
+#define EVO_GPUEVAL_H
+
+#include "bench.h"
+#include "evolve.h"
+#include "gate.h"
+#include "worker.h"
+
+typedef struct GpuEval GpuEval;
+
+typedef struct GpuEvalOptions {
+    int          jobs;      /* compile threads, 0: one per core */
+    GateOptions  gate;
+    BenchOptions bench;
+    int          verbose;
+} GpuEvalOptions;
+
+/* Start a worker on GPU 0, compile the task's reference and load it.
+ * Returns 0, or -1 with err: no driver or device ("no CUDA device: ..."),
+ * a reference that does not compile. *nogpu is set to 1 when the failure
+ * is the absence of a GPU (the caller's exit code differs). */
+int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogpu, EvoErr *err);
+void gpueval_close(GpuEval **g);
+
+/* The device the worker found. */
+const DeviceInfo *gpueval_device(const GpuEval *g);
+
+/* The Evaluator vtable for evolve_run(); its context is the GpuEval. */
+extern const EvaluatorOps gpueval_ops;
+
+/* The worker, for bench. */
+Worker *gpueval_worker(GpuEval *g);
+
+#endif

@@ -1,0 +1,297 @@
+/*
+ * prep: constraint check, rendering, parallel compilation and the static
+ * gate of candidates. See prep.h.
+ */
+#include "prep.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "template.h"
+
+/* Render `text` for one shape: params (when vals) then compile dims. */
+static int render(const Task *t, const char *text, const char *file, const int64_t *vals, int shape,
+                  char **src, EvoErr *err)
+{
+    int np = vals ? task_nparams(t) : 0, nc = task_ncompile_dims(t);
+    const char **names = xcalloc((size_t)(np + nc) + 1, sizeof(*names));
+    int64_t *values = xcalloc((size_t)(np + nc) + 1, sizeof(*values));
+    for (int i = 0; i < np; i++) {
+        names[i] = task_param_name(t, i);
+        values[i] = vals[i];
+    }
+    for (int i = 0; i < nc; i++) {
+        names[np + i] = task_compile_dim(t, i);
+        for (int d = 0; d < task_ndims(t); d++)
+            if (strcmp(task_dim_name(t, d), names[np + i]) == 0)
+                values[np + i] = task_dim_value(t, shape, d);
+    }
+    int rc = template_render(text, file, names, values, np + nc, src, err);
+    free(names);
+    free(values);
+    return rc;
+}
+
+/* Add src to units unless an identical source is there; returns its index. */
+static int add_unit(PrepUnit **units, int *n, char *src)
+{
+    char hex[65];
+    template_hash(src, hex);
+    for (int i = 0; i < *n; i++) {
+        if (strcmp((*units)[i].hash, hex) == 0) {
+            free(src);
+            return i;
+        }
+    }
+    *units = xrealloc(*units, (size_t)(*n + 1) * sizeof(**units));
+    PrepUnit *u = &(*units)[*n];
+    memset(u, 0, sizeof(*u));
+    u->source = src;
+    memcpy(u->hash, hex, sizeof(hex));
+    return (*n)++;
+}
+
+static void fill_request(const Task *t, const DeviceInfo *dev, const PrepUnit *u, const char *name,
+                         CompileRequest *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->source = u->source;
+    r->name = name;
+    r->arch = dev->arch;
+    r->options = task_compile_options(t, &r->noptions);
+    r->fast_math = task_fast_math(t);
+    r->lineinfo = task_lineinfo(t);
+}
+
+static void set_status(Prepared *p, const char *status, const char *fmt, ...) EVO_PRINTF(3, 4);
+static void set_status(Prepared *p, const char *status, const char *fmt, ...)
+{
+    if (p->status[0])
+        return;   /* the first failure wins */
+    snprintf(p->status, sizeof(p->status), "%s", status);
+    va_list ap;
+    va_start(ap, fmt);
+    free(p->error);
+    p->error = xvasprintf(fmt, ap);
+    va_end(ap);
+}
+
+/* First line of a compile log that mentions an error, for a one-line reason. */
+static char *first_error_line(const char *log)
+{
+    const char *p = strstr(log, "error");
+    if (!p)
+        return xstrdup("see the compile log");
+    const char *b = p, *e = p;
+    while (b > log && b[-1] != '\n')
+        b--;
+    while (*e && *e != '\n')
+        e++;
+    size_t n = (size_t)(e - b);
+    return xstrndup(b, n > 300 ? 300 : n);
+}
+
+static void res_max(KernelResources *a, const KernelResources *b)
+{
+    if (b->registers > a->registers) a->registers = b->registers;
+    if (b->spill_stores > a->spill_stores) a->spill_stores = b->spill_stores;
+    if (b->spill_loads > a->spill_loads) a->spill_loads = b->spill_loads;
+    if (b->stack > a->stack) a->stack = b->stack;
+    if (b->smem > a->smem) a->smem = b->smem;
+}
+
+/* The static gate on a compiled unit against one shape's launches. */
+static void static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, const PrepUnit *u, const Plan *plan)
+{
+    int max_spill = task_max_spill_bytes(t);
+    for (int k = 0; k < u->res.nkernels; k++) {
+        const KernelResources *kr = &u->res.kernels[k];
+        int spills = kr->spill_stores + kr->spill_loads;
+        if (max_spill >= 0 && spills > max_spill)
+            set_status(p, "resource", "%s spills %d bytes (stores %d, loads %d); the task allows %d", kr->name,
+                       spills, kr->spill_stores, kr->spill_loads, max_spill);
+    }
+    for (int l = 0; l < plan->nlaunches; l++) {
+        const PlanLaunch *pl = &plan->launches[l];
+        const KernelResources *kr = nvrtc_find_kernel(&u->res, pl->entry);
+        if (!kr) {
+            set_status(p, "compile_error", "entry point '%s' is not in the compiled module", pl->entry);
+            continue;
+        }
+        long long threads = (long long)pl->block[0] * pl->block[1] * pl->block[2];
+        long long smem = (long long)kr->smem + pl->smem;
+        if (threads > dev->max_threads)
+            set_status(p, "resource", "%s: %lld threads per CTA, the device allows %d", pl->entry, threads,
+                       dev->max_threads);
+        if (smem > dev->smem_per_block_optin)
+            set_status(p, "resource", "%s: %lld bytes of shared memory (%d static + %u dynamic), the device allows %d",
+                       pl->entry, smem, kr->smem, pl->smem, dev->smem_per_block_optin);
+        long long warps = (threads + 31) / 32;
+        if ((long long)kr->registers * warps * 32 > dev->regs_per_block)
+            set_status(p, "resource", "%s: %d registers x %lld threads exceed the %d registers of a CTA", pl->entry,
+                       kr->registers, threads, dev->regs_per_block);
+    }
+}
+
+int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *out, int n, int jobs,
+              EvoErr *err)
+{
+    int nshapes = task_nshapes(t);
+    /* 1. constraints, rendering and plans, serially (cheap). */
+    for (int i = 0; i < n; i++) {
+        Prepared *p = &out[i];
+        memset(p, 0, sizeof(*p));
+        char *why = NULL;
+        int v = task_check(t, in[i].vals, dev, &why, err);
+        if (v < 0)
+            return -1;
+        if (v == 0) {
+            set_status(p, "invalid", "%s", why ? why : "a constraint fails");
+            free(why);
+            continue;
+        }
+        free(why);
+        p->shape_unit = xcalloc((size_t)nshapes, sizeof(int));
+        p->plans = xcalloc((size_t)nshapes, sizeof(Plan));
+        p->nplans = nshapes;
+        const char *text = in[i].custom_source ? in[i].custom_source : task_template_text(t);
+        const char *file = in[i].custom_source ? "candidate.cu" : task_template_path(t);
+        for (int s = 0; s < nshapes; s++) {
+            EvoErr e2;
+            char *src = NULL;
+            if (task_resolve(t, in[i].vals, s, dev, &p->plans[s], &e2) || render(t, text, file, in[i].vals, s, &src, &e2)) {
+                set_status(p, "invalid", "%s", e2.msg);
+                break;
+            }
+            p->shape_unit[s] = add_unit(&p->units, &p->nunits, src);
+        }
+    }
+    /* 2. compile every unit of every candidate in one parallel batch. */
+    int total = 0;
+    for (int i = 0; i < n; i++)
+        if (!out[i].status[0])
+            total += out[i].nunits;
+    CompileRequest *reqs = xcalloc((size_t)total + 1, sizeof(*reqs));
+    CompileResult *res = xcalloc((size_t)total + 1, sizeof(*res));
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!out[i].status[0])
+            for (int u = 0; u < out[i].nunits; u++)
+                fill_request(t, dev, &out[i].units[u], in[i].custom_source ? "candidate.cu" : task_template_path(t),
+                             &reqs[k++]);
+    int rc = total ? nvrtc_compile_many(reqs, res, total, jobs, err) : 0;
+    k = 0;
+    for (int i = 0; i < n; i++) {
+        Prepared *p = &out[i];
+        if (p->status[0])
+            continue;
+        for (int u = 0; u < p->nunits; u++) {
+            p->units[u].res = res[k++];
+            CompileResult *r = &p->units[u].res;
+            p->compile_ms += r->compile_ms;
+            if (!r->ok) {
+                char *line = first_error_line(r->log ? r->log : "");
+                set_status(p, "compile_error", "%s: %s", r->error[0] ? r->error : "NVRTC failed", line);
+                free(line);
+                continue;
+            }
+            KernelResources m;
+            nvrtc_max_resources(r, &m);
+            res_max(&p->maxres, &m);
+        }
+        if (p->status[0])
+            continue;
+        for (int s = 0; s < nshapes; s++)
+            static_gate(t, dev, p, &p->units[p->shape_unit[s]], &p->plans[s]);
+    }
+    free(reqs);
+    free(res);
+    return rc;
+}
+
+void prep_free(Prepared *p)
+{
+    for (int u = 0; u < p->nunits; u++) {
+        free(p->units[u].source);
+        nvrtc_result_free(&p->units[u].res);
+    }
+    free(p->units);
+    for (int s = 0; s < p->nplans; s++)
+        plan_free(&p->plans[s]);
+    free(p->plans);
+    free(p->shape_unit);
+    free(p->error);
+    memset(p, 0, sizeof(*p));
+}
+
+int prep_reference(const Task *t, const DeviceInfo *dev, PrepRef *out, int jobs, EvoErr *err)
+{
+    memset(out, 0, sizeof(*out));
+    out->nshapes = task_nshapes(t);
+    out->shape_unit = xcalloc((size_t)out->nshapes, sizeof(int));
+    for (int s = 0; s < out->nshapes; s++) {
+        char *src = NULL;
+        if (render(t, task_reference_text(t), task_reference_path(t), NULL, s, &src, err))
+            return -1;
+        out->shape_unit[s] = add_unit(&out->units, &out->nunits, src);
+    }
+    CompileRequest *reqs = xcalloc((size_t)out->nunits, sizeof(*reqs));
+    CompileResult *res = xcalloc((size_t)out->nunits, sizeof(*res));
+    for (int u = 0; u < out->nunits; u++)
+        fill_request(t, dev, &out->units[u], task_reference_path(t), &reqs[u]);
+    int rc = nvrtc_compile_many(reqs, res, out->nunits, jobs, err);
+    for (int u = 0; u < out->nunits; u++) {
+        out->units[u].res = res[u];
+        if (rc == 0 && !res[u].ok) {
+            char *line = first_error_line(res[u].log ? res[u].log : "");
+            rc = err_set(err, "%s: the reference does not compile: %s", task_reference_path(t), line);
+            free(line);
+        }
+    }
+    free(reqs);
+    free(res);
+    return rc;
+}
+
+void prep_ref_free(PrepRef *r)
+{
+    for (int u = 0; u < r->nunits; u++) {
+        free(r->units[u].source);
+        nvrtc_result_free(&r->units[u].res);
+    }
+    free(r->units);
+    free(r->shape_unit);
+    memset(r, 0, sizeof(*r));
+}
+
+void prep_compile_record(const PrepUnit *u, const char *arch, CompileRecord *c)
+{
+    compile_record_init(c);
+    c->cache_key = xstrdup(u->res.key);
+    c->source_hash = xstrdup(u->hash);
+    c->arch = xstrdup(arch);
+    c->options = xstrdup(u->res.options ? u->res.options : "");
+    int v = nvrtc_version();
+    c->nvrtc_version = xasprintf("%d.%d", v / 1000, (v % 1000) / 10);
+    c->ok = u->res.ok;
+    c->log = xstrdup(u->res.log ? u->res.log : "");
+    KernelResources m;
+    nvrtc_max_resources(&u->res, &m);
+    StrBuf sb = {0};
+    sb_append(&sb, "[");
+    for (int k = 0; k < u->res.nkernels; k++) {
+        const KernelResources *r = &u->res.kernels[k];
+        sb_printf(&sb, "%s{\"name\":\"%s\",\"registers\":%d,\"smem\":%d,\"spill_stores\":%d,\"spill_loads\":%d,"
+                       "\"stack\":%d}", k ? "," : "", r->name, r->registers, r->smem, r->spill_stores,
+                  r->spill_loads, r->stack);
+    }
+    sb_append(&sb, "]");
+    c->resources_json = sb_take(&sb);
+    c->registers = m.registers;
+    c->smem = m.smem;
+    c->spill_stores = m.spill_stores;
+    c->spill_loads = m.spill_loads;
+    c->stack = m.stack;
+    c->compile_ms = u->res.compile_ms;
+}

@@ -1,0 +1,72 @@
+/*
+ * prep: everything a candidate needs before the GPU sees it, with no GPU:
+ * check its configuration against the task's constraints, render its
+ * source for every shape (compile-time dims can make the sources differ),
+ * compile each distinct source once with NVRTC (in parallel, through the
+ * compile cache), resolve its launch plans, and apply the static gate:
+ *   invalid        a constraint fails (nothing is compiled)
+ *   compile_error  NVRTC rejects a source (the log is kept)
+ *   resource       a kernel needs more shared memory or threads than the
+ *                  device allows, or spills more than the task permits
+ * Used by `evoeng check`, `evoeng bench` and the run's evaluator.
+ */
+#ifndef EVO_PREP_H
+#define EVO_PREP_H
+
+#include <stdint.h>
+
+#include "device.h"
+#include "nvrtc.h"
+#include "plan.h"
+#include "store.h"
+#include "task.h"
+
+/* One distinct rendered source and its compilation. */
+typedef struct PrepUnit {
+    char          *source;
+    char           hash[65];
+    CompileResult  res;
+} PrepUnit;
+
+typedef struct PrepInput {
+    const int64_t *vals;           /* params (task_nparams) */
+    const char    *custom_source;  /* a kernel replacing the task's template, or NULL */
+} PrepInput;
+
+typedef struct Prepared {
+    char        status[16];  /* "" when it may go to the GPU, else invalid/compile_error/resource */
+    char       *error;       /* one line when status is set */
+    PrepUnit   *units;       /* distinct candidate sources */
+    int         nunits;
+    int        *shape_unit;  /* per shape: index into units */
+    Plan       *plans;       /* per shape (task_nshapes), resolved; NULL when invalid */
+    int         nplans;
+    KernelResources maxres;  /* per-field maximum over every kernel of every unit */
+    double      compile_ms;  /* NVRTC wall time, summed over units (0 on cache hits) */
+} Prepared;
+
+/* The reference kernels, compiled once per distinct compile-dims shape. */
+typedef struct PrepRef {
+    PrepUnit *units;
+    int       nunits;
+    int      *shape_unit;
+    int       nshapes;
+} PrepRef;
+
+/* Prepare n candidates: out[i] for in[i]. jobs = compile threads (0: one
+ * per core). Returns 0 (individual failures are in out[i].status), or -1
+ * when the work could not run at all (err). */
+int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *out, int n, int jobs,
+              EvoErr *err);
+void prep_free(Prepared *p);
+
+/* Compile the task's reference for every shape. Returns 0, or -1 with err
+ * (a reference that does not compile is the task's fault: the message
+ * includes the head of the NVRTC log). */
+int prep_reference(const Task *t, const DeviceInfo *dev, PrepRef *out, int jobs, EvoErr *err);
+void prep_ref_free(PrepRef *r);
+
+/* Fill a store CompileRecord from a unit (strings are copied). */
+void prep_compile_record(const PrepUnit *u, const char *arch, CompileRecord *out);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * runctx: task loading, cache location, cores. See runctx.h.
+ */
+#include "runctx.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "nvrtc.h"
+
+EvoExit runctx_load_task(const Settings *s, Task **out)
+{
+    EvoErr err;
+    const char *path = s->task ? s->task : RUNCTX_DEFAULT_TASK;
+    char *fallback = NULL;
+    if (!s->task && access(path, R_OK) != 0) {
+        /* Not run from the source tree: use the source tree evoeng was built from. */
+        fallback = xasprintf("%s/%s", EVO_SOURCE_ROOT, RUNCTX_DEFAULT_TASK);
+        if (access(fallback, R_OK) == 0)
+            path = fallback;
+    }
+    int rc = task_load(path, out, &err);
+    free(fallback);
+    if (rc) {
+        errorf("%s", err.msg);
+        if (!s->task)
+            errorf("(no --task given: the default task is %s, relative to the current directory)", RUNCTX_DEFAULT_TASK);
+        return EVO_EXIT_TASK;
+    }
+    for (int i = 0; i < s->ndims; i++) {
+        if (task_set_dim(*out, s->dims[i].name, s->dims[i].value, &err)) {
+            errorf("--dim %s=%lld: %s", s->dims[i].name, (long long)s->dims[i].value, err.msg);
+            task_free(out);
+            return EVO_EXIT_USAGE;
+        }
+    }
+    return EVO_EXIT_OK;
+}
+
+void runctx_set_cache(const Settings *s)
+{
+    const char *env = getenv("EVOENG_CACHE_DIR");
+    if (env && *env) {
+        nvrtc_set_cache_dir(env);
+        return;
+    }
+    char *dir = path_dirname(s->db);
+    char *cache = path_join(dir, "cache");
+    nvrtc_set_cache_dir(cache);
+    free(cache);
+    free(dir);
+}
+
+int runctx_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}

@@ -1,0 +1,25 @@
+/*
+ * runctx: what the GPU-facing commands share: loading the task named on
+ * the command line (default templates/attention/task.json) with its --dim
+ * overrides, the compile cache directory, and the core count.
+ */
+#ifndef EVO_RUNCTX_H
+#define EVO_RUNCTX_H
+
+#include "cli.h"
+#include "msg.h"
+#include "task.h"
+
+#define RUNCTX_DEFAULT_TASK "templates/attention/task.json"
+
+/* Load s->task (or the default task) and apply s->dims. Prints the error
+ * and returns EVO_EXIT_TASK on failure, EVO_EXIT_OK with *out set. */
+EvoExit runctx_load_task(const Settings *s, Task **out);
+
+/* Point the NVRTC cache at $EVOENG_CACHE_DIR, else <dir of --db>/cache. */
+void runctx_set_cache(const Settings *s);
+
+/* Online CPU cores. */
+int runctx_cores(void);
+
+#endif
