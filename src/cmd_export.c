@@ -44,55 +44,90 @@ static char *lineage_line(Store *st, int64_t id)
     return sb_take(&sb);
 }
 
-/* The benchmark shape's launch plan, from the task file (best effort). */
-static char *launch_lines(const RunRecord *run, const char *params_json)
+/* Resolve the benchmark shape's plan from the run's task file, with the
+ * run's --dim overrides (best effort: the task file may have moved).
+ * Returns 0 with *p filled, or -1 with err. */
+static int resolve_plan(const RunRecord *run, const char *params_json, Plan *p, EvoErr *err)
 {
     Task *t = NULL;
-    EvoErr err;
-    if (!run->task_path || task_load(run->task_path, &t, &err))
-        return xasprintf("//   (task file %s not readable here: %s)\n", run->task_path ? run->task_path : "?",
-                         "see the task spec for the launch plan");
-    /* Re-apply the run's --dim overrides. */
-    json_t *cfg = json_loads(run->config_json, 0, NULL);
+    memset(p, 0, sizeof(*p));
+    if (!run->task_path || task_load(run->task_path, &t, err))
+        return -1;
+    json_t *cfg = json_loads(run->config_json ? run->config_json : "{}", 0, NULL);
     const char *k;
     json_t *v;
-    json_object_foreach(json_object_get(cfg, "dims"), k, v) task_set_dim(t, k, json_integer_value(v), &err);
+    json_object_foreach(json_object_get(cfg, "dims"), k, v) task_set_dim(t, k, json_integer_value(v), err);
     json_decref(cfg);
     DeviceInfo dev;
-    StrBuf sb = {0};
     int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
-    Plan p = {0};
-    if (device_profile(run->device_arch ? run->device_arch : "sm_90", &dev, &err) == 0 &&
-        task_params_parse(t, params_json, vals, &err) == 0 && task_resolve(t, vals, 0, &dev, &p, &err) == 0) {
-        for (int i = 0; i < p.nlaunches; i++) {
-            const PlanLaunch *l = &p.launches[i];
-            sb_printf(&sb, "//   %d. %s<<<dim3(%u, %u, %u), dim3(%u, %u, %u), %u>>>(", i + 1, l->entry, l->grid[0],
-                      l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->smem);
-            for (int a = 0; a < l->nargs; a++) {
-                const PlanArg *g = &l->args[a];
-                if (g->kind == ARG_BUFFER)
-                    sb_printf(&sb, "%s%s", a ? ", " : "", p.buffers[g->buffer].name);
-                else if (g->kind == ARG_F32 || g->kind == ARG_F64)
-                    sb_printf(&sb, "%s%g", a ? ", " : "", g->f);
-                else
-                    sb_printf(&sb, "%s%lld", a ? ", " : "", (long long)g->i);
-            }
-            sb_append(&sb, ")\n");
-            if (l->smem > 48 * 1024)
-                sb_printf(&sb, "//      (over 48 KiB of dynamic shared memory: first call cudaFuncSetAttribute(%s, "
-                               "cudaFuncAttributeMaxDynamicSharedMemorySize, %u))\n", l->entry, l->smem);
-        }
-        for (int b = 0; b < p.nbuffers; b++)
-            sb_printf(&sb, "//   buffer %s: %s x %llu (%s)\n", p.buffers[b].name, dtype_name(p.buffers[b].dtype),
-                      (unsigned long long)p.buffers[b].count,
-                      p.buffers[b].role == ROLE_INPUT ? "input" : p.buffers[b].role == ROLE_OUTPUT ? "output" : "scratch");
-    } else {
-        sb_printf(&sb, "//   (could not resolve the launch plan: %s)\n", err.msg);
-    }
-    plan_free(&p);
+    int rc = device_profile(run->device_arch ? run->device_arch : "sm_90", &dev, err) ||
+             task_params_parse(t, params_json, vals, err) || task_resolve(t, vals, 0, &dev, p, err) ? -1 : 0;
     free(vals);
     task_free(&t);
+    return rc;
+}
+
+static const char *role_name(BufRole r)
+{
+    return r == ROLE_INPUT ? "input" : r == ROLE_OUTPUT ? "output" : "scratch";
+}
+
+/* The launch plan as comment lines. */
+static char *launch_lines(const Plan *p)
+{
+    StrBuf sb = {0};
+    for (int i = 0; i < p->nlaunches; i++) {
+        const PlanLaunch *l = &p->launches[i];
+        sb_printf(&sb, "//   %d. %s<<<dim3(%u, %u, %u), dim3(%u, %u, %u), %u>>>(", i + 1, l->entry, l->grid[0],
+                  l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2], l->smem);
+        for (int a = 0; a < l->nargs; a++) {
+            const PlanArg *g = &l->args[a];
+            if (g->kind == ARG_BUFFER)
+                sb_printf(&sb, "%s%s", a ? ", " : "", p->buffers[g->buffer].name);
+            else if (g->kind == ARG_F32 || g->kind == ARG_F64)
+                sb_printf(&sb, "%s%.9g", a ? ", " : "", g->f);
+            else
+                sb_printf(&sb, "%s%lld", a ? ", " : "", (long long)g->i);
+        }
+        sb_append(&sb, ")\n");
+        if (l->smem > 48 * 1024)
+            sb_printf(&sb, "//      (over 48 KiB of dynamic shared memory: first call cudaFuncSetAttribute(%s, "
+                           "cudaFuncAttributeMaxDynamicSharedMemorySize, %u))\n", l->entry, l->smem);
+    }
+    for (int b = 0; b < p->nbuffers; b++)
+        sb_printf(&sb, "//   buffer %s: %s x %llu (%s)\n", p->buffers[b].name, dtype_name(p->buffers[b].dtype),
+                  (unsigned long long)p->buffers[b].count, role_name(p->buffers[b].role));
     return sb_take(&sb);
+}
+
+/* The launch plan as JSON: {"shape", "buffers": [...], "launches": [...]}. */
+static json_t *plan_json(const Plan *p)
+{
+    json_t *bufs = json_array(), *ls = json_array();
+    for (int b = 0; b < p->nbuffers; b++) {
+        const PlanBuffer *pb = &p->buffers[b];
+        json_array_append_new(bufs, json_pack("{s:s, s:s, s:I, s:s, s:b}", "name", pb->name, "dtype",
+                                              dtype_name(pb->dtype), "count", (json_int_t)pb->count, "role",
+                                              role_name(pb->role), "used", pb->for_cand));
+    }
+    for (int i = 0; i < p->nlaunches; i++) {
+        const PlanLaunch *l = &p->launches[i];
+        json_t *args = json_array();
+        for (int a = 0; a < l->nargs; a++) {
+            const PlanArg *g = &l->args[a];
+            static const char *const kinds[] = {"buffer", "i32", "i64", "f32", "f64"};
+            json_t *v = g->kind == ARG_BUFFER ? json_string(p->buffers[g->buffer].name)
+                        : g->kind == ARG_I32 || g->kind == ARG_I64 ? json_integer(g->i)
+                                                                  : json_real(g->f);
+            json_array_append_new(args, json_pack("{s:o}", kinds[g->kind], v));
+        }
+        json_array_append_new(ls, json_pack("{s:s, s:[I,I,I], s:[I,I,I], s:I, s:o}", "entry", l->entry, "grid",
+                                            (json_int_t)l->grid[0], (json_int_t)l->grid[1], (json_int_t)l->grid[2],
+                                            "block", (json_int_t)l->block[0], (json_int_t)l->block[1],
+                                            (json_int_t)l->block[2], "smem", (json_int_t)l->smem, "args", args));
+    }
+    return json_pack("{s:s, s:f, s:f, s:o, s:o}", "shape", p->shape_label ? p->shape_label : "", "flops", p->flops,
+                     "bytes", p->bytes, "buffers", bufs, "launches", ls);
 }
 
 EvoExit cmd_export(const Settings *s)
@@ -154,20 +189,33 @@ EvoExit cmd_export(const Settings *s)
         json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:o, s:s, s:s, s:s?, s:s?, s:s}", "id", (json_int_t)c.id, "run",
                               (json_int_t)c.run_id, "task", run.task_name ? run.task_name : "", "task_path",
                               run.task_path ? run.task_path : "", "params",
-                              json_loads(c.params_json, 0, NULL) ?: json_object(), "status", c.status, "decision",
+                              json_loads(c.params_json, 0, NULL), "status", c.status, "decision",
                               c.decision, "device", run.device_name, "arch", run.device_arch, "lineage", lin);
         if (!isnan(c.latency_us))
             json_object_set_new(o, "latency_us", json_real(c.latency_us));
         if (!isnan(c.speedup))
             json_object_set_new(o, "speedup", json_real(c.speedup));
         json_object_set_new(o, "source", json_string(src));
+        Plan p;
+        EvoErr perr;
+        if (resolve_plan(&run, c.params_json, &p, &perr) == 0)
+            json_object_set_new(o, "plan", plan_json(&p));
+        else
+            json_object_set_new(o, "plan_error", json_string(perr.msg));
+        plan_free(&p);
         json_object_set_new(o, "exported_at", json_string(now));
         char *txt = json_dumps(o, JSON_INDENT(2));
         fprintf(f, "%s\n", txt);
         free(txt);
         json_decref(o);
     } else {
-        launches = launch_lines(&run, c.params_json);
+        Plan p;
+        EvoErr perr;
+        if (resolve_plan(&run, c.params_json, &p, &perr) == 0)
+            launches = launch_lines(&p);
+        else
+            launches = xasprintf("//   (not resolved: %s)\n", perr.msg);
+        plan_free(&p);
         fprintf(f, "// ----------------------------------------------------------------------------\n");
         fprintf(f, "// Exported by evoeng " EVO_VERSION ": candidate %lld of run %lld\n", (long long)c.id, (long long)c.run_id);
         fprintf(f, "// task:     %s (%s)\n", run.task_name ? run.task_name : "?", run.task_path ? run.task_path : "?");
