@@ -63,6 +63,7 @@ typedef struct Node {
 typedef struct ExprVarRef {
     char *name;
     int   col;
+    int   slot;  /* expr_set_slot, -1 when unset */
 } ExprVarRef;
 
 struct Expr {
@@ -359,6 +360,7 @@ static int parse_primary(Parser *p)
             }
             e->vars[e->nvars].name = xstrndup(p->s + t.start, t.len);
             e->vars[e->nvars].col = t.col;
+            e->vars[e->nvars].slot = -1;
             e->nodes[n].var = e->nvars++;
         }
         return n;
@@ -480,10 +482,11 @@ void expr_free(Expr **pe)
 /* ---- evaluation ------------------------------------------------------ */
 
 typedef struct EvalCtx {
-    const Expr *e;
-    ExprLookup  lookup;
-    void       *ctx;
-    EvoErr     *err;
+    const Expr    *e;
+    ExprLookup     lookup;  /* by name, or */
+    ExprSlotLookup slots;   /* by slot */
+    void          *ctx;
+    EvoErr        *err;
 } EvalCtx;
 
 double expr_value_f(ExprValue v) { return v.is_float ? v.f : (double)v.i; }
@@ -618,7 +621,9 @@ static int eval_node(EvalCtx *c, int idx, ExprValue *out)
     case N_VAR: {
         const char *name = c->e->vars[n->var].name;
         char what[160];
-        if (!c->lookup || c->lookup(c->ctx, name, out) != 1) {
+        int found = c->slots ? c->slots(c->ctx, c->e->vars[n->var].slot, out)
+                  : c->lookup ? c->lookup(c->ctx, name, out) : 0;
+        if (found != 1) {
             snprintf(what, sizeof(what), "unknown variable '%.100s'", name);
             return eerr(c, n, what);
         }
@@ -671,8 +676,20 @@ static int eval_node(EvalCtx *c, int idx, ExprValue *out)
 
 int expr_eval(const Expr *e, ExprLookup lookup, void *ctx, ExprValue *out, EvoErr *err)
 {
-    EvalCtx c = {e, lookup, ctx, err};
+    EvalCtx c = {e, lookup, NULL, ctx, err};
     return eval_node(&c, e->root, out);
+}
+
+int expr_eval_slots(const Expr *e, ExprSlotLookup lookup, void *ctx, ExprValue *out, EvoErr *err)
+{
+    EvalCtx c = {e, NULL, lookup, ctx, err};
+    return eval_node(&c, e->root, out);
+}
+
+void expr_set_slot(Expr *e, int i, int slot)
+{
+    if (i >= 0 && i < e->nvars)
+        e->vars[i].slot = slot;
 }
 
 int expr_eval_string(const char *text, ExprLookup lookup, void *ctx, ExprValue *out, EvoErr *err)
@@ -719,17 +736,30 @@ char *expr_value_str(ExprValue v, char *buf, size_t size)
     return buf;
 }
 
-char *expr_explain(const Expr *e, ExprLookup lookup, void *ctx)
+static char *explain(EvalCtx *cp)
 {
+    EvalCtx c = *cp;
+    const Expr *e = c.e;
     const Node *n = &e->nodes[e->root];
     if (n->kind != N_BIN || n->op < OP_LT || n->op > OP_NE)
         return NULL;
-    EvalCtx c = {e, lookup, ctx, NULL};
     ExprValue a, b;
     if (eval_node(&c, n->a, &a) < 0 || eval_node(&c, n->b, &b) < 0)
         return NULL;
     char x[40], y[40];
     return xasprintf("%s %s %s", expr_value_str(a, x, sizeof(x)), op_text[n->op], expr_value_str(b, y, sizeof(y)));
+}
+
+char *expr_explain(const Expr *e, ExprLookup lookup, void *ctx)
+{
+    EvalCtx c = {e, lookup, NULL, ctx, NULL};
+    return explain(&c);
+}
+
+char *expr_explain_slots(const Expr *e, ExprSlotLookup lookup, void *ctx)
+{
+    EvalCtx c = {e, NULL, lookup, ctx, NULL};
+    return explain(&c);
 }
 
 /* Levenshtein distance, capped: returns limit+1 as soon as it is exceeded

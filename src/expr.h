@@ -45,6 +45,15 @@ int expr_parse(const char *text, Expr **out, EvoErr *err);
  * overflow, sqrt of a negative number, non-finite float result). */
 int expr_eval(const Expr *e, ExprLookup lookup, void *ctx, ExprValue *out, EvoErr *err);
 
+/* Fast path for hot loops: give each variable occurrence i (see
+ * expr_var) an integer slot once, e.g. an index into the caller's table,
+ * then evaluate with a lookup by slot instead of by name. The lookup
+ * returns 1 and sets *out, or 0 (then "unknown variable"). Occurrences
+ * without a slot get -1. */
+typedef int (*ExprSlotLookup)(void *ctx, int slot, ExprValue *out);
+void expr_set_slot(Expr *e, int i, int slot);
+int  expr_eval_slots(const Expr *e, ExprSlotLookup lookup, void *ctx, ExprValue *out, EvoErr *err);
+
 /* Release an Expr and set *e to NULL; safe on NULL and on *e == NULL. */
 void expr_free(Expr **e);
 
@@ -70,6 +79,8 @@ const char *expr_text(const Expr *e);
  * e is not a comparison or a side fails to evaluate. For explaining why a
  * constraint fails. */
 char *expr_explain(const Expr *e, ExprLookup lookup, void *ctx);
+/* The same with a slot lookup (see expr_eval_slots). */
+char *expr_explain_slots(const Expr *e, ExprSlotLookup lookup, void *ctx);
 
 /* The candidate closest to name (edit distance at most 2, or 1 for names
  * of 3 characters or fewer; ties: the first), or NULL. cands has n

@@ -359,6 +359,8 @@ static int check_vars(Loader *L, const TExpr *x, int nderived, int arg_context)
         int d = derived_find(t, v);
         if (d >= 0 && d < nderived)
             continue;
+        if (d >= 0 && d == nderived)
+            return lerr(L, x->path, "column %d: derived '%s' refers to itself", col, v);
         if (d >= 0)
             return lerr(L, x->path, "column %d: unknown variable '%s' (derived '%s' is defined later)", col, v, v);
         if (buffer_find(t, v) >= 0)
@@ -376,6 +378,30 @@ static int check_vars(Loader *L, const TExpr *x, int nderived, int arg_context)
         return -1;
     }
     return 0;
+}
+
+/* Variable slots: kind << 16 | index, resolved once at load time so that
+ * evaluation never compares names. */
+enum { SLOT_PARAM = 1, SLOT_DIM, SLOT_DERIVED, SLOT_DEVICE };
+#define MAX_DEVICE_VARS 64
+
+static void bind_slots(const Task *t, Expr *e)
+{
+    for (int i = 0; i < expr_nvars(e); i++) {
+        const char *v = expr_var(e, i, NULL);
+        int k, slot = -1;
+        if ((k = param_find(t, v)) >= 0)
+            slot = SLOT_PARAM << 16 | k;
+        else if ((k = find_name(t->dim_names, t->ndims, v)) >= 0)
+            slot = SLOT_DIM << 16 | k;
+        else if ((k = derived_find(t, v)) >= 0)
+            slot = SLOT_DERIVED << 16 | k;
+        else
+            for (k = 0; device_var_names[k] && k < MAX_DEVICE_VARS; k++)
+                if (strcmp(device_var_names[k], v) == 0)
+                    slot = SLOT_DEVICE << 16 | k;
+        expr_set_slot(e, i, slot);
+    }
 }
 
 /* Parse an expression from a JSON string, integer, real or boolean at path
@@ -399,7 +425,10 @@ static int parse_texpr(Loader *L, json_t *v, const char *p, int nderived, int ar
     free(text);
     if (rc < 0)
         return lerr(L, p, "%s", e.msg);
-    return check_vars(L, x, nderived, arg_context);
+    if (check_vars(L, x, nderived, arg_context) < 0)
+        return -1;
+    bind_slots(L->t, x->e);
+    return 0;
 }
 
 static void texpr_free(TExpr *x)
@@ -965,6 +994,18 @@ static int load_misc(Loader *L, json_t *root)
 
 int task_load(const char *path, Task **out, EvoErr *err)
 {
+    char *text = NULL;
+    size_t len;
+    *out = NULL;
+    if (file_read(path, &text, &len, err) < 0)
+        return -1;
+    int rc = task_load_text(text, len, path, out, err);
+    free(text);
+    return rc;
+}
+
+int task_load_text(const char *text, size_t len, const char *path, Task **out, EvoErr *err)
+{
     static const char *const keys[] = {
         "name", "description", "template", "entries", "params", "derived", "constraints", "dims",
         "compile_dims", "shapes", "buffers", "launch", "reference", "tolerance", "flops", "bytes",
@@ -977,13 +1018,11 @@ int task_load(const char *path, Task **out, EvoErr *err)
     Loader L = {t, path, err};
     json_t *root = NULL;
     json_error_t je;
-    size_t len;
     char *tpl = NULL;
     *out = NULL;
     t->path = xstrdup(path);
     t->dir = path_dirname(path);
-    if (file_read(path, &t->json_text, &len, err) < 0)
-        goto fail;
+    t->json_text = xstrndup(text, len);
     root = json_loadb(t->json_text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
         err_set(err, "%s:%d:%d: %s", path, je.line, je.column, je.text);
@@ -1326,37 +1365,39 @@ typedef struct Env {
     const int64_t    *vals;    /* may be NULL (reference rendering) */
     int               shape;
     const DeviceInfo *dev;     /* may be NULL */
-    ExprValue        *dvals;   /* derived values */
+    ExprValue        *dvals;   /* derived values: small[] or the heap */
     int               nready;  /* derived values computed so far */
+    ExprValue         small[32];
+    double            devv[MAX_DEVICE_VARS]; /* device facts by device_var_names index */
 } Env;
 
-static int env_lookup(void *ctx, const char *name, ExprValue *out)
+static int env_lookup(void *ctx, int slot, ExprValue *out)
 {
     Env *env = ctx;
-    const Task *t = env->t;
+    int idx = slot & 0xffff;
     memset(out, 0, sizeof(*out));
-    if (env->vals)
-        for (int i = 0; i < t->nparams; i++)
-            if (strcmp(t->params[i].name, name) == 0) {
-                out->i = env->vals[i];
-                return 1;
-            }
-    for (int d = 0; d < t->ndims; d++)
-        if (strcmp(t->dim_names[d], name) == 0) {
-            out->i = task_dim_value(t, env->shape, d);
-            return 1;
-        }
-    for (int i = 0; i < env->nready; i++)
-        if (strcmp(t->derived[i].name, name) == 0) {
-            *out = env->dvals[i];
-            return 1;
-        }
-    double v;
-    if (env->dev && device_var(env->dev, name, &v)) {
-        out->i = (int64_t)v;
+    switch (slot < 0 ? 0 : slot >> 16) {
+    case SLOT_PARAM:
+        if (!env->vals)
+            return 0;
+        out->i = env->vals[idx];
         return 1;
+    case SLOT_DIM:
+        out->i = task_dim_value(env->t, env->shape, idx);
+        return 1;
+    case SLOT_DERIVED:
+        if (idx >= env->nready)
+            return 0;
+        *out = env->dvals[idx];
+        return 1;
+    case SLOT_DEVICE:
+        if (!env->dev)
+            return 0;
+        out->i = (int64_t)env->devv[idx];
+        return 1;
+    default:
+        return 0;
     }
-    return 0;
 }
 
 /* Rewrite err as "<file>: <path>: <old message> (shape s: label)". */
@@ -1376,7 +1417,7 @@ static int rt_fail(const Env *env, const char *path, EvoErr *err)
 
 static int eval_x(Env *env, const TExpr *x, ExprValue *out, EvoErr *err)
 {
-    if (expr_eval(x->e, env_lookup, env, out, err) < 0)
+    if (expr_eval_slots(x->e, env_lookup, env, out, err) < 0)
         return rt_fail(env, x->path, err);
     return 0;
 }
@@ -1403,15 +1444,27 @@ static int eval_int(Env *env, const TExpr *x, int64_t lo, int64_t hi, int64_t *o
     return 0;
 }
 
-/* Start an Env for one shape: evaluate the derived names in order. */
-static int env_init(Env *env, const Task *t, const int64_t *vals, int shape, const DeviceInfo *dev, EvoErr *err)
+/* Start an Env for a configuration: device facts are looked up once. */
+static void env_open(Env *env, const Task *t, const int64_t *vals, const DeviceInfo *dev)
 {
     env->t = t;
     env->vals = vals;
-    env->shape = shape;
+    env->shape = 0;
     env->dev = dev;
     env->nready = 0;
-    env->dvals = xcalloc((size_t)t->nderived + 1, sizeof(ExprValue));
+    for (int k = 0; dev && device_var_names[k] && k < MAX_DEVICE_VARS; k++)
+        if (!device_var(dev, device_var_names[k], &env->devv[k]))
+            env->devv[k] = 0;
+    env->dvals = t->nderived <= (int)EVO_ARRAY_LEN(env->small) ? env->small
+                                                                : xcalloc((size_t)t->nderived, sizeof(ExprValue));
+}
+
+/* Switch the Env to a shape: evaluate the derived names in order. */
+static int env_shape(Env *env, int shape, EvoErr *err)
+{
+    const Task *t = env->t;
+    env->shape = shape;
+    env->nready = 0;
     for (int i = 0; i < t->nderived; i++) {
         if (eval_x(env, &t->derived[i].x, &env->dvals[i], err) < 0)
             return -1;
@@ -1422,7 +1475,8 @@ static int env_init(Env *env, const Task *t, const int64_t *vals, int shape, con
 
 static void env_done(Env *env)
 {
-    free(env->dvals);
+    if (env->dvals != env->small)
+        free(env->dvals);
     env->dvals = NULL;
 }
 
@@ -1436,9 +1490,11 @@ int task_check(const Task *t, const int64_t *vals, const DeviceInfo *dev, char *
                 *why = xasprintf("param %s = %lld is not one of its values", t->params[i].name, (long long)vals[i]);
             return 0;
         }
-    for (int s = 0; s < task_nshapes(t); s++) {
-        Env env;
-        int rc = env_init(&env, t, vals, s, dev, err);
+    Env env;
+    int rc = 0;
+    env_open(&env, t, vals, dev);
+    for (int s = 0; rc == 0 && s < task_nshapes(t); s++) {
+        rc = env_shape(&env, s, err);
         for (int c = 0; rc == 0 && c < t->ncons; c++) {
             ExprValue v;
             const TConstraint *tc = &t->cons[c];
@@ -1449,7 +1505,7 @@ int task_check(const Task *t, const int64_t *vals, const DeviceInfo *dev, char *
             if (expr_value_true(v))
                 continue;
             if (why) {
-                char *ex = expr_explain(tc->x.e, env_lookup, &env);
+                char *ex = expr_explain_slots(tc->x.e, env_lookup, &env);
                 char *label = task_shape_label(t, s);
                 *why = xasprintf("%s '%s'%s%s%s fails on shape %d (%s)%s%s", tc->x.path, expr_text(tc->x.e),
                                  tc->why ? " (" : "", tc->why ? tc->why : "", tc->why ? ")" : "", s, label,
@@ -1459,13 +1515,9 @@ int task_check(const Task *t, const int64_t *vals, const DeviceInfo *dev, char *
             }
             rc = 1;
         }
-        env_done(&env);
-        if (rc < 0)
-            return -1;
-        if (rc == 1)
-            return 0;
     }
-    return 1;
+    env_done(&env);
+    return rc < 0 ? -1 : rc == 1 ? 0 : 1;
 }
 
 static int resolve_launches(Env *env, const TLaunch *ls, int n, Plan *plan, int is_ref, PlanLaunch **out,
@@ -1538,7 +1590,8 @@ int task_resolve(const Task *t, const int64_t *vals, int shape, const DeviceInfo
     memset(out, 0, sizeof(*out));
     if (shape < 0 || shape >= task_nshapes(t))
         return err_set(err, "%s: shape %d does not exist (the task has %d)", t->path, shape, task_nshapes(t));
-    if (env_init(&env, t, vals, shape, dev, err) < 0)
+    env_open(&env, t, vals, dev);
+    if (env_shape(&env, shape, err) < 0)
         goto fail;
     out->shape_label = task_shape_label(t, shape);
     out->is_bench = shape == 0;

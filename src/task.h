@@ -18,6 +18,7 @@
 #ifndef EVO_TASK_H
 #define EVO_TASK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "device.h"
@@ -32,6 +33,11 @@ typedef struct Task Task;
  * "<path>: <json path>: <what>" (or "<path>:<line>:<column>: <what>" for
  * JSON syntax errors). */
 int task_load(const char *path, Task **out, EvoErr *err);
+
+/* The same from the spec's text (len bytes, e.g. the JSON stored with a
+ * run): path names the spec in messages and is the base for its relative
+ * file paths (the template and the reference are still read from disk). */
+int task_load_text(const char *text, size_t len, const char *path, Task **out, EvoErr *err);
 
 /* Release a Task and set *t to NULL; safe on NULL. */
 void task_free(Task **t);

@@ -376,6 +376,28 @@ static void test_render(void)
     task_free(&t);
 }
 
+static void test_load_text(void)
+{
+    char *path = data_path("good_task.json"), *text = NULL;
+    size_t len = 0;
+    EvoErr err;
+    Task *t = NULL;
+    CHECK(file_read(path, &text, &len, &err) == 0);
+    CHECK(task_load_text(text, len, path, &t, &err) == 0);
+    if (t) {
+        CHECK_STR(task_json(t), text);
+        CHECK_STR(task_path(t), path);
+        CHECK_CONTAINS(task_template_text(t), "scale_main");
+        task_free(&t);
+    }
+    /* messages name the given path; a cut-off text is a JSON error */
+    CHECK(task_load_text(text, len / 2, "stored:run7", &t, &err) < 0);
+    CHECK(t == NULL);
+    CHECK(strncmp(err.msg, "stored:run7:", 12) == 0);
+    free(text);
+    free(path);
+}
+
 static void test_missing_file(void)
 {
     Task *t = NULL;
@@ -418,6 +440,7 @@ int main(void)
     RUN(test_resolve);
     RUN(test_set_dim);
     RUN(test_render);
+    RUN(test_load_text);
     RUN(test_missing_file);
     RUN(test_shipped_tasks);
     return test_report();

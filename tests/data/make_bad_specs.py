@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+# Regenerates the derived malformed specs tests/data/bad_*.json and their
+# expected messages bad_*.expect from good_task.json (one change each).
+# bad_json_syntax and bad_dup_key are hand-written and not touched.
+# Run from tests/data: python3 make_bad_specs.py
+import json, copy, collections
+base = json.load(open('good_task.json'), object_pairs_hook=collections.OrderedDict)
+cases = {}
+def case(name, expect, mod):
+    d = copy.deepcopy(base); mod(d); cases[name] = (d, expect)
+
+case('missing_field', "bad_missing_field.json: launch: missing required field", lambda d: d.pop('launch'))
+case('wrong_type', "bad_wrong_type.json: params.UNROLL.values: expected an array, got a string",
+     lambda d: d['params']['UNROLL'].__setitem__('values', "1,2,4"))
+case('dtype', "bad_dtype.json: buffers[1].dtype: unknown dtype 'f64' (known: f16 bf16 f32 i32)",
+     lambda d: d['buffers'][1].__setitem__('dtype', 'f64'))
+case('role', "bad_role.json: buffers[0].role: unknown role 'inout'",
+     lambda d: d['buffers'][0].__setitem__('role', 'inout'))
+case('default', "bad_default.json: params.BLOCK.default: 96 is not one of the values",
+     lambda d: d['params']['BLOCK'].__setitem__('default', 96))
+case('empty_values', "bad_empty_values.json: params.SPLITS.values: empty list",
+     lambda d: d['params']['SPLITS'].__setitem__('values', []))
+case('dup_value', "bad_dup_value.json: params.UNROLL.values[2]: duplicate value 2",
+     lambda d: d['params']['UNROLL'].__setitem__('values', [1, 2, 2]))
+case('dup_name', "bad_dup_name.json: dims.BLOCK: duplicate name 'BLOCK' (already a param)",
+     lambda d: d['dims'].__setitem__('BLOCK', 7))
+case('dup_buffer', "bad_dup_buffer.json: buffers[2].name: duplicate name 'X' (already a buffer)",
+     lambda d: d['buffers'][2].__setitem__('name', 'X'))
+case('device_name', "bad_device_name.json: derived.SM_COUNT: duplicate name 'SM_COUNT' (already a device variable)",
+     lambda d: d['derived'].__setitem__('SM_COUNT', '132'))
+def uv(d):
+    d['params']['BLOCK_M'] = d['params'].pop('BLOCK')
+    d['derived']['THREADS'] = 'BLOCK_M'; d['derived']['TILE'] = 'BLOCK_M * UNROLL'
+    d['launch'][1]['grid'][0] = 'min(BLOK_M, 4)'
+case('unknown_var', "bad_unknown_var.json: launch[1].grid[0]: column 5: unknown variable 'BLOK_M' (did you mean 'BLOCK_M'?)", uv)
+case('derived_order', "bad_derived_order.json: derived.THREADS: column 1: unknown variable 'TILE' (derived 'TILE' is defined later)",
+     lambda d: d['derived'].__setitem__('THREADS', 'TILE / UNROLL'))
+case('expr_syntax', "bad_expr_syntax.json: constraints[0]: column 24: expected ')', found end of expression",
+     lambda d: d['constraints'].__setitem__(0, '(THREADS <= MAX_THREADS'))
+case('expr_column', "bad_expr_column.json: buffers[2].shape[0]: column 10: expected a number, a name or '(', found '*'",
+     lambda d: d['buffers'][2]['shape'].__setitem__(0, 'SPLITS * * 2'))
+case('unknown_func', "bad_unknown_func.json: launch[0].grid[0]: column 1: unknown function 'cdiv'",
+     lambda d: d['launch'][0]['grid'].__setitem__(0, 'cdiv(N, TILE)'))
+case('div_zero', "bad_div_zero.json: constraints[3]: column 3: division by zero (shape 0: M=3 N=1024)",
+     lambda d: d['constraints'].append('N / (SPLITS - 1) > 0'))
+case('overflow', "bad_overflow.json: derived.BIG: column 27: integer overflow",
+     lambda d: d['derived'].__setitem__('BIG', 'N * 10000 * 10000 * 10000 * 10000'))
+case('entry', "bad_entry.json: launch[1].entry: 'scale_fix' is not declared in entries",
+     lambda d: d['launch'][1].__setitem__('entry', 'scale_fix'))
+case('ref_entry', "bad_ref_entry.json: reference.launch[0].entry: 'scale_main' is not declared in reference.entries",
+     lambda d: d['reference']['launch'][0].__setitem__('entry', 'scale_main'))
+case('arg_buffer', "bad_arg_buffer.json: launch[0].args[1]: column 1: unknown buffer or variable 'YY' (did you mean 'Y'?)",
+     lambda d: d['launch'][0]['args'].__setitem__(1, 'YY'))
+case('arg_real', "bad_arg_real.json: launch[0].args[4]: a bare number argument must be an integer",
+     lambda d: d['launch'][0]['args'].__setitem__(4, 1.5))
+case('buffer_in_expr', "bad_buffer_in_expr.json: launch[0].args[3]: column 1: 'X' is a buffer",
+     lambda d: d['launch'][0]['args'].__setitem__(3, 'X + 1'))
+case('missing_template', "bad_missing_template.json: template: cannot read 'no_such_template.cu'",
+     lambda d: d.__setitem__('template', 'no_such_template.cu'))
+case('missing_reference', "bad_missing_reference.json: reference.source: cannot read 'no_such_ref.cu'",
+     lambda d: d['reference'].__setitem__('source', 'no_such_ref.cu'))
+case('shape_dim', "bad_shape_dim.json: shapes[1].K: unknown dim 'K'",
+     lambda d: d['shapes'][1].__setitem__('K', 5))
+case('compile_dim', "bad_compile_dim.json: compile_dims[0]: unknown dim 'm' (did you mean 'M'?)",
+     lambda d: d.__setitem__('compile_dims', ['m']))
+case('unknown_field', "bad_unknown_field.json: lauch: unknown field (did you mean 'launch'?)",
+     lambda d: d.__setitem__('lauch', []))
+case('dist', "bad_dist.json: buffers[0].init.dist: unknown dist 'gauss'",
+     lambda d: d['buffers'][0]['init'].__setitem__('dist', 'gauss'))
+case('init_output', "bad_init_output.json: buffers[1].init: only inputs have an init",
+     lambda d: d['buffers'][1].__setitem__('init', {'dist': 'zero'}))
+case('grid_zero', "bad_grid_zero.json: launch[0].grid[1]: value 0 is out of range (1 to 4294967295) (shape 0: M=0 N=1024)",
+     lambda d: d['dims'].__setitem__('M', 0))
+case('arg_range', "bad_arg_range.json: launch[0].args[3]: value 4294967296 is out of range (-2147483648 to 2147483647)",
+     lambda d: d['launch'][0]['args'].__setitem__(3, 'N * 4194304'))
+case('grid_count', "bad_grid_count.json: launch[0].grid: expected 1 to 3 entries, got 4",
+     lambda d: d['launch'][0]['grid'].append(1))
+case('negative_size', "bad_negative_size.json: buffers[2].shape[0]: value -1 is out of range (0 to 9223372036854775807) (shape 0: M=3 N=1024)",
+     lambda d: d['buffers'][2]['shape'].__setitem__(0, 'SPLITS - 2'))
+case('bad_name', "bad_bad_name.json: params.2X: '2X' is not a valid identifier",
+     lambda d: d['params'].__setitem__('2X', {'values': [1], 'default': 1}))
+case('float_grid', "bad_float_grid.json: launch[0].grid[0]: expected an integer, got 2.5",
+     lambda d: d['launch'][0]['grid'].__setitem__(0, 'N / 409.6'))
+
+case('derived_self', "bad_derived_self.json: derived.SMEM: column 1: derived 'SMEM' refers to itself",
+     lambda d: d['derived'].__setitem__('SMEM', 'SMEM + 1'))
+case('arg_object', "bad_arg_object.json: launch[0].args[4].f3: unknown field (did you mean 'f32'?)",
+     lambda d: d['launch'][0]['args'].__setitem__(4, {'f3': 1.5}))
+case('init_const', "bad_init_const.json: buffers[0].init: dist 'const' needs a 'value'",
+     lambda d: d['buffers'][0].__setitem__('init', {'dist': 'const'}))
+case('not_bool', "bad_not_bool.json: compile.fast_math: expected a boolean, got an integer",
+     lambda d: d['compile'].__setitem__('fast_math', 1))
+case('block_expr_type', "bad_block_expr_type.json: launch[0].block[0]: expected an expression (a string or a number), got an array",
+     lambda d: d['launch'][0]['block'].__setitem__(0, [128]))
+
+for name, (d, expect) in cases.items():
+    with open(f'bad_{name}.json', 'w') as f:
+        json.dump(d, f, indent=2); f.write('\n')
+    with open(f'bad_{name}.expect', 'w') as f:
+        f.write(expect + '\n')
+print(len(cases))
