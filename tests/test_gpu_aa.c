@@ -1,0 +1,137 @@
+/* GPU test: the noise of the 2% rule on the real workload. The default
+ * attention configuration is compared with itself (two separately loaded
+ * modules of the same source) 30 times by the interleaved A/B the run
+ * uses; every ratio must stay well inside the 2% threshold, so no correct
+ * child is ever reverted by noise. Then a clearly slower configuration
+ * must be judged slower. Prints the figures. Skips (77) without a GPU. */
+#include "testhelp.h"
+#include "bench.h"
+#include "gpueval.h"
+#include "ops.h"
+#include "worker.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static Task *task;
+static GpuEval *ge;
+
+static void child_make(Child *c, const char *params)
+{
+    EvoErr err;
+    memset(c, 0, sizeof(*c));
+    candidate_record_init(&c->rec);
+    compile_record_init(&c->comp);
+    c->vals = xcalloc((size_t)task_nparams(task) + 1, sizeof(int64_t));
+    c->op = "test";
+    if (task_params_parse(task, params, c->vals, &err))
+        fprintf(stderr, "params: %s\n", err.msg);
+    c->params_key = ops_params_key(task, c->vals, NULL);
+}
+
+static void child_drop(Child *c)
+{
+    if (c->priv)
+        gpueval_ops.release(ge, c);
+    candidate_record_free(&c->rec);
+    compile_record_free(&c->comp);
+    free(c->vals);
+    free(c->params_key);
+    free(c->source_text);
+}
+
+static int eval(Child *c)
+{
+    EvoErr err;
+    Child *one = c;
+    if (gpueval_ops.prepare(ge, &one, 1, &err) || (!c->rec.status && gpueval_ops.evaluate(ge, c, &err))) {
+        fprintf(stderr, "evaluate: %s\n", err.msg);
+        return -1;
+    }
+    printf("  %-60.60s %s %.3f us (CV %.2f%%)\n", c->params_key, c->rec.status, c->rec.latency_us, c->rec.cv * 100);
+    return strcmp(c->rec.status, "ok") == 0 ? 0 : -1;
+}
+
+static void test_aa(void)
+{
+    Child a, b;
+    child_make(&a, "");
+    child_make(&b, "");
+    CHECK(eval(&a) == 0);
+    CHECK(eval(&b) == 0);
+    double r[30];
+    int n = 0;
+    EvoErr err;
+    for (int i = 0; i < 30; i++) {
+        double ratio, spread;
+        if (gpueval_ops.compare(ge, &a, &b, &ratio, &spread, &err)) {
+            fprintf(stderr, "compare: %s\n", err.msg);
+            break;
+        }
+        r[n++] = ratio;
+    }
+    CHECK(n == 30);
+    BenchStats st;
+    bench_stats(r, n, &st);
+    double worst = 0;
+    for (int i = 0; i < n; i++)
+        worst = fmax(worst, fabs(r[i] - 1));
+    printf("A/A on attention default x%d: median ratio %.4f, p10 %.4f, p90 %.4f, min %.4f, max %.4f, "
+           "worst |r-1| %.2f%%, CV %.3f%%\n", n, st.median, st.p10, st.p90, st.min, st.max, worst * 100, st.cv * 100);
+    CHECK_MSG(worst < 0.015, "an A/A ratio strayed %.2f%% from 1: the 2%% rule would misjudge", worst * 100);
+    CHECK(fabs(st.median - 1) < 0.005);
+    child_drop(&a);
+    child_drop(&b);
+}
+
+static void test_sensitivity(void)
+{
+    /* Half the warps on the same tile: clearly slower, must be seen so. */
+    Child a, b;
+    child_make(&a, "");
+    child_make(&b, "BLOCK_M=16,WARPS=1,BLOCK_N=32,STAGES=1");
+    CHECK(eval(&a) == 0);
+    if (eval(&b) != 0) {
+        printf("  (the slow configuration is not valid in this task version: %s)\n", b.rec.error ? b.rec.error : "");
+    } else {
+        double ratio, spread;
+        EvoErr err;
+        CHECK(gpueval_ops.compare(ge, &a, &b, &ratio, &spread, &err) == 0);
+        printf("slow vs default: ratio %.4f (spread %.4f); latencies %.3f vs %.3f us\n", ratio, spread,
+               b.rec.latency_us, a.rec.latency_us);
+        CHECK(ratio > 1.05);
+        CHECK(fabs(ratio - b.rec.latency_us / a.rec.latency_us) < 0.25 * ratio);
+    }
+    child_drop(&a);
+    child_drop(&b);
+}
+
+int main(int argc, char **argv)
+{
+    int code;
+    if (worker_dispatch(argc, argv, &code))
+        return code;
+    const char *root = getenv("EVO_SOURCE_ROOT");
+    EvoErr err;
+    char *p = xasprintf("%s/templates/attention/task.json", root ? root : ".");
+    if (task_load(p, &task, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    free(p);
+    GpuEvalOptions go = {0};
+    gate_options_default(&go.gate);
+    bench_options_default(&go.bench);
+    int nogpu = 0;
+    if (gpueval_open(&ge, task, &go, &nogpu, &err)) {
+        printf("SKIP: %s\n", err.msg);
+        task_free(&task);
+        return nogpu ? 77 : 1;
+    }
+    printf("device: %s\n", gpueval_device(ge)->name);
+    RUN(test_aa);
+    RUN(test_sensitivity);
+    gpueval_close(&ge);
+    task_free(&task);
+    return test_report();
+}

@@ -1,0 +1,188 @@
+/* GPU test: the shipped reference kernels against the CPU implementations
+ * of cpuref.h, on every shape of each task small enough for the CPU. The
+ * gate trusts the reference; this is what makes that trust earned.
+ * Skips (77) without a GPU. */
+#include "testhelp.h"
+#include "cpuref.h"
+#include "cuda_api.h"
+#include "gate.h"
+#include "prep.h"
+#include "task.h"
+
+#include <stdlib.h>
+
+static CudaApi *api;
+static CudaCtx ctx;
+
+static int buf_index(const Plan *p, const char *name)
+{
+    for (int i = 0; i < p->nbuffers; i++)
+        if (strcmp(p->buffers[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static int64_t dim(const Task *t, int shape, const char *name)
+{
+    for (int d = 0; d < task_ndims(t); d++)
+        if (strcmp(task_dim_name(t, d), name) == 0)
+            return task_dim_value(t, shape, d);
+    return -1;
+}
+
+/* Run the reference of `shape` on seeded inputs; return the inputs and
+ * the output as doubles (caller frees). */
+static int run_reference(const Task *t, const PrepRef *ref, int shape, Plan *p, double **in, int nin,
+                         const char *const *in_names, const char *out_name, double **out)
+{
+    EvoErr err;
+    CUresult cu = CUDA_SUCCESS;
+    CUmodule mod = NULL;
+    CudaPlan cp = {0};
+    CudaLaunches cl = {0};
+    int rc = -1;
+    int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
+    task_defaults(t, vals);
+    if (task_resolve(t, vals, shape, &ctx.info, p, &err)) {
+        fprintf(stderr, "resolve: %s\n", err.msg);
+        goto done;
+    }
+    const CompileResult *r = &ref->units[ref->shape_unit[shape]].res;
+    if (api->cuModuleLoadData(&mod, r->cubin) != CUDA_SUCCESS || cuda_plan_alloc(&ctx, p, &cp, &err))
+        goto done;
+    for (int k = 0; k < nin; k++) {
+        int b = buf_index(p, in_names[k]);
+        const PlanBuffer *pb = &p->buffers[b];
+        void *host = xmalloc(cp.bytes[b]);
+        gate_fill_host(pb, 7, host);
+        api->cuMemcpyHtoD(cp.dptr[b], host, cp.bytes[b]);
+        in[k] = xmalloc(pb->count * sizeof(double));
+        for (uint64_t i = 0; i < pb->count; i++)
+            in[k][i] = gate_load(pb->dtype, host, i);
+        free(host);
+    }
+    int ob = buf_index(p, out_name);
+    api->cuMemsetD8(cp.dptr[ob], 0xff, cp.bytes[ob]);   /* NaN sentinel */
+    if (cuda_launches_prepare(&ctx, &cp, mod, p->ref_launches, p->nref_launches, &cl, &cu, &err) ||
+        cuda_launches_run(&ctx, &cl, &cu, &err) || api->cuStreamSynchronize(ctx.stream) != CUDA_SUCCESS) {
+        fprintf(stderr, "reference launch: %s\n", err.msg);
+        goto done;
+    }
+    void *host = xmalloc(cp.bytes[ob]);
+    api->cuMemcpyDtoH(host, cp.dptr[ob], cp.bytes[ob]);
+    *out = xmalloc(p->buffers[ob].count * sizeof(double));
+    for (uint64_t i = 0; i < p->buffers[ob].count; i++)
+        (*out)[i] = gate_load(p->buffers[ob].dtype, host, i);
+    free(host);
+    rc = 0;
+done:
+    cuda_launches_free(&cl);
+    cuda_plan_free(&ctx, &cp);
+    if (mod)
+        api->cuModuleUnload(mod);
+    free(vals);
+    return rc;
+}
+
+/* |gpu - cpu| <= atol + rtol |cpu| everywhere (fp16 output rounding). */
+static void compare(const char *what, const double *gpu, const double *cpu, uint64_t n)
+{
+    double worst = 0, max_abs = 0;
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        double e = fabs(gpu[i] - cpu[i]);
+        if (!(e <= 2e-3 + 2e-3 * fabs(cpu[i])))
+            bad++;
+        if (e > max_abs || e != e)
+            max_abs = e;
+        double rel = e / (2e-3 + 2e-3 * fabs(cpu[i]));
+        if (rel > worst)
+            worst = rel;
+    }
+    printf("  %-44s %9llu elements, max abs err %.2e, worst err/tol %.3f, bad %llu\n", what, (unsigned long long)n,
+           max_abs, worst, (unsigned long long)bad);
+    CHECK_MSG(bad == 0, "%s: %llu elements differ from the CPU", what, (unsigned long long)bad);
+}
+
+static void check_task(const char *rel, int is_attention)
+{
+    EvoErr err;
+    Task *t = NULL;
+    char *p = xasprintf("%s/%s", getenv("EVO_SOURCE_ROOT"), rel);
+    CHECK_MSG(task_load(p, &t, &err) == 0, "%s", err.msg);
+    free(p);
+    if (!t)
+        return;
+    PrepRef ref;
+    CHECK_MSG(prep_reference(t, &ctx.info, &ref, 0, &err) == 0, "%s", err.msg);
+    int checked = 0;
+    for (int s = 0; s < task_nshapes(t); s++) {
+        char *label = task_shape_label(t, s);
+        double cost = is_attention ? (double)dim(t, s, "B") * dim(t, s, "H") * dim(t, s, "S") * dim(t, s, "S") *
+                                         dim(t, s, "D")
+                                   : (double)dim(t, s, "ROWS") * dim(t, s, "COLS");
+        if (cost > 3e9) {
+            printf("  %-44s skipped (too large for the CPU)\n", label);
+            free(label);
+            continue;
+        }
+        Plan plan = {0};
+        double *in[3] = {0}, *out = NULL;
+        if (is_attention) {
+            const char *names[3] = {"Q", "K", "V"};
+            CHECK(run_reference(t, &ref, s, &plan, in, 3, names, "O", &out) == 0);
+            if (out) {
+                int B = (int)dim(t, s, "B"), H = (int)dim(t, s, "H"), S = (int)dim(t, s, "S"), D = (int)dim(t, s, "D");
+                double *want = xmalloc((size_t)B * H * S * D * sizeof(double));
+                cpu_attention(in[0], in[1], in[2], want, B, H, S, D, (int)dim(t, s, "CAUSAL") > 0);
+                compare(label, out, want, (uint64_t)B * H * S * D);
+                free(want);
+                checked++;
+            }
+        } else {
+            const char *names[1] = {"X"};
+            CHECK(run_reference(t, &ref, s, &plan, in, 1, names, "Y", &out) == 0);
+            if (out) {
+                int R = (int)dim(t, s, "ROWS"), C = (int)dim(t, s, "COLS");
+                double *want = xmalloc((size_t)R * C * sizeof(double));
+                cpu_softmax(in[0], want, R, C);
+                compare(label, out, want, (uint64_t)R * C);
+                free(want);
+                checked++;
+            }
+        }
+        for (int k = 0; k < 3; k++)
+            free(in[k]);
+        free(out);
+        plan_free(&plan);
+        free(label);
+    }
+    CHECK(checked >= 2);
+    prep_ref_free(&ref);
+    task_free(&t);
+}
+
+static void test_attention_reference(void)
+{
+    check_task("templates/attention/task.json", 1);
+}
+
+static void test_softmax_reference(void)
+{
+    check_task("templates/softmax/task.json", 0);
+}
+
+int main(void)
+{
+    EvoErr err;
+    if (cuda_load(&api, &err) || cuda_context_open(api, 0, &ctx, &err)) {
+        printf("SKIP: %s\n", err.msg);
+        return 77;
+    }
+    printf("device: %s\n", ctx.info.name);
+    RUN(test_attention_reference);
+    RUN(test_softmax_reference);
+    cuda_context_close(&ctx);
+    cuda_close(&api);
+    return test_report();
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# GPU test: kill -9 a real run at random moments, resume it, and check the
+# bookkeeping: the run completes, no configuration is evaluated twice, and
+# every candidate committed before a kill is still there, unchanged.
+# Skips (77) without a GPU.
+set -u
+E=${EVOENG:?}
+ROOT=${EVO_SOURCE_ROOT:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if ! "$E" --version 2>&1 | grep -q "^GPU 0:"; then echo "SKIP: no GPU"; exit 77; fi
+db=$tmp/p.db
+fails=0
+q() { sqlite3 "$db" "$1" 2>/dev/null || python3 -c "import sqlite3,sys; print('\n'.join('|'.join(map(str,r)) for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))" "$db" "$1"; }
+args="--task $ROOT/templates/attention/task.json --generations 3 --population 4 --children 4 --seed 5 --db $db"
+"$E" run $args --quiet >"$tmp/run.log" 2>&1 &
+pid=$!
+for cycle in 1 2 3; do
+    delay=$(( (cycle * 7 + $$) % 9 + 4 ))
+    sleep "$delay"
+    if ! kill -0 "$pid" 2>/dev/null; then echo "run ended before kill $cycle"; break; fi
+    kill -9 "$pid"; wait "$pid" 2>/dev/null
+    before=$(q "SELECT id||':'||params_key||':'||status||':'||coalesce(latency_us,'') FROM candidates ORDER BY id")
+    nbefore=$(echo "$before" | grep -c . )
+    echo "cycle $cycle: killed after ${delay}s with $nbefore candidates committed"
+    "$E" resume --db "$db" --quiet >>"$tmp/run.log" 2>&1 &
+    pid=$!
+    sleep 1
+    after=$(q "SELECT id||':'||params_key||':'||status||':'||coalesce(latency_us,'') FROM candidates ORDER BY id" | head -n "$nbefore")
+    if [ "$before" != "$after" ]; then echo "FAIL: committed candidates changed after resume"; fails=$((fails+1)); fi
+done
+wait "$pid"; rc=$?
+echo "final resume exit $rc"
+[ "$rc" -eq 0 ] || { echo "FAIL: resume did not finish cleanly"; tail -20 "$tmp/run.log"; fails=$((fails+1)); }
+status=$(q "SELECT status||' '||generations_done FROM runs")
+echo "run: $status"
+[ "$status" = "completed 4" ] || { echo "FAIL: run not completed with 4 generations"; fails=$((fails+1)); }
+dups=$(q "SELECT count(*) FROM (SELECT params_key FROM candidates GROUP BY run_id, params_key HAVING count(*) > 1)")
+echo "duplicate configurations: $dups"
+[ "$dups" = "0" ] || { echo "FAIL: a configuration was evaluated twice"; fails=$((fails+1)); }
+runs=$(q "SELECT count(*) FROM runs")
+[ "$runs" = "1" ] || { echo "FAIL: resume created a new run"; fails=$((fails+1)); }
+q "SELECT generation, count(*) FROM candidates GROUP BY generation" | sed 's/^/  generation|count /'
+"$E" status --db "$db" | sed 's/^/  /'
+if [ "$fails" -eq 0 ]; then echo "1 passed, 0 failed"; exit 0; fi
+echo "0 passed, $fails failed"; exit 1
