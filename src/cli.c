@@ -56,7 +56,7 @@ static const CmdInfo commands[] = {
      "Validates TASK, prints the size of its parameter space before and after constraints, then\n"
      "compiles the default configuration and N random valid ones in parallel and prints a table.\n"
      "Exits non-zero if the default configuration fails.", 3},
-    {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--cold] [--json]",
+    {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--cold] [--json]",
      "gate and time one configuration on the GPU",
      "Evaluates one configuration of TASK (default parameters unless --params), or an outside kernel\n"
      "with the same entry points (--source): the correctness gate, timing and launch metrics.", 3},
@@ -66,7 +66,7 @@ enum {
     O_HELP = 'h', O_QUIET = 'q', O_VERBOSE = 'v', O_N = 'n', O_OUTPUT = 'o', O_JOBS = 'j',
     O_VERSION = 256, O_DB, O_TASK, O_ARCH, O_GENERATIONS, O_POPULATION, O_CHILDREN, O_SEED,
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
-    O_SOURCE, O_COLD, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
+    O_SOURCE, O_COLD, O_AGAINST, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
     O_LLM_CONC, O_LLM_MAX,
 };
 
@@ -104,6 +104,7 @@ static const OptInfo options[] = {
     {"params", required_argument, O_PARAMS, BIT(CMD_BENCH), "K=V,...", "parameters (the rest keep their defaults)"},
     {"source", required_argument, O_SOURCE, BIT(CMD_BENCH), "FILE.cu", "evaluate an outside kernel with the task's entry points"},
     {"cold", no_argument, O_COLD, BIT(CMD_BENCH), NULL, "flush L2 before each timed launch"},
+    {"against", required_argument, O_AGAINST, BIT(CMD_BENCH), "K=V,...", "also time these params, and compare them by interleaved A/B"},
     {"llm", required_argument, O_LLM, BIT(CMD_RUN), "PROVIDER", "openai | anthropic: add LLM-proposed children"},
     {"llm-url", required_argument, O_LLM_URL, BIT(CMD_RUN), "URL", "endpoint of the LLM provider"},
     {"llm-model", required_argument, O_LLM_MODEL, BIT(CMD_RUN), "NAME", "model name"},
@@ -261,6 +262,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_JSON: s->json = 1; return 0;
     case O_BEST: s->best = 1; return 0;
     case O_COLD: s->cold = 1; return 0;
+    case O_AGAINST: s->against = arg; return 0;
     case O_DB: s->db = arg; return 0;
     case O_TASK: s->task = arg; return 0;
     case O_ARCH: s->arch = arg; return 0;

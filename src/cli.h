@@ -61,6 +61,7 @@ typedef struct Settings {
     const char  *params;            /* bench --params K=V,... */
     const char  *source;            /* bench --source FILE.cu */
     int          cold;              /* bench --cold */
+    const char  *against;           /* bench --against K=V,...: A/B reference */
     int          seeds;             /* gate seeds */
 } Settings;
 

@@ -67,6 +67,76 @@ static void print_json(const Task *t, const Child *c, const DeviceInfo *dev)
     json_decref(o);
 }
 
+static void child_setup(Child *c, const Task *t)
+{
+    memset(c, 0, sizeof(*c));
+    candidate_record_init(&c->rec);
+    compile_record_init(&c->comp);
+    c->vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
+    c->op = "bench";
+}
+
+static void child_teardown(Child *c, GpuEval *ge)
+{
+    if (c->priv)
+        gpueval_ops.release(ge, c);
+    candidate_record_free(&c->rec);
+    compile_record_free(&c->comp);
+    free(c->vals);
+    free(c->params_key);
+    free(c->source_text);
+}
+
+/* Prepare and evaluate one child. 0, or -1 with err. */
+static int bench_one(GpuEval *ge, Child *c, EvoErr *err)
+{
+    Child *one = c;
+    if (gpueval_ops.prepare(ge, &one, 1, err))
+        return -1;
+    return c->rec.status ? 0 : gpueval_ops.evaluate(ge, c, err);
+}
+
+/* --against: the reference configuration, then an interleaved A/B. */
+static EvoExit bench_against(const Settings *s, const Task *t, GpuEval *ge, Child *c)
+{
+    EvoErr err;
+    Child a;
+    child_setup(&a, t);
+    EvoExit rc = EVO_EXIT_OK;
+    if (task_params_parse(t, s->against, a.vals, &err)) {
+        errorf("--against: %s", err.msg);
+        rc = EVO_EXIT_USAGE;
+        goto out;
+    }
+    a.params_key = ops_params_key(t, a.vals, NULL);
+    if (bench_one(ge, &a, &err)) {
+        errorf("%s", err.msg);
+        rc = EVO_EXIT_FAIL;
+        goto out;
+    }
+    if (strcmp(a.rec.status, "ok") != 0) {
+        errorf("--against %s: %s: %s", a.params_key, a.rec.status, a.rec.error ? a.rec.error : "");
+        rc = EVO_EXIT_FAIL;
+        goto out;
+    }
+    double ratio, spread;
+    if (gpueval_ops.compare(ge, &a, c, &ratio, &spread, &err)) {
+        errorf("%s", err.msg);
+        rc = EVO_EXIT_FAIL;
+        goto out;
+    }
+    if (s->json)
+        printf("{\"against\": \"%s\", \"against_latency_us\": %.4f, \"ratio\": %.5f, \"ratio_spread\": %.5f}\n",
+               a.params_key, a.rec.latency_us, ratio, spread);
+    else
+        printf("  vs against   %s: %.3f us; interleaved A/B ratio (this/against) %.4f, p10-p90 spread %.4f: %s\n",
+               a.params_key, a.rec.latency_us, ratio, spread,
+               ratio < 0.98 ? "faster" : ratio > 1.02 ? "slower" : "within 2%");
+out:
+    child_teardown(&a, ge);
+    return rc;
+}
+
 EvoExit cmd_bench(const Settings *s)
 {
     EvoErr err;
@@ -77,11 +147,7 @@ EvoExit cmd_bench(const Settings *s)
     if (rc != EVO_EXIT_OK)
         return rc;
     Child c;
-    memset(&c, 0, sizeof(c));
-    candidate_record_init(&c.rec);
-    compile_record_init(&c.comp);
-    c.vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
-    c.op = "bench";
+    child_setup(&c, t);
     if (task_params_parse(t, s->params ? s->params : "", c.vals, &err)) {
         errorf("--params: %s", err.msg);
         rc = EVO_EXIT_USAGE;
@@ -114,8 +180,7 @@ EvoExit cmd_bench(const Settings *s)
         }
         goto out;
     }
-    Child *one = &c;
-    if (gpueval_ops.prepare(ge, &one, 1, &err) || (!c.rec.status && gpueval_ops.evaluate(ge, &c, &err))) {
+    if (bench_one(ge, &c, &err)) {
         errorf("%s", err.msg);
         rc = EVO_EXIT_FAIL;
         goto out;
@@ -125,15 +190,11 @@ EvoExit cmd_bench(const Settings *s)
     else
         print_text(t, &c, gpueval_device(ge));
     rc = strcmp(c.rec.status, "ok") == 0 ? EVO_EXIT_OK : EVO_EXIT_FAIL;
+    if (rc == EVO_EXIT_OK && s->against)
+        rc = bench_against(s, t, ge, &c);
 out:
-    if (c.priv)
-        gpueval_ops.release(ge, &c);
+    child_teardown(&c, ge);
     gpueval_close(&ge);
-    candidate_record_free(&c.rec);
-    compile_record_free(&c.comp);
-    free(c.vals);
-    free(c.params_key);
-    free(c.source_text);
     free(src);
     task_free(&t);
     return rc;

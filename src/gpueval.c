@@ -314,8 +314,12 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
         return -1;
     CompareResult cr;
     memset(&cr, 0, sizeof(cr));
-    if (worker_compare(g->worker, &pa->prep.plans[0], pa->ids[pa->prep.shape_unit[0]], &pb->prep.plans[0],
-                       pb->ids[pb->prep.shape_unit[0]], &g->opt.bench, &cr, err))
+    double t0 = time_now_ms();
+    int crc = worker_compare(g->worker, &pa->prep.plans[0], pa->ids[pa->prep.shape_unit[0]], &pb->prep.plans[0],
+                       pb->ids[pb->prep.shape_unit[0]], &g->opt.bench, &cr, err);
+    /* The A/B is part of the child's timing cost. */
+    kid->rec.time_ms = (isnan(kid->rec.time_ms) ? 0 : kid->rec.time_ms) + time_now_ms() - t0;
+    if (crc)
         return -1;
     if (cr.status != EVAL_OK)
         return err_set(err, "compare with parent %lld: %s: %s", (long long)parent->rec.id,
