@@ -1,0 +1,691 @@
+#!/usr/bin/env python3
+"""compare_sdpa.py -- evoeng's exported attention kernel vs PyTorch SDPA.
+
+Takes one or more `evoeng export ID --format json` files (one per shape:
+the plan inside an export is resolved for that run's benchmark shape) and,
+in one process on one GPU, runs three contenders on the same Q, K, V:
+
+  evoeng  the exported CUDA source, compiled with CuPy's RawModule (NVRTC)
+          and launched exactly as the export's plan says (grid, block,
+          dynamic shared memory, arguments), on PyTorch's current stream
+  flash   F.scaled_dot_product_attention under SDPBackend.FLASH_ATTENTION
+  cudnn   F.scaled_dot_product_attention under SDPBackend.CUDNN_ATTENTION
+
+Correctness: every contender's output is compared with an fp32 reference
+(manual softmax(Q K^T / sqrt(D) [+ causal mask]) V on fp32 copies);
+elementwise |out - ref| <= atol + rtol * |ref| must hold (NaN fails).
+A failing contender is reported FAIL and not timed.
+
+Timing (the shared baseline method, /work/shared/baselines/sdpa_graph_bench.py):
+per contender, 3 warm-up calls on a side stream, then one CUDA graph
+(torch.cuda.CUDAGraph) of --calls back-to-back calls, 3 warm-up replays.
+Each graph is checked once: its output is poisoned with NaN, the graph is
+replayed, and the output must pass the correctness check again (this proves
+the CuPy launches were captured). Then --replays rounds: in each round
+every contender, in a freshly shuffled order, gets one replay timed with
+CUDA events. Reported time = median over the replays / --calls.
+
+A contender that raises (backend unavailable for the shape, compile error,
+...) is reported "n/a" with the reason and its traceback; the script goes
+on with the rest.
+
+--dry-run parses and validates the exports and prints what would run (no
+torch, CuPy or numpy needed); it also exercises the table and --out JSON.
+
+Usage: compare_sdpa.py EXPORT.json [EXPORT2.json ...] [--replays 15]
+       [--calls 50] [--out results.json] [--seed 0] [--atol 1e-2]
+       [--rtol 1e-2] [--dry-run]
+Exit: 0 all exports processed (contenders may still be n/a or FAIL),
+      1 an export could not be processed at all, 2 usage error.
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import math
+import platform
+import random
+import re
+import sys
+import traceback
+
+CONTENDERS = ("evoeng", "flash", "cudnn")
+LABELS = {"evoeng": "evoeng", "flash": "FA2", "cudnn": "cuDNN"}
+TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}
+ARG_KINDS = ("buffer", "i32", "i64", "f32", "f64")
+# evoeng's own NVRTC options (src/nvrtc.c) less its include path and ptxas -v;
+# CuPy adds the device's -arch=sm_XY itself (and -ftz=true).
+NVRTC_OPTIONS = ("--std=c++17", "-default-device")
+
+
+class ExportError(Exception):
+    """An export file that cannot be used at all."""
+
+
+# ---------------------------------------------------------------- exports
+
+def parse_shape(label):
+    """'B=4 H=8 S=512 D=64 CAUSAL=0' -> {'B': 4, ..., 'CAUSAL': 0} (keys upper-cased)."""
+    dims = {}
+    for tok in label.split():
+        m = re.fullmatch(r"([A-Za-z_]\w*)=(-?\d+)", tok)
+        if not m:
+            raise ExportError(f"plan.shape {label!r}: token {tok!r} is not NAME=INT")
+        dims[m.group(1).upper()] = int(m.group(2))
+    for k in ("B", "H", "S", "D"):
+        if k not in dims:
+            raise ExportError(f"plan.shape {label!r}: no {k}=")
+        if dims[k] <= 0:
+            raise ExportError(f"plan.shape {label!r}: {k} must be positive")
+    dims.setdefault("CAUSAL", 0)
+    if dims["CAUSAL"] not in (0, 1):
+        raise ExportError(f"plan.shape {label!r}: CAUSAL must be 0 or 1")
+    return dims
+
+
+def load_export(path):
+    """Read and validate one export; return a dict with what the run needs."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            ex = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ExportError(f"{path}: cannot read JSON: {e}") from None
+    if not isinstance(ex, dict):
+        raise ExportError(f"{path}: top level is not a JSON object")
+    for key in ("source", "plan"):
+        if key not in ex:
+            raise ExportError(f"{path}: no '{key}' (was it written by `evoeng export ID --format json`?)")
+    plan = ex["plan"]
+    if not isinstance(plan, dict):
+        raise ExportError(f"{path}: 'plan' is not an object")
+    if ex.get("status") not in (None, "ok"):
+        print(f"warning: {path}: candidate status is {ex.get('status')!r}, not 'ok'", file=sys.stderr)
+    try:
+        dims = parse_shape(str(plan.get("shape", "")))
+    except ExportError as e:
+        raise ExportError(f"{path}: {e}") from None
+    B, H, S, D = dims["B"], dims["H"], dims["S"], dims["D"]
+    n_qkv = B * H * S * D
+
+    bufs = plan.get("buffers")
+    if not isinstance(bufs, list) or not bufs:
+        raise ExportError(f"{path}: plan.buffers is missing or empty")
+    names = {}
+    for i, b in enumerate(bufs):
+        where = f"{path}: plan.buffers[{i}]"
+        if not isinstance(b, dict) or not isinstance(b.get("name"), str):
+            raise ExportError(f"{where}: not an object with a 'name'")
+        if b.get("dtype") not in TORCH_DTYPES:
+            raise ExportError(f"{where} ({b['name']}): dtype {b.get('dtype')!r} not one of {sorted(TORCH_DTYPES)}")
+        if not isinstance(b.get("count"), int) or b["count"] < 0:
+            raise ExportError(f"{where} ({b['name']}): count {b.get('count')!r} is not a non-negative integer")
+        if b.get("role") not in ("input", "output", "scratch"):
+            raise ExportError(f"{where} ({b['name']}): role {b.get('role')!r}")
+        if b["name"] in names:
+            raise ExportError(f"{where}: duplicate buffer name {b['name']!r}")
+        names[b["name"]] = b
+    roles = {}
+    for want, role in (("Q", "input"), ("K", "input"), ("V", "input"), ("O", "output")):
+        hit = [n for n in names if n.upper() == want]
+        if len(hit) != 1:
+            raise ExportError(f"{path}: plan.buffers has no unique buffer named {want} (have {list(names)})")
+        b = names[hit[0]]
+        if b["dtype"] != "f16" or b["count"] != n_qkv or b["role"] != role:
+            raise ExportError(f"{path}: buffer {b['name']}: expected f16 {role} x {n_qkv} (B*H*S*D), "
+                              f"got {b['dtype']} {b['role']} x {b['count']}")
+        roles[want] = b["name"]
+
+    launches = plan.get("launches")
+    if not isinstance(launches, list) or not launches:
+        raise ExportError(f"{path}: plan.launches is missing or empty")
+    for i, l in enumerate(launches):
+        where = f"{path}: plan.launches[{i}]"
+        if not isinstance(l, dict) or not isinstance(l.get("entry"), str):
+            raise ExportError(f"{where}: not an object with an 'entry'")
+        for key in ("grid", "block"):
+            v = l.get(key)
+            if not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) and x > 0 for x in v)):
+                raise ExportError(f"{where} ({l['entry']}): {key} {v!r} is not 3 positive integers")
+        if not isinstance(l.get("smem", 0), int) or l.get("smem", 0) < 0:
+            raise ExportError(f"{where} ({l['entry']}): smem {l.get('smem')!r}")
+        args = l.get("args")
+        if not isinstance(args, list):
+            raise ExportError(f"{where} ({l['entry']}): args is not a list")
+        for j, a in enumerate(args):
+            if not (isinstance(a, dict) and len(a) == 1 and next(iter(a)) in ARG_KINDS):
+                raise ExportError(f"{where} ({l['entry']}): args[{j}] {a!r} is not one of "
+                                  f"{{{', '.join(ARG_KINDS)}: value}}")
+            kind, val = next(iter(a.items()))
+            if kind == "buffer" and val not in names:
+                raise ExportError(f"{where} ({l['entry']}): args[{j}] names unknown buffer {val!r}")
+            if kind in ("i32", "i64") and not isinstance(val, int):
+                raise ExportError(f"{where} ({l['entry']}): args[{j}] {kind} value {val!r} is not an integer")
+            if kind in ("f32", "f64") and not isinstance(val, (int, float)):
+                raise ExportError(f"{where} ({l['entry']}): args[{j}] {kind} value {val!r} is not a number")
+
+    src = ex["source"]
+    if not isinstance(src, str) or "__global__" not in src:
+        raise ExportError(f"{path}: 'source' is not CUDA source (no __global__)")
+    warnings = []
+    for macro in ("D", "CAUSAL"):
+        m = re.search(r"^\s*#\s*define\s+%s\s+(\d+)\b" % macro, src, re.M)
+        if m and int(m.group(1)) != dims[macro]:
+            warnings.append(f"source has #define {macro} {m.group(1)} but plan.shape says {macro}={dims[macro]}")
+    want_scale = 1.0 / math.sqrt(D)
+    for l in launches:
+        for a in l["args"]:
+            if "f32" in a and abs(a["f32"] - want_scale) > 1e-6 * want_scale and abs(a["f32"] - want_scale) > 1e-7:
+                warnings.append(f"{l['entry']}: f32 argument {a['f32']} is not 1/sqrt(D) = {want_scale:.9g} "
+                                "(SDPA uses 1/sqrt(D))")
+
+    flops = plan.get("flops")
+    if not isinstance(flops, (int, float)) or flops <= 0:
+        flops = 4.0 * B * H * S * S * D * (0.5 if dims["CAUSAL"] else 1.0)
+        warnings.append("plan.flops missing: using 4*B*H*S*S*D (halved when causal)")
+    params = ex.get("params") if isinstance(ex.get("params"), dict) else {}
+    return {"path": path, "id": ex.get("id"), "run": ex.get("run"), "task": ex.get("task"),
+            "export_device": ex.get("device"), "export_arch": ex.get("arch"),
+            "export_latency_us": ex.get("latency_us"), "params": params, "dims": dims,
+            "flops": float(flops), "source": src, "buffers": bufs, "roles": roles,
+            "launches": launches, "warnings": warnings}
+
+
+def params_short(params):
+    """{'BLOCK_M': 64, 'WARPS': 4} -> 'BLOCK_M=64 WARPS=4' (export order)."""
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def shape_short(d):
+    return f"B{d['B']} H{d['H']} S{d['S']} D{d['D']}"
+
+
+def describe(exp):
+    """Dry-run text: what would be allocated and launched."""
+    lines = [f"{exp['path']}: candidate {exp['id']} (run {exp['run']}, task {exp['task']}, "
+             f"exported on {exp['export_device']} {exp['export_arch']}, {exp['export_latency_us']} us there)",
+             f"  shape {shape_short(exp['dims'])} causal={exp['dims']['CAUSAL']}  "
+             f"flops {exp['flops']:.4g}  params: {params_short(exp['params'])}"]
+    for b in exp["buffers"]:
+        n = max(b["count"], 1)
+        init = ("randn" if b["role"] == "input" else "NaN-poisoned" if b["role"] == "output" else "zeros")
+        lines.append(f"  buffer {b['name']:<6} {b['dtype']:<4} x {b['count']:<10} ({b['role']}, {init}, "
+                     f"{n * DTYPE_BYTES[b['dtype']]} bytes)")
+    lines.append(f"  compile: cupy.RawModule(options={NVRTC_OPTIONS}), arch from the device (sm_XY)")
+    for i, l in enumerate(exp["launches"]):
+        args = ", ".join(f"{k}:{v}" for a in l["args"] for k, v in a.items())
+        extra = "  [sets max_dynamic_shared_size_bytes]" if l.get("smem", 0) > 48 * 1024 else ""
+        lines.append(f"  launch {i + 1}: {l['entry']} grid {tuple(l['grid'])} block {tuple(l['block'])} "
+                     f"smem {l.get('smem', 0)}  ({args}){extra}")
+    for w in exp["warnings"]:
+        lines.append(f"  warning: {w}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- output
+
+def fmt_us(c):
+    if c is None:
+        return "n/a"
+    if c["status"] == "ok" and c.get("us") is not None:
+        return f"{c['us']:.2f}"
+    return c["status"] if c["status"] in ("FAIL", "n/a") else "n/a"
+
+
+def fmt_err(c):
+    if c is None or c.get("max_abs_err") is None:
+        return "-"
+    e = c["max_abs_err"]
+    return "nan" if isinstance(e, float) and math.isnan(e) else f"{e:.2e}"
+
+
+def ratio(row, other):
+    """other's time / evoeng's time (> 1: evoeng faster), or None."""
+    e, o = row["contenders"].get("evoeng"), row["contenders"].get(other)
+    if not e or not o or e.get("us") is None or o.get("us") is None or e["status"] != "ok" or o["status"] != "ok":
+        return None
+    return o["us"] / e["us"]
+
+
+def table(rows):
+    """The side-by-side table as text."""
+    head = ["shape", "causal", "evoeng us", "FA2 us", "cuDNN us", "FA2/evo", "cuDNN/evo",
+            "evo TFLOP/s", "err evo", "err FA2", "err cuDNN", "export us", "params"]
+    body = []
+    for r in rows:
+        c = r["contenders"]
+        e = c.get("evoeng")
+        tfl = f"{r['flops'] / (e['us'] * 1e-6) / 1e12:.1f}" if e and e["status"] == "ok" and e.get("us") else "-"
+        rf, rc = ratio(r, "flash"), ratio(r, "cudnn")
+        xl = r.get("export_latency_us")
+        body.append([shape_short(r["dims"]), str(r["dims"]["CAUSAL"]), fmt_us(e), fmt_us(c.get("flash")),
+                     fmt_us(c.get("cudnn")), f"{rf:.2f}" if rf else "-", f"{rc:.2f}" if rc else "-", tfl,
+                     fmt_err(e), fmt_err(c.get("flash")), fmt_err(c.get("cudnn")),
+                     f"{xl:.2f}" if isinstance(xl, (int, float)) else "-", params_short(r["params"])])
+    widths = [max(len(head[i]), *(len(b[i]) for b in body)) if body else len(head[i]) for i in range(len(head))]
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(),
+           "  ".join("-" * w for w in widths)]
+    for b in body:
+        out.append("  ".join(x.ljust(w) for x, w in zip(b, widths)).rstrip())
+    notes = []
+    for r in rows:
+        for name in CONTENDERS:
+            c = r["contenders"].get(name)
+            if c and c["status"] != "ok" and c.get("reason") and c["reason"] != "dry run":
+                notes.append(f"  {shape_short(r['dims'])} causal={r['dims']['CAUSAL']} {LABELS[name]}: "
+                             f"{c['status']}: {c['reason']}")
+    if notes:
+        out.append("")
+        out.append("not ok:")
+        out.extend(notes)
+    out.append("")
+    out.append("ratios are the other backend's time / evoeng's time: > 1 means evoeng is faster")
+    return "\n".join(out)
+
+
+def json_safe(v):
+    """NaN/inf floats as strings ("nan"), so --out stays strict JSON."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [json_safe(x) for x in v]
+    return v
+
+
+def row_json(r):
+    """A result row for --out, with ratios and TFLOP/s filled in."""
+    out = {k: v for k, v in r.items() if k not in ("source", "buffers", "launches", "roles")}
+    out["flash_over_evoeng"] = ratio(r, "flash")
+    out["cudnn_over_evoeng"] = ratio(r, "cudnn")
+    e = r["contenders"].get("evoeng")
+    out["evoeng_tflops"] = (r["flops"] / (e["us"] * 1e-6) / 1e12
+                            if e and e["status"] == "ok" and e.get("us") else None)
+    return json_safe(out)
+
+
+# ---------------------------------------------------------------- GPU part
+
+class Bench:
+    """Holds torch / cupy / numpy modules and the per-process settings."""
+
+    def __init__(self, args):
+        import torch  # imported here, so that --dry-run needs none of these
+        import torch.nn.functional as F
+        from torch.nn.attention import sdpa_kernel, SDPBackend
+        import numpy as np
+        self.torch, self.F, self.np = torch, F, np
+        self.sdpa_kernel, self.SDPBackend = sdpa_kernel, SDPBackend
+        self.args = args
+        self.cupy = None
+        self.cupy_error = None
+        try:
+            import cupy
+            self.cupy = cupy
+        except Exception as e:  # evoeng becomes n/a, SDPA still runs
+            self.cupy_error = f"import cupy failed: {type(e).__name__}: {e}"
+        self.modules = {}
+
+    # -- data
+    def alloc(self, exp):
+        """Torch tensors for every plan buffer; Q, K, V shaped [B,H,S,D]."""
+        torch = self.torch
+        d = exp["dims"]
+        shape4 = (d["B"], d["H"], d["S"], d["D"])
+        t = {}
+        for b in exp["buffers"]:
+            dt = getattr(torch, TORCH_DTYPES[b["dtype"]])
+            n = max(b["count"], 1)
+            if b["name"] in (exp["roles"]["Q"], exp["roles"]["K"], exp["roles"]["V"]):
+                t[b["name"]] = torch.randn(shape4, device="cuda", dtype=dt)
+            elif b["name"] == exp["roles"]["O"]:
+                t[b["name"]] = torch.full(shape4, float("nan"), device="cuda", dtype=dt)
+            elif b["role"] == "input":
+                t[b["name"]] = (torch.randn(n, device="cuda", dtype=dt) if dt.is_floating_point
+                                else torch.zeros(n, device="cuda", dtype=dt))
+            else:
+                t[b["name"]] = torch.zeros(n, device="cuda", dtype=dt)
+            assert t[b["name"]].is_contiguous()
+        return t
+
+    def reference(self, q, k, v, causal):
+        """fp32 softmax(Q K^T / sqrt(D) [+ mask]) V, one batch element at a time."""
+        torch = self.torch
+        B, H, S, D = q.shape
+        out = torch.empty((B, H, S, D), device="cuda", dtype=torch.float32)
+        scale = 1.0 / math.sqrt(D)
+        mask = None
+        if causal:
+            mask = torch.ones((S, S), device="cuda", dtype=torch.bool).triu(1)  # j > i hidden
+        for b in range(B):
+            qf, kf, vf = q[b].float(), k[b].float(), v[b].float()
+            s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
+            if mask is not None:
+                s.masked_fill_(mask, float("-inf"))
+            out[b] = torch.matmul(torch.softmax(s, dim=-1), vf)
+            del s
+        return out
+
+    def check(self, out, ref):
+        """(ok, max_abs_err, n_bad) for out vs the fp32 reference."""
+        torch = self.torch
+        o = out.float()
+        diff = (o - ref).abs()
+        tol = self.args.atol + self.args.rtol * ref.abs()
+        bad = ~(diff <= tol)  # NaN counts as bad
+        n_bad = int(bad.sum().item())
+        n_nan = int(torch.isnan(o).sum().item())
+        mx = float("nan") if n_nan else float(diff.max().item())
+        return n_bad == 0, mx, n_bad
+
+    # -- evoeng kernel
+    def compile(self, exp):
+        """CuPy functions for the plan's entries (cached by source)."""
+        cupy = self.cupy
+        key = hashlib.sha256(exp["source"].encode()).hexdigest()
+        if key not in self.modules:
+            mod = cupy.RawModule(code=exp["source"], options=NVRTC_OPTIONS, backend="nvrtc")
+            mod.compile()  # compile errors surface here, with the NVRTC log
+            self.modules[key] = mod
+        mod = self.modules[key]
+        fns = {}
+        for l in exp["launches"]:
+            if l["entry"] not in fns:
+                fns[l["entry"]] = mod.get_function(l["entry"])
+        need = {}
+        for l in exp["launches"]:
+            need[l["entry"]] = max(need.get(l["entry"], 0), l.get("smem", 0))
+        for entry, smem in need.items():
+            if smem > 48 * 1024:  # opt in above the 48 KiB default (cuFuncSetAttribute)
+                fns[entry].max_dynamic_shared_size_bytes = smem
+        return fns
+
+    def evo_fn(self, exp, fns, tensors):
+        """A callable that issues the plan's launches on torch's current stream."""
+        np, cupy, torch = self.np, self.cupy, self.torch
+        conv = {"i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+        prepared = []
+        for l in exp["launches"]:
+            args = []
+            for a in l["args"]:
+                kind, val = next(iter(a.items()))
+                args.append(np.uint64(tensors[val].data_ptr()) if kind == "buffer" else conv[kind](val))
+            prepared.append((fns[l["entry"]], tuple(l["grid"]), tuple(l["block"]), tuple(args), l.get("smem", 0)))
+        out = tensors[exp["roles"]["O"]]
+        streams = {}
+        dev = torch.cuda.current_device()
+
+        def run():
+            # Read the stream at call time: inside torch.cuda.graph() it is the capture stream.
+            ptr = torch.cuda.current_stream().cuda_stream
+            stream = streams.get(ptr)
+            if stream is None:
+                try:
+                    stream = cupy.cuda.ExternalStream(ptr, dev)
+                except TypeError:  # a CuPy without the device_id argument
+                    stream = cupy.cuda.ExternalStream(ptr)
+                streams[ptr] = stream
+            for f, grid, block, args, smem in prepared:
+                f(grid, block, args, shared_mem=smem, stream=stream)
+            return out
+        return run
+
+    def sdpa_fn(self, backend, q, k, v, causal):
+        F, sdpa_kernel = self.F, self.sdpa_kernel
+
+        def run():
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+        return run
+
+    # -- timing (method of /work/shared/baselines/sdpa_graph_bench.py)
+    def build_graph(self, fn):
+        """Warm up on a side stream, capture --calls calls; return (graph, output of the last call)."""
+        torch = self.torch
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        out = None
+        with torch.cuda.graph(g):
+            for _ in range(self.args.calls):
+                out = fn()
+        for _ in range(3):
+            g.replay()
+        torch.cuda.synchronize()
+        return g, out
+
+    def time_replay(self, g):
+        torch = self.torch
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        g.replay()
+        e1.record()
+        torch.cuda.synchronize()
+        return e0.elapsed_time(e1) * 1000.0 / self.args.calls
+
+    # -- one export
+    def run_export(self, exp, rng):
+        torch = self.torch
+        d = exp["dims"]
+        causal = d["CAUSAL"]
+        row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops",
+                                   "export_device", "export_arch", "export_latency_us", "warnings")}
+        row["contenders"] = {}
+        print(f"\n=== {exp['path']}: {shape_short(d)} causal={causal}  candidate {exp['id']}  "
+              f"{params_short(exp['params'])}", flush=True)
+        for w in exp["warnings"]:
+            print(f"warning: {w}", flush=True)
+
+        tensors = self.alloc(exp)
+        q, k, v = (tensors[exp["roles"][n]] for n in ("Q", "K", "V"))
+        ref = self.reference(q, k, v, causal)
+        torch.cuda.synchronize()
+
+        fns = {}
+        # SDPA backends first: a kernel fault in the evoeng launch would poison the context.
+        for name, be in (("flash", self.SDPBackend.FLASH_ATTENTION), ("cudnn", self.SDPBackend.CUDNN_ATTENTION)):
+            c = row["contenders"][name] = {"status": "n/a", "us": None, "max_abs_err": None}
+            try:
+                fn = self.sdpa_fn(be, q, k, v, causal)
+                out = fn()
+                torch.cuda.synchronize()
+                ok, mx, nbad = self.check(out, ref)
+                c["max_abs_err"] = mx
+                if not ok:
+                    c.update(status="FAIL", reason=f"{nbad} elements out of tolerance, max abs err {mx:.3g}")
+                else:
+                    c["status"] = "ok"
+                    fns[name] = fn
+                print(f"{LABELS[name]}: eager check {c['status']}, max abs err {mx:.3e}", flush=True)
+            except Exception as e:
+                c["reason"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
+                print(f"{LABELS[name]}: n/a: {c['reason']}", flush=True)
+                traceback.print_exc()
+
+        c = row["contenders"]["evoeng"] = {"status": "n/a", "us": None, "max_abs_err": None}
+        try:
+            if self.cupy is None:
+                raise RuntimeError(self.cupy_error)
+            kfns = self.compile(exp)
+            fn = self.evo_fn(exp, kfns, tensors)
+            out = tensors[exp["roles"]["O"]]
+            out.fill_(float("nan"))
+            fn()
+            torch.cuda.synchronize()
+            ok, mx, nbad = self.check(out, ref)
+            c["max_abs_err"] = mx
+            if not ok:
+                c.update(status="FAIL", reason=f"{nbad} elements out of tolerance, max abs err {mx:.3g}")
+            else:
+                c["status"] = "ok"
+                fns["evoeng"] = fn
+            print(f"evoeng: eager check {c['status']}, max abs err {mx:.3e}", flush=True)
+        except Exception as e:
+            msg = str(e).strip()
+            c["reason"] = f"{type(e).__name__}: {msg.splitlines()[0] if msg else ''}"[:300]
+            print(f"evoeng: n/a: {type(e).__name__}: {msg}", flush=True)  # full NVRTC log, if any
+            traceback.print_exc()
+            if "illegal" in msg.lower() or "launch failure" in msg.lower():
+                print("evoeng: a kernel fault leaves the CUDA context unusable: later exports will fail; "
+                      "rerun them without this one", flush=True)
+
+        # Graphs: capture, then prove each replay writes a correct output.
+        graphs = {}
+        for name in CONTENDERS:
+            if name not in fns:
+                continue
+            c = row["contenders"][name]
+            try:
+                g, out = self.build_graph(fns[name])
+                out.fill_(float("nan"))
+                torch.cuda.synchronize()
+                g.replay()
+                torch.cuda.synchronize()
+                ok, mx, nbad = self.check(out, ref)
+                if not ok:
+                    c.update(status="FAIL", reason=f"graph replay output wrong ({nbad} bad elements, max abs err "
+                                                   f"{mx:.3g}): the launches were not captured?")
+                    print(f"{LABELS[name]}: graph check FAIL: {c['reason']}", flush=True)
+                    continue
+                graphs[name] = g
+                print(f"{LABELS[name]}: graph of {self.args.calls} calls captured, replay check ok", flush=True)
+            except Exception as e:
+                msg = str(e).strip()
+                c.update(status="n/a", reason=f"graph capture: {type(e).__name__}: "
+                                              f"{msg.splitlines()[0] if msg else ''}"[:300])
+                print(f"{LABELS[name]}: n/a: {c['reason']}", flush=True)
+                traceback.print_exc()
+                try:
+                    torch.cuda.synchronize()
+                except Exception:
+                    pass
+
+        # Alternating timed replays.
+        times = {name: [] for name in graphs}
+        if graphs:
+            try:
+                for _ in range(self.args.replays):
+                    order = list(graphs)
+                    rng.shuffle(order)
+                    for name in order:
+                        times[name].append(self.time_replay(graphs[name]))
+            except Exception as e:
+                print(f"timing failed: {type(e).__name__}: {e}", flush=True)
+                traceback.print_exc()
+        for name, ts in times.items():
+            c = row["contenders"][name]
+            if len(ts) < self.args.replays:
+                c.update(status="n/a", us=None, reason=f"timing stopped after {len(ts)} replays")
+                continue
+            s = sorted(ts)
+            c.update(us=s[len(s) // 2], min_us=s[0], max_us=s[-1], times_us=ts)
+            print(f"{LABELS[name]}: {c['us']:.2f} us/call (median of {len(ts)} replays x {self.args.calls} calls; "
+                  f"min {s[0]:.2f}, max {s[-1]:.2f})", flush=True)
+        del graphs, tensors, ref, fns
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        return row
+
+
+# ---------------------------------------------------------------- main
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="evoeng's exported attention kernel vs PyTorch SDPA "
+                                             "(FA2 and cuDNN backends), same process, same timing method.")
+    ap.add_argument("exports", nargs="+", metavar="EXPORT.json",
+                    help="files from `evoeng export ID --format json`, one per shape")
+    ap.add_argument("--replays", type=int, default=15, help="timed graph replays per contender (default 15)")
+    ap.add_argument("--calls", type=int, default=50, help="calls captured in one graph (default 50)")
+    ap.add_argument("--out", metavar="FILE", help="write all numbers as JSON here")
+    ap.add_argument("--seed", type=int, default=0, help="seed for inputs and the replay order (default 0)")
+    ap.add_argument("--atol", type=float, default=1e-2, help="absolute tolerance (default 1e-2)")
+    ap.add_argument("--rtol", type=float, default=1e-2, help="relative tolerance (default 1e-2)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="parse and validate the exports, print the plan; no GPU, torch or CuPy needed")
+    args = ap.parse_args(argv)
+    if args.replays < 1 or args.calls < 1:
+        ap.error("--replays and --calls must be at least 1")
+    if args.atol < 0 or args.rtol < 0:
+        ap.error("--atol and --rtol must not be negative")
+
+    exports, failed = [], 0
+    for p in args.exports:
+        try:
+            exports.append(load_export(p))
+        except ExportError as e:
+            print(f"error: {e}", file=sys.stderr)
+            failed += 1
+
+    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(), "python": platform.python_version(),
+            "replays": args.replays, "calls": args.calls, "seed": args.seed,
+            "atol": args.atol, "rtol": args.rtol,
+            "method": "CUDA graph of `calls` back-to-back calls per contender; contenders alternate in a shuffled "
+                      "order each round, one event-timed replay each; median over `replays` / `calls`"}
+    rows = []
+    if args.dry_run:
+        meta["dry_run"] = True
+        for exp in exports:
+            print(describe(exp))
+            print()
+            row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops",
+                                       "export_device", "export_arch", "export_latency_us", "warnings")}
+            row["contenders"] = {n: {"status": "n/a", "us": None, "max_abs_err": None, "reason": "dry run"}
+                                 for n in CONTENDERS}
+            rows.append(row)
+    else:
+        try:
+            bench = Bench(args)
+        except Exception as e:
+            print(f"error: cannot set up torch/numpy: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
+        torch = bench.torch
+        if not torch.cuda.is_available():
+            print("error: torch.cuda.is_available() is False: no GPU here (use --dry-run to check exports)",
+                  file=sys.stderr)
+            return 1
+        cc = torch.cuda.get_device_capability()
+        meta.update(gpu=torch.cuda.get_device_name(), sm=f"sm_{cc[0]}{cc[1]}", torch=torch.__version__,
+                    cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
+                    cupy=getattr(bench.cupy, "__version__", None), cupy_error=bench.cupy_error)
+        print(f"{meta['gpu']} ({meta['sm']}), torch {meta['torch']} (CUDA {meta['cuda']}, cuDNN {meta['cudnn']}), "
+              f"cupy {meta['cupy']}", flush=True)
+        if bench.cupy_error:
+            print(f"warning: {bench.cupy_error}: evoeng will be n/a", flush=True)
+        torch.manual_seed(args.seed)
+        rng = random.Random(args.seed)
+        for exp in exports:
+            if exp["export_arch"] and exp["export_arch"] != meta["sm"]:
+                exp["warnings"].append(f"exported for {exp['export_arch']}, running on {meta['sm']}")
+            try:
+                rows.append(bench.run_export(exp, rng))
+            except Exception as e:
+                print(f"error: {exp['path']}: {type(e).__name__}: {e}", flush=True)
+                traceback.print_exc()
+                failed += 1
+
+    print()
+    if rows:
+        print(table(rows))
+    if args.out:
+        try:
+            with open(args.out, "w", encoding="utf-8") as f:
+                json.dump({"meta": json_safe(meta), "results": [row_json(r) for r in rows]}, f, indent=2,
+                          allow_nan=False)
+                f.write("\n")
+            print(f"wrote {args.out}")
+        except OSError as e:
+            print(f"error: {args.out}: {e}", file=sys.stderr)
+            return 1
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
