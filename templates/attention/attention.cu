@@ -1,0 +1,672 @@
+/*
+ * attention.cu -- evoeng template: FlashAttention-2-style fp16 attention
+ * forward pass, O = softmax(Q K^T * scale [+ causal mask]) V, with tensors
+ * in layout [B, H, S, D] (fp16), fp32 softmax statistics and accumulation.
+ *
+ * Structure: one CTA owns BLOCK_M query rows of one (b, h) pair
+ * (grid.x = ceil(S / BLOCK_M), grid.y = B*H, grid.z = SPLITS).  Each of the
+ * WARPS warps owns BLOCK_M / WARPS rows (MT = 1 or 2 m16 tiles).  K and V
+ * tiles of BLOCK_N keys stream through shared memory with cp.async
+ * (STAGES-deep ring, separate commit groups for K and V so QK^T starts
+ * while V is still in flight), are read with ldmatrix (.trans for V), and
+ * both products run on tensor cores with mma.sync m16n8k16 (f16 in, f32
+ * accumulate).  The softmax is online (running max m and sum l per row);
+ * P stays in registers: the QK^T accumulator layout is the A-operand layout
+ * of the PV product.  With SPLITS > 1 each CTA handles a contiguous share of
+ * the KV tiles and writes unnormalised fp32 partial O plus (m, l) to
+ * scratch; attn_combine merges the splits with log-sum-exp.
+ *
+ * Only device code; no includes (NVRTC on the worker has no CUDA headers).
+ * All PTX used (cp.async, ldmatrix, mma.sync m16n8k16, cvt f16x2) needs
+ * sm_80 or newer.
+ *
+ * Compile-time dims: D (head dim, multiple of 16; 64 or 128 with SWIZZLE)
+ * and CAUSAL (0/1: key j visible to query i iff j <= i).
+ * Entries:
+ *   attn_fwd(Q, K, V, O, Opart, ML, S, scale)
+ *       Opart: f32 [SPLITS, B*H, S, D], ML: f32 [SPLITS, B*H, S, 2];
+ *       both untouched when SPLITS == 1.
+ *   attn_combine(Opart, ML, O, rows)   rows = B*H*S; one thread per 4
+ *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
+ *
+ * Knobs (all #define, defaults below):
+ *   BLOCK_M      query rows per CTA; BLOCK_M % (16 * WARPS) == 0
+ *   BLOCK_N      keys per KV tile (multiple of 16)
+ *   WARPS        warps per CTA
+ *   STAGES       K/V smem ring depth (1 = load, wait, compute)
+ *   SWIZZLE      0: rows padded by 8 halves; 1: XOR swizzle of 16 B chunks
+ *   EXP2         1: exp2 (ex2.approx) with scale*log2(e) folded; 0: expf
+ *   CAUSAL_SKIP  1: skip KV tiles that are fully masked, mask only the
+ *                tiles that need it; 0: visit all tiles, mask all of them
+ *   Q_IN_REGS    1: Q fragments loaded once into registers; 0: re-read
+ *                Q from shared memory for every KV tile
+ *   SPLITS       KV split factor (grid.z); > 1 needs attn_combine
+ *   MIN_BLOCKS   resident CTAs per SM asked of the register allocator at
+ *                D = 64; the __launch_bounds__ minimum is scaled by 64 / D
+ *                (at least 1), so one value stays spill-free for D = 128
+ *   CLUSTER      with SPLITS > 1 on sm_90+: the SPLITS CTAs of one query
+ *                block form a thread-block cluster and merge their partial
+ *                results through distributed shared memory (no scratch
+ *                traffic, no attn_combine launch); 0: scratch + attn_combine
+ *   O_STAGE      1: stage the fp16 output tile through shared memory for
+ *                16-byte coalesced stores; 0: store fragments directly
+ *
+ * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes,
+ * ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
+ * BLOCK_M * ((D + 8) * 4 + 8) bytes (the merge reuses the whole buffer).
+ */
+
+#ifndef D
+#define D 64
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0
+#endif
+#ifndef BLOCK_M
+#define BLOCK_M 64
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 64
+#endif
+#ifndef WARPS
+#define WARPS 4
+#endif
+#ifndef STAGES
+#define STAGES 2
+#endif
+#ifndef SWIZZLE
+#define SWIZZLE 1
+#endif
+#ifndef EXP2
+#define EXP2 1
+#endif
+#ifndef CAUSAL_SKIP
+#define CAUSAL_SKIP 1
+#endif
+#ifndef Q_IN_REGS
+#define Q_IN_REGS 1
+#endif
+#ifndef SPLITS
+#define SPLITS 1
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef O_STAGE
+#define O_STAGE 1
+#endif
+#ifndef CLUSTER
+#define CLUSTER 0
+#endif
+
+#define ATT_THREADS (WARPS * 32)
+#define ATT_MT (BLOCK_M / (16 * WARPS))          /* m16 tiles per warp */
+#define ATT_ROWH (SWIZZLE ? D : (D + 8))         /* smem row, halves */
+#define ATT_ROWB (ATT_ROWH * 2)                  /* smem row, bytes */
+#define ATT_KCH (D / 8)                          /* 16 B chunks per row */
+#define ATT_NT (BLOCK_N / 8)                     /* n8 tiles per KV tile */
+#define ATT_DT (D / 8)                           /* n8 tiles over D */
+#define ATT_NEG_INF (-__int_as_float(0x7f800000))
+#define ATT_MINB ((MIN_BLOCKS * 64 / D) < 1 ? 1 : (MIN_BLOCKS * 64 / D))
+#define ATT_CLUSTER (CLUSTER && SPLITS > 1)
+#define ATT_RED_STRIDE (D + 8)                   /* merge buffer row, floats */
+
+#if ATT_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "CLUSTER needs sm_90 or newer"
+#endif
+
+static_assert(D % 16 == 0, "D must be a multiple of 16");
+static_assert(!SWIZZLE || D % 64 == 0, "SWIZZLE needs D % 64 == 0");
+static_assert(BLOCK_M % (16 * WARPS) == 0, "BLOCK_M must be a multiple of 16*WARPS");
+static_assert(BLOCK_N % 16 == 0, "BLOCK_N must be a multiple of 16");
+static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in 1..4");
+static_assert(SPLITS >= 1, "SPLITS >= 1");
+static_assert(!ATT_CLUSTER || (SPLITS <= 8 && BLOCK_M % SPLITS == 0), "CLUSTER: SPLITS <= 8 dividing BLOCK_M");
+
+typedef unsigned int att_u32;
+typedef unsigned short att_u16;
+
+/* ---------------------------------------------------------------- PTX */
+
+static __device__ __forceinline__ att_u32 att_smem_addr(const void *p)
+{
+    att_u32 r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }"
+        : "=r"(r) : "l"(p));
+    return r;
+}
+
+/* 16-byte async copy global -> shared; bytes < 16 zero-fills the rest. */
+static __device__ __forceinline__ void att_cp16(att_u32 dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+static __device__ __forceinline__ void att_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void att_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+static __device__ __forceinline__ void att_ldsm4(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                 att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                  att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+/* c += a (16x16, row) * b (16x8, col); f16 inputs, f32 accumulators. */
+static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u32 b0, att_u32 b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Pack two floats into f16x2: lo in the low half. */
+static __device__ __forceinline__ att_u32 att_pack(float lo, float hi)
+{
+    att_u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+static __device__ __forceinline__ float att_exp(float x)
+{
+#if EXP2
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return expf(x);
+#endif
+}
+
+/* Byte offset of 16-byte chunk ch of row r inside a smem tile. */
+static __device__ __forceinline__ int att_off(int r, int ch)
+{
+#if SWIZZLE
+    return r * ATT_ROWB + ((ch ^ (r & 7)) << 4);
+#else
+    return r * ATT_ROWB + (ch << 4);
+#endif
+}
+
+/* Async load of rows [row0, row0 + NROWS) of a [S, D] matrix into a smem
+ * tile; rows >= S are zero-filled (never read from global).  Thread tid
+ * always copies chunk tid % KCH of rows tid / KCH + i * RSTEP, so every
+ * per-pass offset is a compile-time constant (few live registers). */
+template <int NROWS>
+static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16 *g,
+                                                     int row0, int S, int tid)
+{
+    constexpr int RSTEP = ATT_THREADS / ATT_KCH;
+    constexpr int PASSES = (NROWS + RSTEP - 1) / RSTEP;
+    const int r0 = tid / ATT_KCH, ch = tid % ATT_KCH;
+    const int lim = S - row0 - r0;                 /* pass i valid iff i*RSTEP < lim */
+    const att_u16 *src0 = g + (size_t)(row0 + r0) * D + ch * 8;
+    const att_u32 dst0 = sdst + att_off(r0, ch);
+#pragma unroll
+    for (int i = 0; i < PASSES; ++i) {
+        if (NROWS % RSTEP != 0 && r0 + i * RSTEP >= NROWS)
+            break;
+        const bool ok = i * RSTEP < lim;
+        const att_u32 dst = (RSTEP % 8 == 0 || !SWIZZLE)
+                                ? dst0 + i * RSTEP * ATT_ROWB
+                                : sdst + att_off(r0 + i * RSTEP, ch);
+        att_cp16(dst, ok ? (const void *)(src0 + (size_t)i * RSTEP * D) : (const void *)g, ok ? 16 : 0);
+    }
+}
+
+#if ATT_CLUSTER
+static __device__ __forceinline__ void att_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ att_u32 att_cluster_rank(void)
+{
+    att_u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Address of the same shared location in CTA `rank` of the cluster. */
+static __device__ __forceinline__ att_u32 att_mapa(att_u32 a, att_u32 rank)
+{
+    att_u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+#endif
+
+/* ---------------------------------------------------------------- main */
+
+#if ATT_CLUSTER
+#define ATT_CLUSTER_ATTR __cluster_dims__(1, 1, SPLITS)
+#else
+#define ATT_CLUSTER_ATTR
+#endif
+
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, ATT_MINB) ATT_CLUSTER_ATTR
+attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
+         const att_u16 *__restrict__ V, att_u16 *__restrict__ O,
+         float *__restrict__ Opart, float *__restrict__ ML, int S, float scale)
+{
+    extern __shared__ __align__(128) unsigned char att_smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+#if CAUSAL
+    const int mblk = gridDim.x - 1 - blockIdx.x;   /* heavy blocks first */
+#else
+    const int mblk = blockIdx.x;
+#endif
+    const int m0 = mblk * BLOCK_M;
+    const int bh = blockIdx.y;
+    const size_t base = (size_t)bh * S * D;
+    const att_u16 *Qb = Q + base, *Kb = K + base, *Vb = V + base;
+
+    const att_u32 sQ = att_smem_addr(att_smem);
+    const att_u32 sK = sQ + BLOCK_M * ATT_ROWB;
+    const att_u32 sV = sK + STAGES * BLOCK_N * ATT_ROWB;
+    const int wrow = warp * ATT_MT * 16;           /* warp's first row in tile */
+
+    /* KV tile range of this CTA (and split). */
+#if CAUSAL && CAUSAL_SKIP
+    const int kv_end = min(S, m0 + BLOCK_M);
+#else
+    const int kv_end = S;
+#endif
+    const int n_tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+#if SPLITS > 1
+    const int per = (n_tiles + SPLITS - 1) / SPLITS;
+    const int t_begin = blockIdx.z * per;
+    const int t_end = min(n_tiles, t_begin + per);
+#else
+    const int t_begin = 0, t_end = n_tiles;
+#endif
+
+#if EXP2
+    const float sl = scale * 1.4426950408889634f;
+#else
+    const float sl = scale;
+#endif
+
+    /* Prologue: Q, then K/V tiles t_begin .. t_begin + STAGES - 2. */
+    att_load_tile<BLOCK_M>(sQ, Qb, m0, S, tid);
+    att_commit();
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (t_begin + s < t_end)
+            att_load_tile<BLOCK_N>(sK + s * BLOCK_N * ATT_ROWB, Kb, (t_begin + s) * BLOCK_N, S, tid);
+        att_commit();
+        if (t_begin + s < t_end)
+            att_load_tile<BLOCK_N>(sV + s * BLOCK_N * ATT_ROWB, Vb, (t_begin + s) * BLOCK_N, S, tid);
+        att_commit();
+    }
+
+    float acc[ATT_MT][ATT_DT][4];
+    float m_run[ATT_MT][2], l_run[ATT_MT][2];
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+        for (int dt = 0; dt < ATT_DT; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mi][dt][e] = 0.f;
+        m_run[mi][0] = m_run[mi][1] = ATT_NEG_INF;
+        l_run[mi][0] = l_run[mi][1] = 0.f;
+    }
+
+    /* Wait for Q (older than all K/V groups). */
+    att_wait<2 * (STAGES - 1)>();
+    __syncthreads();
+
+    /* Per-lane ldmatrix coordinates. */
+    const int q_row = wrow + (lane & 15), q_ch = lane >> 4;
+    const int k_row = (lane & 7) + ((lane >> 4) << 3), k_ch = (lane >> 3) & 1;
+    const int v_row = (lane & 7) + (((lane >> 3) & 1) << 3), v_ch = lane >> 4;
+
+#if Q_IN_REGS
+    att_u32 qf[ATT_MT][D / 16][4];
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+            att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                      qf[mi][kk][0], qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
+#endif
+
+    for (int it = t_begin; it < t_end; ++it) {
+        const int stage = (it - t_begin) % STAGES;
+        const att_u32 sKs = sK + stage * BLOCK_N * ATT_ROWB;
+        const att_u32 sVs = sV + stage * BLOCK_N * ATT_ROWB;
+        const int n0 = it * BLOCK_N;
+
+#if STAGES == 1
+        __syncthreads();                         /* previous tile fully consumed */
+        att_load_tile<BLOCK_N>(sK, Kb, n0, S, tid);
+        att_commit();
+        att_load_tile<BLOCK_N>(sV, Vb, n0, S, tid);
+        att_commit();
+        att_wait<1>();                           /* K ready */
+        __syncthreads();
+#else
+        att_wait<2 * STAGES - 3>();              /* K[it] ready */
+        __syncthreads();                         /* and tile it-1 fully consumed */
+        {
+            const int nt = it + STAGES - 1;
+            const int nst = (nt - t_begin) % STAGES;
+            if (nt < t_end)
+                att_load_tile<BLOCK_N>(sK + nst * BLOCK_N * ATT_ROWB, Kb, nt * BLOCK_N, S, tid);
+            att_commit();
+            if (nt < t_end)
+                att_load_tile<BLOCK_N>(sV + nst * BLOCK_N * ATT_ROWB, Vb, nt * BLOCK_N, S, tid);
+            att_commit();
+        }
+#endif
+
+        /* ---- S = Q K^T (raw scores, fp32) */
+        float sc[ATT_MT][ATT_NT][4];
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = 0.f;
+
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+#if Q_IN_REGS
+#define ATT_QF(mi) qf[mi][kk]
+#else
+            att_u32 qk[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qk[mi][0], qk[mi][1], qk[mi][2], qk[mi][3]);
+#define ATT_QF(mi) qk[mi]
+#endif
+#pragma unroll
+            for (int jj = 0; jj < BLOCK_N / 16; ++jj) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4(sKs + att_off(jj * 16 + k_row, kk * 2 + k_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(sc[mi][2 * jj], ATT_QF(mi), b0, b1);
+                    att_mma(sc[mi][2 * jj + 1], ATT_QF(mi), b2, b3);
+                }
+            }
+#undef ATT_QF
+        }
+
+        /* ---- mask (last tile for keys >= S; causal diagonal tiles) */
+#if CAUSAL && CAUSAL_SKIP
+        const bool need_mask = (n0 + BLOCK_N > S) || (n0 + BLOCK_N - 1 > m0);
+#elif CAUSAL
+        const bool need_mask = true;
+#else
+        const bool need_mask = n0 + BLOCK_N > S;
+#endif
+        if (need_mask) {
+            /* key n0 + 2*t4 + nt*8 + e is visible iff nt*8 + e < lim */
+            const int kbase = n0 + 2 * t4;
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+#if CAUSAL
+                    const int lim = min(S, m0 + wrow + mi * 16 + g + 8 * r + 1) - kbase;
+#else
+                    const int lim = S - kbase;
+#endif
+#pragma unroll
+                    for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            if (nt * 8 + e >= lim) sc[mi][nt][2 * r + e] = ATT_NEG_INF;
+                }
+        }
+
+        /* ---- online softmax: P = exp(s*sl - m), rescale acc, update l */
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                float mx = ATT_NEG_INF;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+                    mx = fmaxf(mx, fmaxf(sc[mi][nt][2 * r], sc[mi][nt][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float m_new = fmaxf(m_run[mi][r], mx * sl);
+                const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
+                const float alpha = att_exp(m_run[mi][r] - m_use);
+                m_run[mi][r] = m_new;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float p = att_exp(fmaf(sc[mi][nt][2 * r + e], sl, -m_use));
+                        sc[mi][nt][2 * r + e] = p;
+                        sum += p;
+                    }
+                l_run[mi][r] = l_run[mi][r] * alpha + sum;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt) {
+                    acc[mi][dt][2 * r] *= alpha;
+                    acc[mi][dt][2 * r + 1] *= alpha;
+                }
+            }
+        }
+
+        /* ---- wait for V */
+#if STAGES == 1
+        att_wait<0>();
+#else
+        att_wait<2 * (STAGES - 1)>();
+#endif
+        __syncthreads();
+
+        /* ---- O += P V */
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            att_u32 pa[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi) {
+                pa[mi][0] = att_pack(sc[mi][2 * kk][0], sc[mi][2 * kk][1]);
+                pa[mi][1] = att_pack(sc[mi][2 * kk][2], sc[mi][2 * kk][3]);
+                pa[mi][2] = att_pack(sc[mi][2 * kk + 1][0], sc[mi][2 * kk + 1][1]);
+                pa[mi][3] = att_pack(sc[mi][2 * kk + 1][2], sc[mi][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dd = 0; dd < D / 16; ++dd) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4t(sVs + att_off(kk * 16 + v_row, dd * 2 + v_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(acc[mi][2 * dd], pa[mi], b0, b1);
+                    att_mma(acc[mi][2 * dd + 1], pa[mi], b2, b3);
+                }
+            }
+        }
+    }
+
+    /* ---- epilogue */
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float l = l_run[mi][r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            l_run[mi][r] = l;
+        }
+
+#if SPLITS == 1
+#if O_STAGE
+    /* Stage through the warp's own Q rows (only this warp ever reads them). */
+    __syncwarp();
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+            const int lr = wrow + mi * 16 + g + 8 * r;
+#pragma unroll
+            for (int dt = 0; dt < ATT_DT; ++dt) {
+                const att_u32 v = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+                const att_u32 a = sQ + att_off(lr, dt) + t4 * 4;
+                asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(a), "r"(v) : "memory");
+            }
+        }
+    __syncwarp();
+#pragma unroll
+    for (int c = lane; c < ATT_MT * 16 * ATT_KCH; c += 32) {
+        const int lr = c / ATT_KCH, ch = c % ATT_KCH;
+        const int row = m0 + wrow + lr;
+        att_u32 x0, x1, x2, x3;
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                     : "r"(sQ + att_off(wrow + lr, ch)) : "memory");
+        if (row < S) {
+            att_u16 *dst = O + base + (size_t)row * D + ch * 8;
+            asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};\n"
+                         :: "l"(dst), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
+        }
+    }
+#else
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = m0 + wrow + mi * 16 + g + 8 * r;
+            if (row < S) {
+                const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+                att_u32 *dst = (att_u32 *)(O + base + (size_t)row * D + 2 * t4);
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    dst[dt * 4] = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+            }
+        }
+#endif
+#elif ATT_CLUSTER
+    {
+        /* Merge the SPLITS partial results of this query block through
+         * distributed shared memory: every CTA publishes (m, l) per row and
+         * its unnormalised fp32 accumulator; CTA `rank` then reduces rows
+         * [rank * RPC, (rank + 1) * RPC) over the cluster and stores O. */
+        const att_u32 sML = sQ;                              /* [BLOCK_M][2] f32 */
+        const att_u32 sAcc = sQ + BLOCK_M * 8;               /* [BLOCK_M][RED_STRIDE] f32 */
+        __syncthreads();                                     /* all smem reads of the loop done */
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int lr = wrow + mi * 16 + g + 8 * r;
+                const att_u32 a = sAcc + (lr * ATT_RED_STRIDE + 2 * t4) * 4;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(a + dt * 32), "f"(acc[mi][dt][2 * r]), "f"(acc[mi][dt][2 * r + 1])
+                                 : "memory");
+                if (t4 == 0)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(sML + lr * 8), "f"(m_run[mi][r]), "f"(l_run[mi][r]) : "memory");
+            }
+        att_cluster_sync();
+        const int RPC = BLOCK_M / SPLITS;
+        const att_u32 rank = att_cluster_rank();
+        for (int c = tid; c < RPC * (D / 4); c += ATT_THREADS) {
+            const int lr = (int)rank * RPC + c / (D / 4), c4 = c % (D / 4);
+            const int row = m0 + lr;
+            float mm[SPLITS], ll[SPLITS];
+            float mmax = ATT_NEG_INF;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                asm volatile("ld.shared::cluster.v2.f32 {%0,%1}, [%2];\n"
+                             : "=f"(mm[sp]), "=f"(ll[sp]) : "r"(att_mapa(sML + lr * 8, sp)) : "memory");
+                mmax = fmaxf(mmax, mm[sp]);
+            }
+            float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                const float w = (mm[sp] == ATT_NEG_INF) ? 0.f : att_exp(mm[sp] - mmax);
+                float x0, x1, x2, x3;
+                asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
+                             : "r"(att_mapa(sAcc + (lr * ATT_RED_STRIDE + c4 * 4) * 4, sp)) : "memory");
+                L += w * ll[sp];
+                o0 += w * x0; o1 += w * x1; o2 += w * x2; o3 += w * x3;
+            }
+            if (row < S) {
+                const float inv = L > 0.f ? 1.f / L : 0.f;
+                const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+                *(uint2 *)(O + base + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+            }
+        }
+        att_cluster_sync();                                  /* keep smem alive for readers */
+    }
+#else
+    {
+        const size_t srow0 = ((size_t)blockIdx.z * gridDim.y + bh) * S;
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = m0 + wrow + mi * 16 + g + 8 * r;
+                if (row < S) {
+                    float *dst = Opart + (srow0 + row) * D + 2 * t4;
+#pragma unroll
+                    for (int dt = 0; dt < ATT_DT; ++dt)
+                        *(float2 *)(dst + dt * 8) = make_float2(acc[mi][dt][2 * r], acc[mi][dt][2 * r + 1]);
+                    if (t4 == 0)
+                        *(float2 *)(ML + (srow0 + row) * 2) = make_float2(m_run[mi][r], l_run[mi][r]);
+                }
+            }
+    }
+#endif
+}
+
+/* ------------------------------------------------------------- combine */
+
+extern "C" __global__ void __launch_bounds__(128)
+attn_combine(const float *__restrict__ Opart, const float *__restrict__ ML,
+             att_u16 *__restrict__ O, int rows)
+{
+    const int idx = blockIdx.x * 128 + threadIdx.x;
+    const int row = idx / (D / 4), c4 = idx % (D / 4);
+    if (row >= rows)
+        return;
+    float mmax = ATT_NEG_INF;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s)
+        mmax = fmaxf(mmax, ML[((size_t)s * rows + row) * 2]);
+    float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s) {
+        const float2 ml = *(const float2 *)(ML + ((size_t)s * rows + row) * 2);
+        const float w = (ml.x == ATT_NEG_INF) ? 0.f : att_exp(ml.x - mmax);
+        const float4 p = *(const float4 *)(Opart + ((size_t)s * rows + row) * D + c4 * 4);
+        L += w * ml.y;
+        o0 += w * p.x; o1 += w * p.y; o2 += w * p.z; o3 += w * p.w;
+    }
+    const float inv = L > 0.f ? 1.f / L : 0.f;
+    const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+    *(uint2 *)(O + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+}

@@ -1,0 +1,94 @@
+/*
+ * reference.cu -- evoeng reference for the attention task: naive, obviously
+ * correct fp16 attention forward in fp32 arithmetic.
+ *
+ * Layout [B, H, S, D] fp16 for Q, K, V, O.  One CTA per (query row i,
+ * b*h pair): grid = [S, B*H], any block size (128 in task.json), dynamic
+ * shared memory S * 4 bytes for the fp32 score row.  Steps: s_j = q_i . k_j
+ * * scale for every visible key j (all j when CAUSAL == 0, j <= i when
+ * CAUSAL == 1), row max, p_j = exp(s_j - max), l = sum p_j, then
+ * O[i][d] = sum_j p_j V[j][d] / l, one thread per output element d.
+ * D and CAUSAL are compile-time macros (compile dims of the task); S and
+ * scale are runtime arguments.  No includes (NVRTC without CUDA headers).
+ */
+
+#ifndef D
+#define D 64
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0
+#endif
+
+typedef unsigned short ref_u16;
+
+static __device__ float ref_h2f(ref_u16 h)
+{
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+static __device__ ref_u16 ref_f2h(float f)
+{
+    ref_u16 h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+/* Block-wide reduction (max if is_max, else sum) through red[32]. */
+static __device__ float ref_reduce(float v, float *red, int is_max)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nwarps = (blockDim.x + 31) >> 5;
+    for (int o = 16; o > 0; o >>= 1) {
+        const float w = __shfl_xor_sync(0xffffffffu, v, o);
+        v = is_max ? fmaxf(v, w) : v + w;
+    }
+    __syncthreads();
+    if (lane == 0)
+        red[warp] = v;
+    __syncthreads();
+    v = red[0];
+    for (int k = 1; k < nwarps; ++k)
+        v = is_max ? fmaxf(v, red[k]) : v + red[k];
+    return v;
+}
+
+extern "C" __global__ void attn_ref(const ref_u16 *Q, const ref_u16 *K, const ref_u16 *V,
+                                    ref_u16 *O, int S, float scale)
+{
+    extern __shared__ float ref_p[];
+    __shared__ float red[32];
+    const int i = blockIdx.x;
+    const size_t base = (size_t)blockIdx.y * S * D;
+    const ref_u16 *q = Q + base + (size_t)i * D;
+#if CAUSAL
+    const int n = i + 1;
+#else
+    const int n = S;
+#endif
+    float mx = -3.0e38f;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        const ref_u16 *k = K + base + (size_t)j * D;
+        float s = 0.f;
+        for (int d = 0; d < D; ++d)
+            s += ref_h2f(q[d]) * ref_h2f(k[d]);
+        s *= scale;
+        ref_p[j] = s;
+        mx = fmaxf(mx, s);
+    }
+    mx = ref_reduce(mx, red, 1);
+    float sum = 0.f;
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        const float p = expf(ref_p[j] - mx);
+        ref_p[j] = p;
+        sum += p;
+    }
+    sum = ref_reduce(sum, red, 0);   /* its barriers also publish ref_p */
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+        float o = 0.f;
+        for (int j = 0; j < n; ++j)
+            o += ref_p[j] * ref_h2f(V[base + (size_t)j * D + d]);
+        O[base + (size_t)i * D + d] = ref_f2h(o / sum);
+    }
+}
