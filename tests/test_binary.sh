@@ -54,6 +54,19 @@ expect 5 "run without a GPU" -- "$EVOENG" run --generations 1 --db "$tmp/run.db"
 grep_out err "GPU" "run says a GPU is needed"
 expect 5 "bench without a GPU" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/attention/task.json" --db "$tmp/run.db"
 grep_out err "GPU" "bench says a GPU is needed"
+# check: the attention task without a GPU, then the compile cache.
+export EVOENG_CACHE_DIR="$tmp/cache"
+expect 0 "check the attention task for sm_90" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --sample 1
+grep_out out "valid after constraints" "check prints the space before and after constraints"
+grep_out out "(default)" "check prints the compile table with the default"
+expect 0 "check a small task" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
+grep_out out " 0 from the cache" "the first check compiles everything"
+expect 0 "check it again" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
+grep_out out " 0 compiled by NVRTC" "the second check of the same configurations does zero compiles"
+expect 3 "check a malformed spec" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/bad_unknown_var.json"
+grep_out err "bad_unknown_var.json: .*unknown variable" "the error names the file, the JSON path and the variable"
+expect 2 "check with an unknown architecture" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_12
+
 if [ -e /dev/full ]; then
     expect 7 "write error on stdout is reported" -- sh -c "\"$EVOENG\" --help >/dev/full"
 fi
