@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Run the gpu test suite on a machine where the build folder was carried
+# from elsewhere (meson's absolute paths differ there, so run the test
+# programs directly). Usage: bench/gpu_suite.sh [LOGDIR]
+set -u
+log=${1:-/tmp}
+mkdir -p "$log"
+export EVO_SOURCE_ROOT=$PWD EVOENG=$PWD/build/src/evoeng EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
+pass=0; fail=0; skip=0
+for t in build/tests/test_gpu_cuda build/tests/test_gpu_planted build/tests/test_gpu_ref build/tests/test_gpu_aa "sh tests/test_gpu_resume.sh"; do
+    name=$(basename "${t##* }"); name=${name%.sh}
+    echo "=== $name"
+    timeout 600 $t 2>&1 | tee "$log/$name.log"
+    rc=${PIPESTATUS[0]}
+    case $rc in 0) pass=$((pass+1)); echo "--- $name: OK";; 77) skip=$((skip+1)); echo "--- $name: SKIP";;
+                *) fail=$((fail+1)); echo "--- $name: FAIL (exit $rc)";; esac
+done
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
