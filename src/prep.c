@@ -116,7 +116,14 @@ static void static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, const
         const PlanLaunch *pl = &plan->launches[l];
         const KernelResources *kr = nvrtc_find_kernel(&u->res, pl->entry);
         if (!kr) {
-            set_status(p, "compile_error", "entry point '%s' is not in the compiled module", pl->entry);
+            StrBuf names = {0};
+            for (int k = 0; k < u->res.nkernels; k++)
+                sb_printf(&names, "%s%s", k ? ", " : "", u->res.kernels[k].name);
+            set_status(p, "compile_error",
+                       "entry point '%s' is not in the compiled module (its kernels: %s; %s, log of %zu bytes)",
+                       pl->entry, names.len ? names.s : "none", u->res.cache_hit ? "from the cache" : "compiled",
+                       strlen(u->res.log ? u->res.log : ""));
+            sb_free(&names);
             continue;
         }
         long long threads = (long long)pl->block[0] * pl->block[1] * pl->block[2];

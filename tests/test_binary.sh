@@ -59,6 +59,7 @@ export EVOENG_CACHE_DIR="$tmp/cache"
 expect 0 "check the attention task for sm_90" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --sample 1
 grep_out out "valid after constraints" "check prints the space before and after constraints"
 grep_out out "(default)" "check prints the compile table with the default"
+expect 0 "check the softmax task for sm_90 (its reference compiles)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/softmax/task.json" --arch sm_90 --sample 2
 expect 0 "check a small task" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
 grep_out out " 0 from the cache" "the first check compiles everything"
 expect 0 "check it again" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
