@@ -5,16 +5,23 @@
 
 #include <string.h>
 
+/* Copy p1 to out and list the params that have more than one value
+ * (at most 256). Returns how many. */
+static int copy_and_list_movable(const Task *t, const int64_t *p1, int64_t *out, int movable[256])
+{
+    int n = task_nparams(t), nm = 0;
+    memcpy(out, p1, (size_t)n * sizeof(*out));
+    for (int i = 0; i < n && nm < 256; i++)
+        if (task_param_nvalues(t, i) > 1)
+            movable[nm++] = i;
+    return nm;
+}
+
 /* Move one or two params to a neighbouring value in their ordered list. */
 static int op_mutate(const Task *t, Rng *rng, const int64_t *p1, const int64_t *p2, int64_t *out)
 {
     (void)p2;
-    int n = task_nparams(t);
-    memcpy(out, p1, (size_t)n * sizeof(*out));
-    int movable[256], nm = 0;
-    for (int i = 0; i < n && nm < 256; i++)
-        if (task_param_nvalues(t, i) > 1)
-            movable[nm++] = i;
+    int movable[256], nm = copy_and_list_movable(t, p1, out, movable);
     if (nm == 0)
         return -1;
     int changes = nm > 1 && rng_below(rng, 2) ? 2 : 1;
@@ -44,12 +51,7 @@ static int op_mutate(const Task *t, Rng *rng, const int64_t *p1, const int64_t *
 static int op_reset(const Task *t, Rng *rng, const int64_t *p1, const int64_t *p2, int64_t *out)
 {
     (void)p2;
-    int n = task_nparams(t);
-    memcpy(out, p1, (size_t)n * sizeof(*out));
-    int movable[256], nm = 0;
-    for (int i = 0; i < n && nm < 256; i++)
-        if (task_param_nvalues(t, i) > 1)
-            movable[nm++] = i;
+    int movable[256], nm = copy_and_list_movable(t, p1, out, movable);
     if (nm == 0)
         return -1;
     int i = movable[rng_below(rng, (uint64_t)nm)];
