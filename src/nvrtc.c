@@ -508,8 +508,22 @@ static int deterministic_failure(nvrtcResult r)
 /* Run NVRTC for req with options o into res. Returns 0 when the outcome
  * is final (success or a deterministic compile failure, see res->ok), -1
  * otherwise (err; res->error says the same). */
+/* NVRTC honours the driver's compute cache (~/.nv/ComputeCache): when it
+ * serves a cubin from there, ptxas does not run and its -v report (our
+ * registers, spills and shared memory) is missing from the log. evoeng has
+ * its own cache, keyed more strictly, so the driver's is switched off for
+ * this process, once, before the first compilation (and before any thread
+ * of the pool exists: nvrtc_compile_many calls this first). */
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+
+static void env_init(void)
+{
+    setenv("CUDA_CACHE_DISABLE", "1", 1);
+}
+
 static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult *res, EvoErr *err)
 {
+    pthread_once(&g_env_once, env_init);
     nvrtcProgram prog = NULL;
     const char *call = "nvrtcCreateProgram";
     nvrtcResult r = nvrtcCreateProgram(&prog, req->source, req->name ? req->name : DEFAULT_NAME,
@@ -629,6 +643,7 @@ static void many_run(void *p)
 
 int nvrtc_compile_many(const CompileRequest *reqs, CompileResult *res, int n, int threads, EvoErr *err)
 {
+    pthread_once(&g_env_once, env_init);
     if (n <= 0)
         return 0;
     ManyJob *jobs = xcalloc((size_t)n, sizeof(*jobs));

@@ -112,6 +112,8 @@ static void static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, const
             set_status(p, "resource", "%s spills %d bytes (stores %d, loads %d); the task allows %d", kr->name,
                        spills, kr->spill_stores, kr->spill_loads, max_spill);
     }
+    if (u->res.nkernels == 0)
+        return;   /* no ptxas report: the worker's load checks the entries and limits */
     for (int l = 0; l < plan->nlaunches; l++) {
         const PlanLaunch *pl = &plan->launches[l];
         const KernelResources *kr = nvrtc_find_kernel(&u->res, pl->entry);
