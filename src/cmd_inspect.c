@@ -174,7 +174,25 @@ EvoExit cmd_status(const Settings *s)
     } else {
         printf("  best         none yet\n");
     }
-    /* SELECT mode, requests, validity_rate, acceptance_rate, best_speedup FROM llm_mode_stats */
+    /* The LLM operator, per prompt mode (the llm_mode_stats view). */
+    LlmModeStats *ms = NULL;
+    int nms = 0;
+    if (store_llm_mode_stats(st, r.id, &ms, &nms, &err) != 0) {
+        errorf("%s", err.msg);
+    } else if (nms > 0) {
+        printf("  llm          %-8s %8s %8s %9s %10s %8s\n", "mode", "requests", "children", "validity",
+               "acceptance", "best");
+        for (int i = 0; i < nms; i++) {
+            char best_s[32];
+            if (isnan(ms[i].best_speedup))
+                snprintf(best_s, sizeof(best_s), "-");
+            else
+                snprintf(best_s, sizeof(best_s), "%.2fx", ms[i].best_speedup);
+            printf("               %-8s %8lld %8lld %8.1f%% %9.1f%% %8s\n", ms[i].mode, (long long)ms[i].requests,
+                   (long long)ms[i].children, 100.0 * ms[i].validity_rate, 100.0 * ms[i].acceptance_rate, best_s);
+        }
+    }
+    free(ms);
     store_candidates_free(best, nbest);
     sb_free(&c.failures);
     run_record_free(&r);

@@ -3,6 +3,14 @@
  * worker, and hand both to the evolutionary loop. SIGINT/SIGTERM finish
  * the candidate in flight, mark the run interrupted and exit 130; kill -9
  * loses at most the candidates in flight (see evolve.h).
+ *
+ * With --llm or --llm-cmd the LLM operator (llmop.h) is opened before the
+ * GPU worker, so a bad LLM setting is a usage error that costs nothing.
+ * A remote provider needs an API key in the environment (EVOENG_API_KEY,
+ * else OPENAI_API_KEY / ANTHROPIC_API_KEY); a loopback URL (127.x,
+ * localhost, [::1]) may run without one. The key is never written
+ * anywhere: runs.config_json records the provider, URL, model, command,
+ * mode, rate, concurrency and budget only, and `resume` reads them back.
  */
 #include <jansson.h>
 #include <math.h>
@@ -15,6 +23,7 @@
 #include "config.h"
 #include "evolve.h"
 #include "gpueval.h"
+#include "llmop.h"
 #include "nvrtc.h"
 #include "runctx.h"
 #include "store.h"
@@ -52,6 +61,12 @@ static char *config_json(const Settings *s)
                           "strategy", s->strategy, "revert_threshold", s->revert_threshold,
                           "time_limit_s", s->time_limit_s, "seeds", s->seeds, "dims", dims, "jobs", s->jobs,
                           "source", s->source);
+    if (s->llm || s->llm_cmd)
+        json_object_set_new(o, "llm",
+                            json_pack("{s:s?, s:s?, s:s?, s:s?, s:s, s:f, s:i, s:i}", "provider", s->llm, "url",
+                                      s->llm_url, "model", s->llm_model, "cmd", s->llm_cmd, "mode", s->llm_mode,
+                                      "rate", s->llm_rate, "concurrency", s->llm_concurrency, "max_requests",
+                                      s->llm_max_requests));
     char *txt = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(o);
     return txt;
@@ -69,8 +84,19 @@ static char *device_json(const DeviceInfo *d)
     return txt;
 }
 
+/* The LLM settings a resumed run reads back (strings owned here). */
+typedef struct LlmSaved {
+    char *provider, *url, *model, *cmd, *mode;
+} LlmSaved;
+
+static char *json_strdup(json_t *o, const char *key)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return v ? xstrdup(v) : NULL;
+}
+
 /* Apply a stored run's configuration to settings not given again. */
-static void settings_from_config(Settings *s, const char *cfg_json, const Settings *given)
+static void settings_from_config(Settings *s, const char *cfg_json, const Settings *given, LlmSaved *llm)
 {
     json_t *o = json_loads(cfg_json, 0, NULL);
     if (!json_is_object(o)) {
@@ -92,6 +118,21 @@ static void settings_from_config(Settings *s, const char *cfg_json, const Settin
         s->seeds = (int)json_integer_value(v);
     if (given->time_limit_s == 0 && (v = json_object_get(o, "time_limit_s")))
         s->time_limit_s = json_real_value(v);
+    json_t *lo = json_object_get(o, "llm");
+    if (json_is_object(lo)) {
+        s->llm = llm->provider = json_strdup(lo, "provider");
+        s->llm_url = llm->url = json_strdup(lo, "url");
+        s->llm_model = llm->model = json_strdup(lo, "model");
+        s->llm_cmd = llm->cmd = json_strdup(lo, "cmd");
+        if ((llm->mode = json_strdup(lo, "mode")))
+            s->llm_mode = llm->mode;
+        if ((v = json_object_get(lo, "rate")))
+            s->llm_rate = json_number_value(v);
+        if ((v = json_object_get(lo, "concurrency")))
+            s->llm_concurrency = (int)json_integer_value(v);
+        if ((v = json_object_get(lo, "max_requests")))
+            s->llm_max_requests = (int)json_integer_value(v);
+    }
     json_t *dims = json_object_get(o, "dims");
     const char *k;
     json_object_foreach(dims, k, v) {
@@ -103,16 +144,69 @@ static void settings_from_config(Settings *s, const char *cfg_json, const Settin
     json_decref(o);
 }
 
+/* 1 when url points at this machine (127.x.x.x, localhost, [::1]). */
+static int url_is_local(const char *url)
+{
+    const char *h = strstr(url, "://");
+    h = h ? h + 3 : url;
+    return strncmp(h, "127.", 4) == 0 || strncmp(h, "localhost", 9) == 0 || strncmp(h, "[::1]", 5) == 0;
+}
+
+/* Open the LLM operator from --llm* (NULL *out when none is asked for).
+ * Returns EVO_EXIT_OK or EVO_EXIT_USAGE (printed). */
+static EvoExit open_llm(const Settings *s, LlmOp **out)
+{
+    *out = NULL;
+    if (!s->llm && !s->llm_cmd)
+        return EVO_EXIT_OK;
+    if (s->llm) {
+        const char *prov_env = strcmp(s->llm, "anthropic") == 0 ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
+        const char *k1 = getenv("EVOENG_API_KEY"), *k2 = getenv(prov_env);
+        if ((!k1 || !*k1) && (!k2 || !*k2) && !(s->llm_url && url_is_local(s->llm_url))) {
+            errorf("--llm %s: no API key: set EVOENG_API_KEY or %s (a loopback --llm-url such as "
+                   "http://127.0.0.1:8000/v1 needs none)", s->llm, prov_env);
+            return EVO_EXIT_USAGE;
+        }
+        if (!s->llm_model) {
+            errorf("--llm %s needs --llm-model NAME", s->llm);
+            return EVO_EXIT_USAGE;
+        }
+    }
+    int mode = prompt_mode_parse(s->llm_mode ? s->llm_mode : "full");
+    if (mode < 0) {
+        errorf("--llm-mode: unknown mode '%s' (free, insight, full)", s->llm_mode);
+        return EVO_EXIT_USAGE;
+    }
+    LlmOpConfig c;
+    llmop_config_defaults(&c);
+    c.mode = (PromptMode)mode;
+    c.llm.provider = s->llm ? s->llm : "openai";
+    c.llm.url = s->llm_url;
+    c.llm.model = s->llm_model;
+    c.llm.cmd = s->llm_cmd;
+    c.llm.concurrency = s->llm_concurrency;
+    c.llm.max_requests = s->llm_max_requests;
+    EvoErr err;
+    if (llmop_open(out, &c, &err)) {
+        errorf("%s: %s", s->llm ? "--llm" : "--llm-cmd", err.msg);
+        return EVO_EXIT_USAGE;
+    }
+    return EVO_EXIT_OK;
+}
+
 static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
 {
     EvoErr err;
     Task *task = NULL;
     Store *st = NULL;
     GpuEval *ge = NULL;
+    LlmOp *llm = NULL;
     char *cfg = NULL, *devj = NULL, *src = NULL;
-    EvoExit rc = runctx_load_task(s, &task);
+    EvoExit rc = open_llm(s, &llm);
     if (rc != EVO_EXIT_OK)
         return rc;
+    if ((rc = runctx_load_task(s, &task)) != EVO_EXIT_OK)
+        goto out;
     if (s->source && file_read(s->source, &src, NULL, &err)) {
         errorf("--source: %s", err.msg);
         rc = EVO_EXIT_USAGE;
@@ -156,7 +250,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         .revert_threshold = s->revert_threshold, .quiet = s->quiet, .json = s->json, .config_json = cfg,
         .task_path = s->task ? s->task : RUNCTX_DEFAULT_TASK, .baseline_source = src,
         .device_name = dev->name, .device_arch = dev->arch, .device_json = devj, .nvrtc_version = nv,
-        .driver_version = drv, .stop = &stop_int,
+        .driver_version = drv, .stop = &stop_int, .llm = llm, .llm_rate = s->llm_rate,
     };
     if (!s->quiet && !s->json)
         printf("%s %s on %s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed %llu\n",
@@ -172,6 +266,9 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         rc = stop_flag ? EVO_EXIT_INTERRUPT : EVO_EXIT_FAIL;
         goto out;
     }
+    if (!s->quiet && !s->json && llm)
+        printf("\nLLM (%s mode): %d requests, %d children evaluated, %d accepted; see 'evoeng status'\n",
+               prompt_mode_name(llmop_mode(llm)), sum.llm_requests, sum.llm_children, sum.llm_accepted);
     if (!s->quiet && !s->json) {
         printf("\nrun %lld %s: %d evaluated, %d valid, %d reverted, %d failed, %.1f s\n", (long long)sum.run_id,
                sum.interrupted ? "stopped early" : "finished", sum.evaluated, sum.valid, sum.reverted, sum.failed,
@@ -187,6 +284,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     rc = stop_flag ? EVO_EXIT_INTERRUPT : EVO_EXIT_OK;
 out:
     gpueval_close(&ge);
+    llmop_close(&llm);
     store_close(&st);
     task_free(&task);
     free(cfg);
@@ -226,7 +324,8 @@ EvoExit cmd_resume(const Settings *s)
         return EVO_EXIT_OK;
     }
     Settings copy = *s;
-    settings_from_config(&copy, r.config_json, s);
+    LlmSaved saved = {0};
+    settings_from_config(&copy, r.config_json, s, &saved);
     if (!copy.task)
         copy.task = r.task_path;
     char *strategy = xstrdup(r.strategy);
@@ -236,6 +335,11 @@ EvoExit cmd_resume(const Settings *s)
     int64_t id = r.id;
     run_record_free(&r);
     EvoExit rc = run_common(&copy, id, strategy);
+    free(saved.provider);
+    free(saved.url);
+    free(saved.model);
+    free(saved.cmd);
+    free(saved.mode);
     free(strategy);
     free(task_path_copy);
     return rc;

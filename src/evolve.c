@@ -1,6 +1,6 @@
 /*
- * evolve: the generation loop, selection, dedup, the revert rule and
- * resume. See evolve.h.
+ * evolve: the generation loop, selection, dedup, the revert rule, kernel
+ * inheritance, the LLM children and resume. See evolve.h.
  */
 #include "evolve.h"
 
@@ -11,10 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "llmop.h"
 #include "msg.h"
 #include "ops.h"
 
 #define MAX_ATTEMPTS 64   /* proposals tried per child slot before giving up */
+#define LLM_STREAM 0x6c6c6d2d70617265ULL  /* "llm-pare": the LLM parents' RNG stream */
+#define LLM_BATCH 8       /* answers taken (and compiled together) at a time */
 
 typedef struct Loop {
     Store              *st;
@@ -33,6 +36,7 @@ typedef struct Loop {
     int                 tty;
     /* the exhaustive strategy's cursor over the space */
     int64_t             exh_index;
+    char               *base_kernel;   /* the baseline's raw kernel when not the template, else NULL */
 } Loop;
 
 int evolve_should_revert(double ratio, double threshold)
@@ -68,6 +72,7 @@ static void child_free(Loop *L, Child *c)
     free(c->vals);
     free(c->params_key);
     free(c->source_text);
+    free(c->own_source);
     candidate_record_free(&c->rec);
     compile_record_free(&c->comp);
     memset(c, 0, sizeof(*c));
@@ -84,9 +89,14 @@ static int child_from_record(Loop *L, const CandidateRecord *r, Child *c, EvoErr
     c->rec.id = r->id;
     c->rec.latency_us = r->latency_us;
     if (strchr(r->params_key, '@')) {
-        /* Not the template: the evaluator needs the stored source. */
-        c->source_text = store_source_get(L->st, r->source_hash, err);
-        c->custom_source = c->source_text;
+        /* Not the template: the evaluator needs the raw kernel (or, in a
+         * store from before the kernels table, the rendered source: its
+         * #defines repeat the same values, which the preprocessor allows). */
+        EvoErr e2;
+        c->own_source = store_kernel_get(L->st, r->params_key, &e2);
+        if (!c->own_source)
+            c->own_source = store_source_get(L->st, r->source_hash, err);
+        c->custom_source = c->own_source;
     }
     Child *one = c;
     if (L->ev->prepare(L->ev_ctx, &one, 1, err))
@@ -320,6 +330,32 @@ static int exhaustive_next(Loop *L, int64_t *vals, EvoErr *err)
     return 0;
 }
 
+/* Give child c the kernel of its primary parent (NULL: the baseline's)
+ * and its params key. Returns 0 or -1 (err: the parent's kernel is gone). */
+static int inherit_kernel(Loop *L, Child *c, const CandidateRecord *parent, EvoErr *err)
+{
+    char *text = NULL;
+    if (parent && strchr(parent->params_key, '@')) {
+        text = store_kernel_get(L->st, parent->params_key, err);
+        if (!text)
+            return err_prefix(err, "candidate %lld", (long long)parent->id);
+    } else if (!parent && L->base_kernel) {
+        text = xstrdup(L->base_kernel);
+    }
+    free(c->own_source);
+    c->own_source = text;
+    c->custom_source = text;
+    free(c->params_key);
+    if (text) {
+        char hex[65];
+        sha256_hex(text, strlen(text), hex);
+        c->params_key = ops_params_key(L->task, c->vals, hex);
+    } else {
+        c->params_key = ops_params_key(L->task, c->vals, NULL);
+    }
+    return 0;
+}
+
 /* Propose up to `want` children for generation gen into kids[]. Children
  * already committed in this generation (a resumed run) are returned with
  * done = 1 and not evaluated again. Returns the count, or -1. */
@@ -338,6 +374,7 @@ static int propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *
         for (int attempt = 0; attempt < MAX_ATTEMPTS && !placed; attempt++) {
             Child c;
             child_init(L, &c);
+            const CandidateRecord *kparent = NULL;   /* whose kernel the child renders (NULL: baseline's) */
             if (strcmp(strategy, "exhaustive") == 0) {
                 int got = exhaustive_next(L, c.vals, err);
                 if (got <= 0) {
@@ -371,8 +408,13 @@ static int propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *
                 /* The primary parent is the faster one: the lineage goes on from it. */
                 c.parent_id = pop[a < b ? a : b].id;
                 c.parent2_id = op->nparents == 2 ? pop[a < b ? b : a].id : 0;
+                kparent = &pop[a < b ? a : b];
             }
-            c.params_key = ops_params_key(L->task, c.vals, NULL);
+            if (inherit_kernel(L, &c, kparent, err)) {
+                child_free(L, &c);
+                rc = -1;
+                goto out;
+            }
             int v = valid_config(L, c.vals, NULL, err);
             int state = v > 0 ? key_state(L, c.params_key, gen, err) : 0;
             if (v < 0 || state < 0) {
@@ -395,7 +437,7 @@ out:
     return rc < 0 ? -1 : n;
 }
 
-/* ---- generations ----------------------------------------------------- */
+/* ---- limits ---------------------------------------------------------- */
 
 static int time_limit_hit(Loop *L)
 {
@@ -410,6 +452,228 @@ static int time_limit_hit(Loop *L)
     return 0;
 }
 
+/* Load the Child that candidate parent_id is, as the A/B reference of a
+ * child: the baseline itself, or a candidate prepared again into *loaded
+ * (*have_loaded = 1: the caller frees it). *parent is NULL for no parent. */
+static int load_parent(Loop *L, int64_t parent_id, Child *loaded, int *have_loaded, Child **parent, EvoErr *err)
+{
+    *have_loaded = 0;
+    *parent = NULL;
+    if (parent_id == 0)
+        return 0;
+    if (parent_id == L->baseline.rec.id) {
+        *parent = &L->baseline;
+        return 0;
+    }
+    CandidateRecord pr;
+    int got = store_candidate_get(L->st, parent_id, &pr, err);
+    if (got != 1)
+        return got == 0 ? err_set(err, "parent candidate %lld is missing", (long long)parent_id) : -1;
+    int prc = child_from_record(L, &pr, loaded, err);
+    candidate_record_free(&pr);
+    *have_loaded = 1;
+    if (prc)
+        return -1;
+    *parent = loaded;
+    return 0;
+}
+
+/* Decide (gate, time, compare with its parent, commit) each prepared
+ * child of kids[0..n) not marked done. Stops early (0) on *stop or the
+ * time limit; -1 on an error. */
+static int decide_all(Loop *L, Child *kids, const int *done, int n, GenerationRecord *g, int64_t *req_ids,
+                      EvoErr *err)
+{
+    for (int i = 0; i < n; i++) {
+        if (done && done[i])
+            continue;
+        if (L->cfg->stop && *L->cfg->stop) {
+            L->sum->interrupted = 1;
+            return 0;
+        }
+        Child *parent = NULL, loaded;
+        int have_loaded = 0;
+        int drc = load_parent(L, kids[i].parent_id, &loaded, &have_loaded, &parent, err);
+        if (!drc)
+            drc = decide_child(L, &kids[i], parent, g, err);
+        if (have_loaded)
+            child_free(L, &loaded);
+        if (drc)
+            return -1;
+        if (req_ids && req_ids[i]) {
+            if (store_llm_request_link(L->st, req_ids[i], kids[i].rec.id, err))
+                return -1;
+            L->sum->llm_children++;
+            if (strcmp(kids[i].rec.decision, "accepted") == 0)
+                L->sum->llm_accepted++;
+        }
+        if (time_limit_hit(L))
+            return 0;
+    }
+    return 0;
+}
+
+/* ---- LLM children ---------------------------------------------------- */
+
+/* How many of generation gen's children slots go to the LLM: llm_rate of
+ * them (rounded, at least 1 when the rate is above 0), at most what the
+ * request budget leaves after the earlier generations. -1 on error. */
+static int llm_slots(Loop *L, int64_t gen, int npop, EvoErr *err)
+{
+    const EvolveConfig *cfg = L->cfg;
+    if (!cfg->llm || gen == 0 || npop == 0 || cfg->llm_rate <= 0 || cfg->children <= 0 ||
+        strcmp(cfg->strategy, "exhaustive") == 0)
+        return 0;
+    int n = (int)floor(cfg->children * cfg->llm_rate + 0.5);
+    if (n < 1)
+        n = 1;
+    if (n > cfg->children)
+        n = cfg->children;
+    int max = llmop_max_requests(cfg->llm);
+    if (max > 0) {
+        int used = store_llm_request_count(L->st, L->run.id, 0, gen - 1, err);
+        if (used < 0)
+            return -1;
+        if (n > max - used)
+            n = max - used > 0 ? max - used : 0;
+    }
+    return n;
+}
+
+/* Queue the generation's LLM requests. The parents come from their own
+ * RNG stream; slots already recorded for this generation (a resumed run)
+ * are not asked again. */
+static int llm_submit_generation(Loop *L, int64_t gen, CandidateRecord *pop, int npop, int slots, EvoErr *err)
+{
+    int done = store_llm_request_count(L->st, L->run.id, gen, gen, err);
+    if (done < 0)
+        return -1;
+    Rng rng;
+    rng_seed(&rng, rng_mix(L->cfg->seed ^ LLM_STREAM, (uint64_t)gen));
+    LlmOpContext ctx = {.st = L->st, .task = L->task, .dev = L->dev, .run_id = L->run.id, .generation = gen};
+    for (int i = 0; i < slots; i++) {
+        int a = evolve_tournament(&rng, npop, 3);
+        if (i < done)
+            continue;
+        if (llmop_submit(L->cfg->llm, &ctx, &pop[a], err))
+            return err_prefix(err, "LLM request for candidate %lld", (long long)pop[a].id);
+    }
+    return 0;
+}
+
+/* Record answers ans[0..n) in llm_requests and turn the usable ones into
+ * children: the LLM's kernel rendered with its parent's params. Then
+ * compile them together and decide each against its parent. Frees the
+ * answers' results. */
+static int llm_answers(Loop *L, int64_t gen, GenerationRecord *g, LlmOpAnswer *ans, int n, EvoErr *err)
+{
+    Child *kids = xcalloc((size_t)n + 1, sizeof(Child));
+    Child **todo = xcalloc((size_t)n + 1, sizeof(Child *));
+    int64_t *req_ids = xcalloc((size_t)n + 1, sizeof(int64_t));
+    int nk = 0, rc = -1;
+    for (int i = 0; i < n; i++) {
+        const LlmResult *res = ans[i].res;
+        LlmRequestRecord rr;
+        llmop_request_record(&ans[i], L->run.id, &rr);
+        Child c;
+        int have = 0;
+        child_init(L, &c);
+        if (res->status == LLM_OK) {
+            CandidateRecord pr;
+            int got = store_candidate_get(L->st, ans[i].parent_id, &pr, err);
+            if (got == 1 && task_params_parse(L->task, pr.params_json, c.vals, err))
+                got = -1;
+            candidate_record_free(&pr);
+            if (got != 1) {
+                if (got == 0)
+                    err_set(err, "LLM answer: parent candidate %lld is missing", (long long)ans[i].parent_id);
+                child_free(L, &c);
+                llm_request_record_free(&rr);
+                goto out;
+            }
+            char hex[65];
+            c.own_source = xstrdup(res->code);
+            c.custom_source = c.own_source;
+            sha256_hex(c.own_source, strlen(c.own_source), hex);
+            c.params_key = ops_params_key(L->task, c.vals, hex);
+            int state = key_state(L, c.params_key, gen, err);
+            if (state < 0) {
+                child_free(L, &c);
+                llm_request_record_free(&rr);
+                goto out;
+            }
+            if (state != 0 || in_batch(kids, nk, c.params_key)) {
+                free(rr.status);
+                rr.status = xstrdup("duplicate");
+                free(rr.error);
+                rr.error = xasprintf("the proposed kernel with the parent's params (%s) was already evaluated "
+                                     "in this run", c.params_key);
+            } else {
+                have = 1;
+                c.op = "llm";
+                c.parent_id = ans[i].parent_id;
+                c.rec.rationale = xstrdup(res->rationale);
+            }
+        }
+        if (!have) {
+            live_clear(L);
+            warnf("LLM request (generation %lld, parent #%lld) made no child: %s%s%s", (long long)gen,
+                  (long long)ans[i].parent_id, rr.status, rr.error ? ": " : "", rr.error ? rr.error : "");
+        }
+        int src = store_llm_request_insert(L->st, &rr, err);
+        if (!src && have)
+            src = store_kernel_put(L->st, c.own_source, "llm", rr.id, err);
+        if (!src)
+            L->sum->llm_requests++;
+        if (!src && have) {
+            c.rec.llm_request_id = rr.id;
+            req_ids[nk] = rr.id;
+            kids[nk++] = c;
+        } else {
+            child_free(L, &c);
+        }
+        llm_request_record_free(&rr);
+        if (src)
+            goto out;
+    }
+    for (int i = 0; i < nk; i++)
+        todo[i] = &kids[i];
+    live_line(L, "gen %lld: compiling %d LLM children", (long long)gen, nk);
+    if (nk && L->ev->prepare(L->ev_ctx, todo, nk, err))
+        goto out;
+    rc = decide_all(L, kids, NULL, nk, g, req_ids, err);
+out:
+    for (int i = 0; i < n; i++)
+        llm_result_free(&ans[i].res);
+    for (int i = 0; i < nk; i++)
+        child_free(L, &kids[i]);
+    free(kids);
+    free(todo);
+    free(req_ids);
+    return rc;
+}
+
+/* Wait for the generation's LLM answers and evaluate them as they come.
+ * On *stop or the time limit, what is still in flight is dropped. */
+static int llm_collect_generation(Loop *L, int64_t gen, GenerationRecord *g, EvoErr *err)
+{
+    LlmOp *op = L->cfg->llm;
+    while (llmop_pending(op) > 0) {
+        if (L->sum->interrupted || time_limit_hit(L))
+            break;
+        live_line(L, "gen %lld: waiting for %d LLM answers", (long long)gen, llmop_pending(op));
+        LlmOpAnswer ans[LLM_BATCH];
+        int n = llmop_collect(op, 200, ans, LLM_BATCH);
+        if (n > 0 && llm_answers(L, gen, g, ans, n, err))
+            return -1;
+    }
+    if (llmop_pending(op) > 0)
+        llmop_discard(op);
+    return 0;
+}
+
+/* ---- generations ----------------------------------------------------- */
+
 static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
 {
     double t0 = time_now_ms();
@@ -418,13 +682,23 @@ static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
     int npop = 0;
     if (gen > 0 && load_population(L, gen, &pop, &npop, err))
         return -1;
-    int want = gen == 0 ? L->cfg->population - 1 : L->cfg->children;
+    int nllm = llm_slots(L, gen, npop, err);
+    if (nllm < 0) {
+        store_candidates_free(pop, npop);
+        return -1;
+    }
+    int want = gen == 0 ? L->cfg->population - 1 : L->cfg->children - nllm;
     Child *kids = xcalloc((size_t)want + 1, sizeof(Child));
     int *done = xcalloc((size_t)want + 1, sizeof(int));
-    int rc = -1;
-    int n = want > 0 ? propose(L, gen, pop, npop, kids, want, done, err) : 0;
-    if (n < 0)
+    int rc = -1, n = 0;
+    /* The LLM requests go out first, to travel while the others compile and run. */
+    if (nllm > 0 && llm_submit_generation(L, gen, pop, npop, nllm, err))
         goto out;
+    n = want > 0 ? propose(L, gen, pop, npop, kids, want, done, err) : 0;
+    if (n < 0) {
+        n = 0;
+        goto out;
+    }
 
     /* Compile every child not already committed, in parallel. */
     Child **todo = xcalloc((size_t)n + 1, sizeof(Child *));
@@ -438,42 +712,16 @@ static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
         goto out;
     }
     free(todo);
-
-    for (int i = 0; i < n; i++) {
-        if (done[i])
-            continue;
-        if (L->cfg->stop && *L->cfg->stop) {
-            L->sum->interrupted = 1;
-            rc = 0;
-            goto out;
-        }
-        Child *parent = NULL, loaded;
-        int have_loaded = 0;
-        if (kids[i].parent_id == L->baseline.rec.id) {
-            parent = &L->baseline;
-        } else if (kids[i].parent_id) {
-            CandidateRecord pr;
-            if (store_candidate_get(L->st, kids[i].parent_id, &pr, err) != 1)
-                goto out;
-            int prc = child_from_record(L, &pr, &loaded, err);
-            candidate_record_free(&pr);
-            have_loaded = 1;
-            if (prc) {
-                child_free(L, &loaded);
-                goto out;
-            }
-            parent = &loaded;
-        }
-        int drc = decide_child(L, &kids[i], parent, &g, err);
-        if (have_loaded)
-            child_free(L, &loaded);
-        if (drc)
-            goto out;
-        if (time_limit_hit(L))
-            break;
-    }
+    if (decide_all(L, kids, done, n, &g, NULL, err))
+        goto out;
+    if (nllm > 0 && !L->sum->interrupted && llm_collect_generation(L, gen, &g, err))
+        goto out;
     rc = 0;
 out:
+    if (rc && L->cfg->llm)
+        llmop_discard(L->cfg->llm);
+    if (L->cfg->llm && L->sum->interrupted)
+        llmop_discard(L->cfg->llm);
     for (int i = 0; i < n; i++)
         child_free(L, &kids[i]);
     free(kids);
@@ -514,6 +762,8 @@ static int setup_baseline(Loop *L, EvoErr *err)
         int rc = child_from_record(L, &r, &L->baseline, err);
         L->base_latency = r.latency_us;
         candidate_record_free(&r);
+        if (rc == 0 && L->baseline.own_source)
+            L->base_kernel = xstrdup(L->baseline.own_source);
         return rc;
     }
     Child *b = &L->baseline;
@@ -525,6 +775,9 @@ static int setup_baseline(Loop *L, EvoErr *err)
         sha256_hex(L->cfg->baseline_source, strlen(L->cfg->baseline_source), hex);
         b->custom_source = L->cfg->baseline_source;
         b->params_key = ops_params_key(L->task, b->vals, hex);
+        L->base_kernel = xstrdup(L->cfg->baseline_source);
+        if (store_kernel_put(L->st, L->cfg->baseline_source, "source", 0, err))
+            return -1;
     } else {
         b->params_key = ops_params_key(L->task, b->vals, NULL);
     }
@@ -590,6 +843,13 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
             goto out;
     }
     summary->run_id = L.run.id;
+    if (cfg->llm) {
+        /* Answers of an earlier call are not this run's to use; answers
+         * recorded without a committed child are asked again. */
+        llmop_discard(cfg->llm);
+        if (resume_run_id && store_llm_requests_interrupt(st, L.run.id, err) < 0)
+            goto fail_run;
+    }
 
     if (setup_baseline(&L, err))
         goto fail_run;
@@ -640,6 +900,7 @@ out:
     summary->wall_ms = time_now_ms() - L.t0;
     if (L.baseline.vals)
         child_free(&L, &L.baseline);
+    free(L.base_kernel);
     run_record_free(&L.run);
     return rc;
 }

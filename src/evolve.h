@@ -17,6 +17,34 @@
  * of earlier generations, so `resume` after kill -9 proposes the same
  * children and skips those already committed.
  *
+ * Kernels: a child renders the kernel of its primary parent: the task's
+ * template, or a kernel that is not (a --source baseline, an LLM answer),
+ * whose raw text the store keeps in `kernels` under the key in its
+ * params_key ("...@<16 hex>"). So parameter mutations of an LLM child tune
+ * the LLM's kernel with their own #defines. Generation-0 and random
+ * children render the baseline's kernel.
+ *
+ * LLM children (cfg->llm set, generations > 0, not exhaustive): a fraction
+ * llm_rate of each generation's children slots (rounded, at least 1 when
+ * the rate is above 0, at most what the request budget leaves) goes to
+ * the LLM operator (llmop.h). Their parents are tournament-selected from
+ * the same population with an RNG stream of their own, so the parametric
+ * proposals of a seed never depend on LLM replies or their timing. The
+ * requests are queued at the start of the generation and travel while the
+ * parametric children compile and run; then the loop waits for the
+ * answers (each bounded by the client's timeouts and retries), records
+ * every request in llm_requests (failed ones too, with their status), and
+ * compiles, gates, times and compares each usable kernel against its
+ * parent under the same revert rule, rendered with the parent's params.
+ * An answer whose kernel was already evaluated in this run is recorded
+ * with status "duplicate" and makes no child.
+ *
+ * LLM answers are not reproducible, so resume works per request: a
+ * committed LLM child is never evaluated again; a recorded request counts
+ * as done (whatever its status); an answer that was recorded but whose
+ * child was never committed is marked "interrupted" and its slot is asked
+ * again, as is a request that was still in flight when the run stopped.
+ *
  * The GPU work goes through an Evaluator vtable, so the loop's logic is
  * tested without a GPU (tests/test_evolve.c uses a synthetic evaluator).
  */
@@ -29,6 +57,8 @@
 #include "task.h"
 #include "util.h"
 
+typedef struct LlmOp LlmOp;   /* llmop.h */
+
 /* One candidate on its way through compile, gate, timing and decision. */
 typedef struct Child {
     int64_t        *vals;         /* params, task_nparams entries */
@@ -40,6 +70,7 @@ typedef struct Child {
     CompileRecord   comp;         /* compile row of the benchmark-shape source */
     char           *source_text;  /* rendered benchmark-shape source (stored in `sources`) */
     void           *priv;         /* the evaluator's state (compiled modules) */
+    char           *own_source;   /* owned storage behind custom_source, or NULL */
 } Child;
 
 typedef struct EvaluatorOps {
@@ -78,6 +109,8 @@ typedef struct EvolveConfig {
     const char *device_name, *device_arch, *device_json, *nvrtc_version, *driver_version;
     volatile int *stop;           /* set asynchronously (SIGINT): finish the current candidate and stop */
     int         stop_after;       /* tests: stop (as if killed) after this many commits; 0: never */
+    LlmOp      *llm;              /* the LLM operator (borrowed), or NULL: none */
+    double      llm_rate;         /* fraction of each generation's children asked of the LLM */
 } EvolveConfig;
 
 typedef struct EvolveSummary {
@@ -86,6 +119,9 @@ typedef struct EvolveSummary {
     double  best_latency_us, baseline_latency_us;
     int     evaluated, valid, reverted, failed, generations_done;
     int     interrupted;          /* stopped early by *stop or the time limit */
+    int     llm_requests;         /* LLM requests recorded by this call */
+    int     llm_children;         /* LLM children evaluated by this call */
+    int     llm_accepted;         /* of which accepted */
     double  wall_ms, eval_ms;
 } EvolveSummary;
 

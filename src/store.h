@@ -149,4 +149,46 @@ int store_run_counts(Store *s, int64_t run_id,
 int store_llm_request_insert(Store *s, LlmRequestRecord *r, EvoErr *err);
 int store_llm_request_link(Store *s, int64_t request_id, int64_t candidate_id, EvoErr *err);
 
+/* ---- LLM requests: lists, counts, statistics; raw kernels (issue 7) -- */
+
+/* Every LLM request of a run (run 0: all runs), oldest first. *out is a
+ * fresh array the caller frees with store_llm_requests_free. Returns 0 or
+ * -1 (err). */
+int store_llm_request_list(Store *s, int64_t run_id, LlmRequestRecord **out, int *n, EvoErr *err);
+void store_llm_requests_free(LlmRequestRecord *list, int n);
+
+/* How many requests of a run were recorded for generations gen_from..
+ * gen_to (inclusive), not counting those marked 'interrupted'. Returns the
+ * count, or -1 (err). */
+int store_llm_request_count(Store *s, int64_t run_id, int64_t gen_from, int64_t gen_to, EvoErr *err);
+
+/* Resume: mark the requests of a run whose answer was usable (status ok)
+ * but whose candidate was never committed (the run was killed in between)
+ * as status 'interrupted' with an error saying so. Returns the number of
+ * rows changed, or -1 (err). */
+int store_llm_requests_interrupt(Store *s, int64_t run_id, EvoErr *err);
+
+/* One row of the llm_mode_stats view (db/002_llm.sql). */
+typedef struct LlmModeStats {
+    char    mode[16];          /* free | insight | full */
+    int64_t requests, children, valid, accepted;
+    double  validity_rate;     /* valid / requests (compiled and passed the gate) */
+    double  acceptance_rate;   /* accepted / requests */
+    double  best_speedup;      /* over the baseline; NaN when no child was timed */
+} LlmModeStats;
+
+/* The per-mode statistics of a run, ordered by mode. *out is a fresh
+ * array (free()); *n may be 0. Returns 0 or -1 (err). */
+int store_llm_mode_stats(Store *s, int64_t run_id, LlmModeStats **out, int *n, EvoErr *err);
+
+/* Keep a raw kernel (one that is not the task's template: origin "source"
+ * for --source, "llm" for an LLM answer, with its request id or 0) under
+ * the first 16 hex digits of its SHA-256, the key ops_params_key() puts
+ * after '@'. A kernel already present is left as it is. Returns 0 or -1. */
+int store_kernel_put(Store *s, const char *text, const char *origin, int64_t llm_request_id, EvoErr *err);
+
+/* The raw kernel of a candidate whose params_key holds "@<key>": a fresh
+ * string, or NULL with err (no '@', no such kernel, database error). */
+char *store_kernel_get(Store *s, const char *params_key, EvoErr *err);
+
 #endif
