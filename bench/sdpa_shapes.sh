@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Issue 6's side-by-side comparison: for each (B, H, S, D) and causal flag,
+# run evoeng on that shape (a short run: the task's dims are overridden with
+# --dim), export its best kernel as JSON, then time all exports against
+# PyTorch SDPA (FlashAttention-2 and cuDNN backends) in one process with
+# bench/compare_sdpa.py. Run on the GPU machine from the repository root.
+#
+# Usage: bench/sdpa_shapes.sh OUTDIR [SECONDS_PER_SHAPE] [SHAPE ...]
+#   SHAPE is B,H,S,D,CAUSAL (default: the five shapes of issue 6, causal
+#   and not). A shape whose store already has a completed run is reused:
+#   call the script several times to spread the work over several calls.
+#   Set EXTRA_DB=path.db (and EXTRA_SHAPE=B,H,S,D,C) to add the export of
+#   a longer run (e.g. the 20-generation run on the seed shape).
+set -u
+out=${1:?usage: sdpa_shapes.sh OUTDIR [SECONDS] [SHAPE ...]}
+secs=${2:-60}
+shift 2 2>/dev/null || shift $#
+shapes=("$@")
+[ ${#shapes[@]} -gt 0 ] || shapes=(4,8,512,64,0 4,8,512,64,1 2,8,512,64,0 2,8,512,64,1 1,1,128,64,0 1,1,128,64,1
+                                  8,16,512,64,0 8,16,512,64,1 4,8,2048,64,0 4,8,2048,64,1)
+E=${EVOENG:-build/src/evoeng}
+export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
+mkdir -p "$out/exports"
+for sh in "${shapes[@]}"; do
+    IFS=, read -r B H S D C <<<"$sh"
+    tag="b${B}h${H}s${S}d${D}c${C}"
+    db="$out/$tag.db"
+    if [ ! -f "$out/exports/$tag.json" ]; then
+        echo "=== $tag: evoeng run for ${secs}s"
+        $E run --dim B="$B" --dim H="$H" --dim S="$S" --dim D="$D" --dim CAUSAL="$C" --generations 50 \
+            --population 6 --children 6 --time-limit "$secs" --db "$db" --quiet
+        $E top -n 3 --db "$db"
+        $E export --best --format json --db "$db" -o "$out/exports/$tag.json"
+    fi
+done
+if [ -n "${EXTRA_DB:-}" ]; then
+    $E export --best --format json --db "$EXTRA_DB" -o "$out/exports/extra.json"
+fi
+python3 bench/compare_sdpa.py "$out"/exports/*.json --out "$out/sdpa_results.json" 2>&1 | tee "$out/sdpa_table.txt"
