@@ -22,7 +22,7 @@ typedef struct CmdInfo {
 } CmdInfo;
 
 static const CmdInfo commands[] = {
-    {CMD_RUN, "run", "[--task PATH] [--generations N] [options]",
+    {CMD_RUN, "run", "[--task PATH] [--source FILE.cu] [--generations N] [options]",
      "optimize a task: generations of candidates, judged and recorded",
      "Runs the evolutionary search on a task (default: templates/attention/task.json) and records every\n"
      "candidate in the population store. Needs a CUDA GPU. Progress goes to stderr; Ctrl-C stops\n"
@@ -102,7 +102,7 @@ static const OptInfo options[] = {
     {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json (default cu)"},
     {"sample", required_argument, O_SAMPLE, BIT(CMD_CHECK), "N", "random valid configurations to compile (default 8)"},
     {"params", required_argument, O_PARAMS, BIT(CMD_BENCH), "K=V,...", "parameters (the rest keep their defaults)"},
-    {"source", required_argument, O_SOURCE, BIT(CMD_BENCH), "FILE.cu", "evaluate an outside kernel with the task's entry points"},
+    {"source", required_argument, O_SOURCE, BIT(CMD_BENCH) | BIT(CMD_RUN), "FILE.cu", "an outside kernel with the task's entry points (run: as the baseline and template)"},
     {"cold", no_argument, O_COLD, BIT(CMD_BENCH), NULL, "flush L2 before each timed launch"},
     {"against", required_argument, O_AGAINST, BIT(CMD_BENCH), "K=V,...", "also time these params, and compare them by interleaved A/B"},
     {"llm", required_argument, O_LLM, BIT(CMD_RUN), "PROVIDER", "openai | anthropic: add LLM-proposed children"},
