@@ -5,7 +5,7 @@
  *
  * Structure: one CTA owns BLOCK_M query rows of one (b, h) pair
  * (grid.x = ceil(S / BLOCK_M), grid.y = B*H, grid.z = SPLITS).  Each of the
- * WARPS warps owns BLOCK_M / WARPS rows (MT = 1 or 2 m16 tiles).  K and V
+ * ATT_WARPS warps owns BLOCK_M / ATT_WARPS rows (MT = 1 or 2 m16 tiles).  K and V
  * tiles of BLOCK_N keys stream through shared memory with cp.async
  * (STAGES-deep ring, separate commit groups for K and V so QK^T starts
  * while V is still in flight), are read with ldmatrix (.trans for V), and
@@ -30,9 +30,11 @@
  *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
  *
  * Knobs (all #define, defaults below):
- *   BLOCK_M      query rows per CTA; BLOCK_M % (16 * WARPS) == 0
+ *   BLOCK_M      query rows per CTA; a multiple of 16 * (warps per CTA)
  *   BLOCK_N      keys per KV tile (multiple of 16)
- *   WARPS        warps per CTA
+ *   WARPS        warps per CTA (at D = 64, see WSCALE)
+ *   WSCALE       1: use WARPS * D / 64 warps when D > 64, so each warp
+ *                keeps fewer rows (registers) at large D; 0: WARPS always
  *   STAGES       K/V smem ring depth (1 = load, wait, compute)
  *   SWIZZLE      0: rows padded by 8 halves; 1: XOR swizzle of 16 B chunks
  *   EXP2         1: exp2 (ex2.approx) with scale*log2(e) folded; 0: expf
@@ -48,6 +50,9 @@
  *                block form a thread-block cluster and merge their partial
  *                results through distributed shared memory (no scratch
  *                traffic, no attn_combine launch); 0: scratch + attn_combine
+ *   OVERLAP      1 (needs STAGES >= 2): software pipeline, QK^T of the next
+ *                tile is issued before the softmax of the current one (two
+ *                score buffers in registers)
  *   O_STAGE      1: stage the fp16 output tile through shared memory for
  *                16-byte coalesced stores; 0: store fragments directly
  *
@@ -66,13 +71,13 @@
 #define BLOCK_M 64
 #endif
 #ifndef BLOCK_N
-#define BLOCK_N 64
+#define BLOCK_N 128
 #endif
 #ifndef WARPS
 #define WARPS 4
 #endif
 #ifndef STAGES
-#define STAGES 2
+#define STAGES 3
 #endif
 #ifndef SWIZZLE
 #define SWIZZLE 1
@@ -98,9 +103,16 @@
 #ifndef CLUSTER
 #define CLUSTER 0
 #endif
+#ifndef WSCALE
+#define WSCALE 0
+#endif
+#ifndef OVERLAP
+#define OVERLAP 0
+#endif
 
-#define ATT_THREADS (WARPS * 32)
-#define ATT_MT (BLOCK_M / (16 * WARPS))          /* m16 tiles per warp */
+#define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
+#define ATT_THREADS (ATT_WARPS * 32)
+#define ATT_MT (BLOCK_M / (16 * ATT_WARPS))      /* m16 tiles per warp */
 #define ATT_ROWH (SWIZZLE ? D : (D + 8))         /* smem row, halves */
 #define ATT_ROWB (ATT_ROWH * 2)                  /* smem row, bytes */
 #define ATT_KCH (D / 8)                          /* 16 B chunks per row */
@@ -117,10 +129,11 @@
 
 static_assert(D % 16 == 0, "D must be a multiple of 16");
 static_assert(!SWIZZLE || D % 64 == 0, "SWIZZLE needs D % 64 == 0");
-static_assert(BLOCK_M % (16 * WARPS) == 0, "BLOCK_M must be a multiple of 16*WARPS");
+static_assert(BLOCK_M % (16 * ATT_WARPS) == 0, "BLOCK_M must be a multiple of 16 * warps");
 static_assert(BLOCK_N % 16 == 0, "BLOCK_N must be a multiple of 16");
 static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in 1..4");
 static_assert(SPLITS >= 1, "SPLITS >= 1");
+static_assert(!OVERLAP || STAGES >= 2, "OVERLAP needs STAGES >= 2");
 static_assert(!ATT_CLUSTER || (SPLITS <= 8 && BLOCK_M % SPLITS == 0), "CLUSTER: SPLITS <= 8 dividing BLOCK_M");
 
 typedef unsigned int att_u32;
@@ -225,9 +238,11 @@ static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16
         if (NROWS % RSTEP != 0 && r0 + i * RSTEP >= NROWS)
             break;
         const bool ok = i * RSTEP < lim;
-        const att_u32 dst = (RSTEP % 8 == 0 || !SWIZZLE)
-                                ? dst0 + i * RSTEP * ATT_ROWB
-                                : sdst + att_off(r0 + i * RSTEP, ch);
+        /* the swizzle repeats every 8 rows: offsets of passes i and i + P
+         * differ by a constant (P * RSTEP rows) */
+        constexpr int P = (RSTEP % 8 == 0 || !SWIZZLE) ? 1 : (RSTEP % 4 == 0 ? 2 : (RSTEP % 2 == 0 ? 4 : 8));
+        const att_u32 dst = (P == 1 ? dst0 : sdst + att_off(r0 + (i % P) * RSTEP, ch))
+                            + (i / P) * P * RSTEP * ATT_ROWB;
         att_cp16(dst, ok ? (const void *)(src0 + (size_t)i * RSTEP * D) : (const void *)g, ok ? 16 : 0);
     }
 }
@@ -307,19 +322,6 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
     const float sl = scale;
 #endif
 
-    /* Prologue: Q, then K/V tiles t_begin .. t_begin + STAGES - 2. */
-    att_load_tile<BLOCK_M>(sQ, Qb, m0, S, tid);
-    att_commit();
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (t_begin + s < t_end)
-            att_load_tile<BLOCK_N>(sK + s * BLOCK_N * ATT_ROWB, Kb, (t_begin + s) * BLOCK_N, S, tid);
-        att_commit();
-        if (t_begin + s < t_end)
-            att_load_tile<BLOCK_N>(sV + s * BLOCK_N * ATT_ROWB, Vb, (t_begin + s) * BLOCK_N, S, tid);
-        att_commit();
-    }
-
     float acc[ATT_MT][ATT_DT][4];
     float m_run[ATT_MT][2], l_run[ATT_MT][2];
 #pragma unroll
@@ -332,74 +334,33 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
         l_run[mi][0] = l_run[mi][1] = 0.f;
     }
 
-    /* Wait for Q (older than all K/V groups). */
-    att_wait<2 * (STAGES - 1)>();
-    __syncthreads();
-
     /* Per-lane ldmatrix coordinates. */
     const int q_row = wrow + (lane & 15), q_ch = lane >> 4;
     const int k_row = (lane & 7) + ((lane >> 4) << 3), k_ch = (lane >> 3) & 1;
     const int v_row = (lane & 7) + (((lane >> 3) & 1) << 3), v_ch = lane >> 4;
-
 #if Q_IN_REGS
     att_u32 qf[ATT_MT][D / 16][4];
-#pragma unroll
-    for (int mi = 0; mi < ATT_MT; ++mi)
-#pragma unroll
-        for (int kk = 0; kk < D / 16; ++kk)
-            att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
-                      qf[mi][kk][0], qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
 #endif
 
-    for (int it = t_begin; it < t_end; ++it) {
-        const int stage = (it - t_begin) % STAGES;
-        const att_u32 sKs = sK + stage * BLOCK_N * ATT_ROWB;
-        const att_u32 sVs = sV + stage * BLOCK_N * ATT_ROWB;
-        const int n0 = it * BLOCK_N;
-
-#if STAGES == 1
-        __syncthreads();                         /* previous tile fully consumed */
-        att_load_tile<BLOCK_N>(sK, Kb, n0, S, tid);
-        att_commit();
-        att_load_tile<BLOCK_N>(sV, Vb, n0, S, tid);
-        att_commit();
-        att_wait<1>();                           /* K ready */
-        __syncthreads();
-#else
-        att_wait<2 * STAGES - 3>();              /* K[it] ready */
-        __syncthreads();                         /* and tile it-1 fully consumed */
-        {
-            const int nt = it + STAGES - 1;
-            const int nst = (nt - t_begin) % STAGES;
-            if (nt < t_end)
-                att_load_tile<BLOCK_N>(sK + nst * BLOCK_N * ATT_ROWB, Kb, nt * BLOCK_N, S, tid);
-            att_commit();
-            if (nt < t_end)
-                att_load_tile<BLOCK_N>(sV + nst * BLOCK_N * ATT_ROWB, Vb, nt * BLOCK_N, S, tid);
-            att_commit();
-        }
-#endif
-
-        /* ---- S = Q K^T (raw scores, fp32) */
-        float sc[ATT_MT][ATT_NT][4];
+    /* ---- S = Q K^T (raw fp32 scores) for the K tile at sKs */
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
 #pragma unroll
         for (int mi = 0; mi < ATT_MT; ++mi)
 #pragma unroll
             for (int nt = 0; nt < ATT_NT; ++nt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) sc[mi][nt][e] = 0.f;
-
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
 #if Q_IN_REGS
 #define ATT_QF(mi) qf[mi][kk]
 #else
-            att_u32 qk[ATT_MT][4];
+            att_u32 qk4[ATT_MT][4];
 #pragma unroll
             for (int mi = 0; mi < ATT_MT; ++mi)
                 att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
-                          qk[mi][0], qk[mi][1], qk[mi][2], qk[mi][3]);
-#define ATT_QF(mi) qk[mi]
+                          qk4[mi][0], qk4[mi][1], qk4[mi][2], qk4[mi][3]);
+#define ATT_QF(mi) qk4[mi]
 #endif
 #pragma unroll
             for (int jj = 0; jj < BLOCK_N / 16; ++jj) {
@@ -413,8 +374,10 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
             }
 #undef ATT_QF
         }
+    };
 
-        /* ---- mask (last tile for keys >= S; causal diagonal tiles) */
+    /* ---- mask, online softmax (P = exp(s*sl - m) in place), rescale acc */
+    auto softmax = [&](float (&sc)[ATT_MT][ATT_NT][4], int n0) {
 #if CAUSAL && CAUSAL_SKIP
         const bool need_mask = (n0 + BLOCK_N > S) || (n0 + BLOCK_N - 1 > m0);
 #elif CAUSAL
@@ -441,8 +404,6 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
                             if (nt * 8 + e >= lim) sc[mi][nt][2 * r + e] = ATT_NEG_INF;
                 }
         }
-
-        /* ---- online softmax: P = exp(s*sl - m), rescale acc, update l */
 #pragma unroll
         for (int mi = 0; mi < ATT_MT; ++mi) {
 #pragma unroll
@@ -474,16 +435,10 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
                 }
             }
         }
+    };
 
-        /* ---- wait for V */
-#if STAGES == 1
-        att_wait<0>();
-#else
-        att_wait<2 * (STAGES - 1)>();
-#endif
-        __syncthreads();
-
-        /* ---- O += P V */
+    /* ---- O += P V for the V tile at sVs (P from the score registers) */
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
 #pragma unroll
         for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
             att_u32 pa[ATT_MT][4];
@@ -505,7 +460,104 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
                 }
             }
         }
+    };
+
+    auto load_q = [&]() {
+#if Q_IN_REGS
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qf[mi][kk][0], qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
+#endif
+    };
+    auto kslot = [&](int i) { return sK + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto vslot = [&](int i) { return sV + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto load_k = [&](int i) {           /* i: tile index relative to t_begin */
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(kslot(i), Kb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+    auto load_v = [&](int i) {
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(vslot(i), Vb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+
+    att_load_tile<BLOCK_M>(sQ, Qb, m0, S, tid);
+    att_commit();
+    const int nit = t_end - t_begin;
+
+#if OVERLAP
+    /* Software-pipelined: QK^T of tile i+1 is issued before the softmax
+     * and PV of tile i, so tensor-core work overlaps the exponentials.
+     * Commit groups: Q, K0, then pairs (K[j+1], V[j]).  Iteration i waits
+     * for pair i, then issues K[i+STAGES] (slot of K[i], consumed) and
+     * V[i+STAGES-1] (slot of V[i-1], consumed). */
+    load_k(0);
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j + 1);
+        load_v(j);
     }
+    att_wait<2 * (STAGES - 1)>();              /* Q and K0 */
+    __syncthreads();
+    load_q();
+    float sc[ATT_MT][ATT_NT][4], sn[ATT_MT][ATT_NT][4];
+    if (nit > 0)
+        qk(sc, kslot(0));
+    for (int i = 0; i < nit; ++i) {
+        att_wait<2 * (STAGES - 2)>();          /* K[i+1] and V[i] */
+        __syncthreads();                       /* tile i-1 fully consumed */
+        load_k(i + STAGES);
+        load_v(i + STAGES - 1);
+        if (i + 1 < nit)
+            qk(sn, kslot(i + 1));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+        pv(sc, vslot(i));
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = sn[mi][nt][e];
+    }
+#else
+    /* Prologue: K/V tiles 0 .. STAGES - 2 (groups K, V per tile). */
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j);
+        load_v(j);
+    }
+    att_wait<2 * (STAGES - 1)>();              /* Q */
+    __syncthreads();
+    load_q();
+    for (int i = 0; i < nit; ++i) {
+#if STAGES == 1
+        __syncthreads();                       /* previous tile fully consumed */
+        load_k(i);
+        load_v(i);
+        att_wait<1>();                         /* K[i] */
+        __syncthreads();
+#else
+        att_wait<2 * STAGES - 3>();            /* K[i] */
+        __syncthreads();                       /* and tile i-1 fully consumed */
+        load_k(i + STAGES - 1);
+        load_v(i + STAGES - 1);
+#endif
+        float sc[ATT_MT][ATT_NT][4];
+        qk(sc, kslot(i));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+#if STAGES == 1
+        att_wait<0>();                         /* V[i] */
+#else
+        att_wait<2 * (STAGES - 1)>();
+#endif
+        __syncthreads();
+        pv(sc, vslot(i));
+    }
+#endif
 
     /* ---- epilogue */
 #pragma unroll
