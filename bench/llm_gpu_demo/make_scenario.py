@@ -20,6 +20,7 @@ text they edit is still there.
 """
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,6 +34,13 @@ def must_replace(text, old, new, count=None):
     return text.replace(old, new) if count is None else text.replace(old, new, count)
 
 
+def must_sub(text, pattern, new):
+    out, n = re.subn(pattern, new, text, count=1)
+    if n == 0:
+        sys.exit("make_scenario.py: attention.cu no longer matches %r: update the variant" % pattern)
+    return out
+
+
 def answer(code, rationale):
     return "Here is an improved kernel.\n\n```cuda\n%s```\n\n%s\n" % (code if code.endswith("\n") else code + "\n",
                                                                      rationale)
@@ -43,8 +51,8 @@ def main():
         base = f.read()
     variants = {}
     variants["reply_tile.md"] = answer(
-        must_replace(base, "#ifndef BLOCK_N\n#define BLOCK_N 64\n", "#ifndef BLOCK_N\n#define BLOCK_N 128  /* demo: new default */\n"),
-        "Demo variant: a larger default KV tile (BLOCK_N 128). The tuner's #defines override defaults, "
+        must_sub(base, r"#ifndef BLOCK_N\n#define BLOCK_N \d+", "#ifndef BLOCK_N\n#define BLOCK_N 32  /* demo: new default */"),
+        "Demo variant: another default KV tile. The tuner's #defines override defaults, "
         "so this times like its parent.")
     variants["reply_bug.md"] = answer(
         must_replace(base, "const float sl = scale", "const float sl = 2.0f * scale"),
