@@ -47,5 +47,8 @@ cd "$root"
 "$EVOENG" status --db "$DB"
 echo
 echo "requests:"
-sqlite3 "$DB" "SELECT r.id, r.generation, r.status, c.id, c.status, c.decision, printf('%.3f', c.ratio_to_parent)
-               FROM llm_requests r LEFT JOIN candidates c ON c.id = r.candidate_id ORDER BY r.id" 2>/dev/null || true
+q="SELECT r.id, r.generation, r.status, c.id, c.status, c.decision, printf('%.3f', c.ratio_to_parent)
+   FROM llm_requests r LEFT JOIN candidates c ON c.id = r.candidate_id ORDER BY r.id"
+# the sqlite3 shell where there is one, else Python's sqlite3 module
+sqlite3 "$DB" "$q" 2>/dev/null || "$PY" -c 'import sqlite3, sys
+for row in sqlite3.connect(sys.argv[1]).execute(sys.argv[2]): print("|".join(map(str, row)))' "$DB" "$q"
