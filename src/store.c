@@ -274,6 +274,45 @@ static int select_by_id(Store *s, const char *table, const Field *f, int n, int6
     return rc;
 }
 
+/* Step st to the end, reading each row into a growing array of records of
+ * `size` bytes: column 0 into the int64 at id_off (unless id_off is
+ * NO_ID), the field table from the next column. On error, frees what was
+ * read with free_one. Finalizes st. Returns 0 or -1 (err names `what`). */
+#define NO_ID ((size_t)-1)
+static int read_rows(Store *s, sqlite3_stmt *st, const Field *f, int nf, size_t size, size_t id_off,
+                     void (*free_one)(void *), const char *what, void **out, int *n, EvoErr *err)
+{
+    int cap = 0, step;
+    char *list = NULL;
+    *out = NULL;
+    *n = 0;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            list = xrealloc(list, (size_t)cap * size);
+        }
+        char *rec = list + (size_t)*n * size;
+        memset(rec, 0, size);
+        int first = 0;
+        if (id_off != NO_ID) {
+            *(int64_t *)(rec + id_off) = sqlite3_column_int64(st, 0);
+            first = 1;
+        }
+        fields_read(st, first, f, nf, rec);
+        (*n)++;
+    }
+    sqlite3_finalize(st);
+    if (step != SQLITE_DONE) {
+        for (int i = 0; i < *n; i++)
+            free_one(list + (size_t)i * size);
+        free(list);
+        *n = 0;
+        return db_fail(s, err, what);
+    }
+    *out = list;
+    return 0;
+}
+
 /* ---- open and migrate ------------------------------------------------ */
 
 int store_schema_latest(void)
@@ -451,6 +490,21 @@ void llm_request_record_free(LlmRequestRecord *r)
     r->id = 0;
 }
 
+static void free_candidate(void *r)
+{
+    candidate_record_free(r);
+}
+
+static void free_llm_request(void *r)
+{
+    llm_request_record_free(r);
+}
+
+static void free_generation(void *r)
+{
+    free(((GenerationRecord *)r)->finished_at);
+}
+
 /* ---- runs ------------------------------------------------------------ */
 
 int store_run_insert(Store *s, RunRecord *r, EvoErr *err)
@@ -619,27 +673,9 @@ int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
-    int cap = 0, step;
-    CandidateRecord *list = NULL;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            list = xrealloc(list, (size_t)cap * sizeof(*list));
-        }
-        CandidateRecord *c = &list[*n];
-        memset(c, 0, sizeof(*c));
-        c->id = sqlite3_column_int64(st, 0);
-        fields_read(st, 1, candidate_fields, NFIELDS(candidate_fields), c);
-        (*n)++;
-    }
-    sqlite3_finalize(st);
-    if (step != SQLITE_DONE) {
-        store_candidates_free(list, *n);
-        *n = 0;
-        return db_fail(s, err, "SELECT FROM candidates");
-    }
-    *out = list;
-    return 0;
+    return read_rows(s, st, candidate_fields, NFIELDS(candidate_fields), sizeof(CandidateRecord),
+                     offsetof(CandidateRecord, id), free_candidate, "SELECT FROM candidates", (void **)out, n,
+                     err);
 }
 
 void store_candidates_free(CandidateRecord *list, int n)
@@ -709,19 +745,8 @@ int store_generation_list(Store *s, int64_t run_id, GenerationRecord **out, int 
     if (rc)
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
-    int cap = 0;
-    GenerationRecord *list = NULL;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            list = xrealloc(list, (size_t)cap * sizeof(*list));
-        }
-        fields_read(st, 0, generation_fields, NFIELDS(generation_fields), &list[*n]);
-        (*n)++;
-    }
-    sqlite3_finalize(st);
-    *out = list;
-    return 0;
+    return read_rows(s, st, generation_fields, NFIELDS(generation_fields), sizeof(GenerationRecord), NO_ID,
+                     free_generation, "SELECT FROM generations", (void **)out, n, err);
 }
 
 int store_run_counts(Store *s, int64_t run_id,
@@ -777,27 +802,9 @@ int store_llm_request_list(Store *s, int64_t run_id, LlmRequestRecord **out, int
     if (rc)
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
-    int cap = 0, step;
-    LlmRequestRecord *list = NULL;
-    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            list = xrealloc(list, (size_t)cap * sizeof(*list));
-        }
-        LlmRequestRecord *r = &list[*n];
-        memset(r, 0, sizeof(*r));
-        r->id = sqlite3_column_int64(st, 0);
-        fields_read(st, 1, llm_fields, NFIELDS(llm_fields), r);
-        (*n)++;
-    }
-    sqlite3_finalize(st);
-    if (step != SQLITE_DONE) {
-        store_llm_requests_free(list, *n);
-        *n = 0;
-        return db_fail(s, err, "SELECT FROM llm_requests");
-    }
-    *out = list;
-    return 0;
+    return read_rows(s, st, llm_fields, NFIELDS(llm_fields), sizeof(LlmRequestRecord),
+                     offsetof(LlmRequestRecord, id), free_llm_request, "SELECT FROM llm_requests", (void **)out,
+                     n, err);
 }
 
 void store_llm_requests_free(LlmRequestRecord *list, int n)
