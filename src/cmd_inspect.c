@@ -62,16 +62,27 @@ static Store *open_store(const Settings *s, EvoExit *rc)
     return st;
 }
 
-/* Load run s->id (0: latest) or say there is none. Returns 1, 0 or -1. */
-static int load_run(Store *st, const Settings *s, RunRecord *r)
+/* Open the store and load run s->id (0: the latest). Returns the store
+ * with *r filled, or NULL with *rc set: an empty store is not an error
+ * (it says so and exits 0), a missing run id is. */
+static Store *open_run(const Settings *s, RunRecord *r, EvoExit *rc)
 {
+    Store *st = open_store(s, rc);
+    if (!st)
+        return NULL;
     EvoErr err;
     int got = store_run_get(st, s->id, r, &err);
+    if (got > 0)
+        return st;
     if (got < 0)
         errorf("%s", err.msg);
-    else if (got == 0 && s->id)
+    else if (s->id)
         errorf("%s: no run %lld", store_path(st), (long long)s->id);
-    return got;
+    else
+        printf("%s: no runs yet (start one with 'evoeng run')\n", store_path(st));
+    *rc = got < 0 ? EVO_EXIT_DB : s->id ? EVO_EXIT_FAIL : EVO_EXIT_OK;
+    store_close(&st);
+    return NULL;
 }
 
 static void fmt_us(char *buf, size_t n, double us)
@@ -132,17 +143,10 @@ static void count_cb(void *ctx, const char *status, const char *decision, int64_
 EvoExit cmd_status(const Settings *s)
 {
     EvoExit rc = EVO_EXIT_OK;
-    Store *st = open_store(s, &rc);
+    RunRecord r;
+    Store *st = open_run(s, &r, &rc);
     if (!st)
         return rc;
-    RunRecord r;
-    int got = load_run(st, s, &r);
-    if (got <= 0) {
-        if (got == 0 && !s->id)
-            printf("%s: no runs yet (start one with 'evoeng run')\n", store_path(st));
-        store_close(&st);
-        return got < 0 ? EVO_EXIT_DB : s->id ? EVO_EXIT_FAIL : EVO_EXIT_OK;
-    }
     EvoErr err;
     Counts c = {0};
     store_run_counts(st, r.id, count_cb, &c, &err);
@@ -167,7 +171,7 @@ EvoExit cmd_status(const Settings *s)
         char lat[32];
         fmt_us(lat, sizeof(lat), best[0].latency_us);
         char *p = params_compact(best[0].params_json);
-        printf("  best         #%lld (generation %lld): %s, %.2fx over the baseline\n", (long long)best[0].id,
+        printf("  best         #%lld (generation %lld): %s, %.3fx over the baseline\n", (long long)best[0].id,
                (long long)best[0].generation, lat, isnan(best[0].speedup) ? 0.0 : best[0].speedup);
         printf("               %s\n", p);
         free(p);
@@ -205,17 +209,10 @@ EvoExit cmd_status(const Settings *s)
 EvoExit cmd_top(const Settings *s)
 {
     EvoExit rc = EVO_EXIT_OK;
-    Store *st = open_store(s, &rc);
+    RunRecord r;
+    Store *st = open_run(s, &r, &rc);
     if (!st)
         return rc;
-    RunRecord r;
-    int got = load_run(st, s, &r);
-    if (got <= 0) {
-        if (got == 0 && !s->id)
-            printf("%s: no runs yet\n", store_path(st));
-        store_close(&st);
-        return got < 0 ? EVO_EXIT_DB : s->id ? EVO_EXIT_FAIL : EVO_EXIT_OK;
-    }
     CandidateRecord *list = NULL;
     int n = 0;
     EvoErr err;
