@@ -67,26 +67,6 @@ static void print_json(const Task *t, const Child *c, const DeviceInfo *dev)
     json_decref(o);
 }
 
-static void child_setup(Child *c, const Task *t)
-{
-    memset(c, 0, sizeof(*c));
-    candidate_record_init(&c->rec);
-    compile_record_init(&c->comp);
-    c->vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
-    c->op = "bench";
-}
-
-static void child_teardown(Child *c, GpuEval *ge)
-{
-    if (c->priv)
-        gpueval_ops.release(ge, c);
-    candidate_record_free(&c->rec);
-    compile_record_free(&c->comp);
-    free(c->vals);
-    free(c->params_key);
-    free(c->source_text);
-}
-
 /* Prepare and evaluate one child. 0, or -1 with err. */
 static int bench_one(GpuEval *ge, Child *c, EvoErr *err)
 {
@@ -101,7 +81,8 @@ static EvoExit bench_against(const Settings *s, const Task *t, GpuEval *ge, Chil
 {
     EvoErr err;
     Child a;
-    child_setup(&a, t);
+    evolve_child_init(&a, task_nparams(t));
+    a.op = "bench";
     EvoExit rc = EVO_EXIT_OK;
     if (task_params_parse(t, s->against, a.vals, &err)) {
         errorf("--against: %s", err.msg);
@@ -133,7 +114,7 @@ static EvoExit bench_against(const Settings *s, const Task *t, GpuEval *ge, Chil
                a.params_key, a.rec.latency_us, ratio, spread,
                ratio < 0.98 ? "faster" : ratio > 1.02 ? "slower" : "within 2%");
 out:
-    child_teardown(&a, ge);
+    evolve_child_clear(&a, &gpueval_ops, ge);
     return rc;
 }
 
@@ -147,7 +128,8 @@ EvoExit cmd_bench(const Settings *s)
     if (rc != EVO_EXIT_OK)
         return rc;
     Child c;
-    child_setup(&c, t);
+    evolve_child_init(&c, task_nparams(t));
+    c.op = "bench";
     if (task_params_parse(t, s->params ? s->params : "", c.vals, &err)) {
         errorf("--params: %s", err.msg);
         rc = EVO_EXIT_USAGE;
@@ -193,7 +175,7 @@ EvoExit cmd_bench(const Settings *s)
     if (rc == EVO_EXIT_OK && s->against)
         rc = bench_against(s, t, ge, &c);
 out:
-    child_teardown(&c, ge);
+    evolve_child_clear(&c, &gpueval_ops, ge);
     gpueval_close(&ge);
     free(src);
     task_free(&t);

@@ -57,18 +57,18 @@ int evolve_tournament(Rng *rng, int n, int k)
 
 /* ---- children -------------------------------------------------------- */
 
-static void child_init(Loop *L, Child *c)
+void evolve_child_init(Child *c, int nparams)
 {
     memset(c, 0, sizeof(*c));
-    c->vals = xcalloc((size_t)L->np + 1, sizeof(int64_t));
+    c->vals = xcalloc((size_t)nparams + 1, sizeof(int64_t));
     candidate_record_init(&c->rec);
     compile_record_init(&c->comp);
 }
 
-static void child_free(Loop *L, Child *c)
+void evolve_child_clear(Child *c, const EvaluatorOps *ev, void *ev_ctx)
 {
-    if (c->priv && L->ev->release)
-        L->ev->release(L->ev_ctx, c);
+    if (c->priv && ev && ev->release)
+        ev->release(ev_ctx, c);
     free(c->vals);
     free(c->params_key);
     free(c->source_text);
@@ -76,6 +76,16 @@ static void child_free(Loop *L, Child *c)
     candidate_record_free(&c->rec);
     compile_record_free(&c->comp);
     memset(c, 0, sizeof(*c));
+}
+
+static void child_init(Loop *L, Child *c)
+{
+    evolve_child_init(c, L->np);
+}
+
+static void child_free(Loop *L, Child *c)
+{
+    evolve_child_clear(c, L->ev, L->ev_ctx);
 }
 
 /* Rebuild a prepared Child from a committed candidate (a parent). */

@@ -132,6 +132,12 @@ typedef struct EvolveSummary {
 int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps *ev, void *ev_ctx,
                const EvolveConfig *cfg, int64_t resume_run_id, EvolveSummary *summary, EvoErr *err);
 
+/* A zeroed Child with room for nparams values and "NULL" records, and its
+ * release: the evaluator's state (through ev->release, when ev is given)
+ * and every string the Child owns. */
+void evolve_child_init(Child *c, int nparams);
+void evolve_child_clear(Child *c, const EvaluatorOps *ev, void *ev_ctx);
+
 /* The revert rule: 1 when a child whose A/B ratio (child/parent time) is
  * `ratio` must be reverted under `threshold` (e.g. 0.02: more than 2%
  * slower). */

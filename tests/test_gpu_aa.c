@@ -19,10 +19,7 @@ static GpuEval *ge;
 static void child_make(Child *c, const char *params)
 {
     EvoErr err;
-    memset(c, 0, sizeof(*c));
-    candidate_record_init(&c->rec);
-    compile_record_init(&c->comp);
-    c->vals = xcalloc((size_t)task_nparams(task) + 1, sizeof(int64_t));
+    evolve_child_init(c, task_nparams(task));
     c->op = "test";
     if (task_params_parse(task, params, c->vals, &err))
         fprintf(stderr, "params: %s\n", err.msg);
@@ -31,13 +28,7 @@ static void child_make(Child *c, const char *params)
 
 static void child_drop(Child *c)
 {
-    if (c->priv)
-        gpueval_ops.release(ge, c);
-    candidate_record_free(&c->rec);
-    compile_record_free(&c->comp);
-    free(c->vals);
-    free(c->params_key);
-    free(c->source_text);
+    evolve_child_clear(c, &gpueval_ops, ge);
 }
 
 static int eval(Child *c)
