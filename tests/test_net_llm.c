@@ -14,77 +14,12 @@
 #include "llm.h"
 #include "msg.h"
 #include "testhelp.h"
+#include "stub.h"
 
 #define KEY "sk-test-SECRET-1234"
 
 static const char *const entries[] = {"attn_fwd"};
 
-typedef struct Stub {
-    pid_t pid;
-    int   stdin_fd;   /* closing it makes the stub exit */
-    int   port;
-    char  url[128];   /* http://127.0.0.1:PORT */
-} Stub;
-
-static int stub_start(const char *scenario, Stub *s)
-{
-    const char *root = getenv("EVO_SOURCE_ROOT");
-    const char *py = getenv("PYTHON3");
-    char *script = xasprintf("%s/tests/llm_stub.py", root ? root : ".");
-    char *data = xasprintf("%s/tests/data/llm/scenarios.json", root ? root : ".");
-    int in[2], out[2];
-    memset(s, 0, sizeof *s);
-    if (pipe(in) < 0 || pipe(out) < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execlp(py ? py : "python3", "python3", script, "--port", "0", "--script", data, "--scenario", scenario,
-               "--key", KEY, "--max-seconds", "60", (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    free(script);
-    free(data);
-    s->pid = pid;
-    s->stdin_fd = in[1];
-    char line[64] = {0};
-    size_t n = 0;
-    while (n + 1 < sizeof line) {
-        ssize_t r = read(out[0], line + n, 1);
-        if (r <= 0 || line[n] == '\n')
-            break;
-        n++;
-    }
-    close(out[0]);
-    if (sscanf(line, "PORT %d", &s->port) != 1) {
-        fprintf(stderr, "stub did not start (scenario %s): \"%s\"\n", scenario, line);
-        return -1;
-    }
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d", s->port);
-    return 0;
-}
-
-static void stub_stop(Stub *s)
-{
-    if (s->pid <= 0)
-        return;
-    close(s->stdin_fd);
-    for (int i = 0; i < 200; i++) {  /* up to 2 s, then kill */
-        if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
-            s->pid = 0;
-            return;
-        }
-        usleep(10000);
-    }
-    kill(s->pid, SIGKILL);
-    waitpid(s->pid, NULL, 0);
-    s->pid = 0;
-}
 
 /* The key must appear in no field of any record. */
 static void check_no_key(const LlmResult *r)
@@ -119,7 +54,7 @@ static LlmResult *one(const char *provider, const char *scenario, void (*tweak)(
     Llm *l = NULL;
     LlmResult *r = NULL;
     EvoErr err = {{0}};
-    if (stub_start(scenario, &s) < 0) {
+    if (stub_start(&s, "tests/data/llm/scenarios.json", scenario, KEY) < 0) {
         CHECK(!"stub started");
         return NULL;
     }
@@ -354,7 +289,7 @@ static void test_budget(void)
     LlmConfig c;
     Llm *l = NULL;
     EvoErr err = {{0}};
-    if (stub_start("ok_forever", &s) < 0) {
+    if (stub_start(&s, "tests/data/llm/scenarios.json", "ok_forever", KEY) < 0) {
         CHECK(!"stub started");
         return;
     }
@@ -406,7 +341,7 @@ static double run_parallel(int concurrency, int nreq)
     LlmConfig c;
     Llm *l = NULL;
     EvoErr err = {{0}};
-    if (stub_start("slow_ok", &s) < 0) {
+    if (stub_start(&s, "tests/data/llm/scenarios.json", "slow_ok", KEY) < 0) {
         CHECK(!"stub started");
         return -1;
     }

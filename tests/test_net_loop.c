@@ -24,6 +24,7 @@
 #include "msg.h"
 #include "ops.h"
 #include "testhelp.h"
+#include "stub.h"
 
 #define KEY "sk-loop-SECRET-9876"
 
@@ -33,63 +34,6 @@ static DeviceInfo dev;
 
 /* ---- the stub --------------------------------------------------------- */
 
-typedef struct Stub {
-    pid_t pid;
-    int   stdin_fd;
-    char  url[128];
-} Stub;
-
-static int stub_start(const char *scenario, Stub *s)
-{
-    const char *root = getenv("EVO_SOURCE_ROOT");
-    const char *py = getenv("PYTHON3");
-    char *script = xasprintf("%s/tests/llm_stub.py", root);
-    char *data = xasprintf("%s/tests/data/llm_loop/scenarios.json", root);
-    int in[2], out[2];
-    memset(s, 0, sizeof *s);
-    if (pipe(in) < 0 || pipe(out) < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        close(in[1]);
-        close(out[0]);
-        execlp(py ? py : "python3", "python3", script, "--port", "0", "--script", data, "--scenario", scenario,
-               "--key", KEY, "--max-seconds", "60", (char *)NULL);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    free(script);
-    free(data);
-    s->pid = pid;
-    s->stdin_fd = in[1];
-    char line[64] = {0};
-    size_t n = 0;
-    while (n + 1 < sizeof line && read(out[0], line + n, 1) == 1 && line[n] != '\n')
-        n++;
-    close(out[0]);
-    int port = 0;
-    if (sscanf(line, "PORT %d", &port) != 1)
-        return -1;
-    snprintf(s->url, sizeof s->url, "http://127.0.0.1:%d/v1", port);
-    return 0;
-}
-
-static void stub_stop(Stub *s)
-{
-    if (s->pid <= 0)
-        return;
-    close(s->stdin_fd);
-    for (int i = 0; i < 200; i++) {
-        if (waitpid(s->pid, NULL, WNOHANG) == s->pid)
-            return;
-        usleep(10000);
-    }
-    kill(s->pid, SIGKILL);
-    waitpid(s->pid, NULL, 0);
-}
 
 /* ---- a synthetic evaluator -------------------------------------------- *
  * Latency = a model of the params (best at BLOCK=256, UNROLL=4, SPLITS=1)
@@ -200,7 +144,9 @@ static int open_op(const Stub *s, int max_requests, LlmOp **op)
     llmop_config_defaults(&c);
     c.mode = PROMPT_FULL;
     c.llm.provider = "openai";
-    c.llm.url = s->url;
+    char url[160];
+    snprintf(url, sizeof url, "%s/v1", s->url);   /* an OpenAI-style base URL */
+    c.llm.url = url;
     c.llm.model = "stub-model";
     c.llm.concurrency = 1;          /* answers map to requests in order */
     c.llm.max_requests = max_requests;
@@ -237,7 +183,7 @@ static int file_holds(const char *path, const char *needle)
 static void test_loop(void)
 {
     Stub stub;
-    CHECK(stub_start("loop", &stub) == 0);
+    CHECK(stub_start(&stub, "tests/data/llm_loop/scenarios.json", "loop", KEY) == 0);
     LlmOp *op = NULL;
     CHECK(open_op(&stub, 12, &op) == 0);
     if (!op) {
@@ -396,7 +342,7 @@ static void test_loop(void)
 static void test_resume(void)
 {
     Stub stub;
-    CHECK(stub_start("resume", &stub) == 0);
+    CHECK(stub_start(&stub, "tests/data/llm_loop/scenarios.json", "resume", KEY) == 0);
     LlmOp *op = NULL;
     CHECK(open_op(&stub, 0, &op) == 0);
     if (!op) {
