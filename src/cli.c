@@ -51,11 +51,13 @@ static const CmdInfo commands[] = {
      "write a candidate as a standalone .cu file",
      "Writes a candidate's kernel with its parameters baked in and a provenance header (task, params,\n"
      "device, latency, speedup, date, lineage). The file compiles with `nvcc -c` unchanged.", 1},
-    {CMD_CHECK, "check", "TASK [--arch sm_90] [--sample N]",
+    {CMD_CHECK, "check", "TASK [--arch sm_90] [--sample N] [--gpu]",
      "validate a task spec and compile configurations (no GPU needed)",
      "Validates TASK, prints the size of its parameter space before and after constraints, then\n"
      "compiles the default configuration and N random valid ones in parallel and prints a table.\n"
-     "Exits non-zero if the default configuration fails.", 3},
+     "With --gpu, each one also goes through the correctness gate on the GPU (every shape, every\n"
+     "seed): a correctness sweep of the space. Exits non-zero if the default configuration fails\n"
+     "(with --gpu: if any configuration fails).", 3},
     {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--cold] [--json]",
      "gate and time one configuration on the GPU",
      "Evaluates one configuration of TASK (default parameters unless --params), or an outside kernel\n"
@@ -66,7 +68,7 @@ enum {
     O_HELP = 'h', O_QUIET = 'q', O_VERBOSE = 'v', O_N = 'n', O_OUTPUT = 'o', O_JOBS = 'j',
     O_VERSION = 256, O_DB, O_TASK, O_ARCH, O_GENERATIONS, O_POPULATION, O_CHILDREN, O_SEED,
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
-    O_SOURCE, O_COLD, O_AGAINST, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
+    O_SOURCE, O_COLD, O_AGAINST, O_GPU, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
     O_LLM_CONC, O_LLM_MAX,
 };
 
@@ -101,6 +103,7 @@ static const OptInfo options[] = {
     {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT), "FILE", "output file (default stdout)"},
     {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json (default cu)"},
     {"sample", required_argument, O_SAMPLE, BIT(CMD_CHECK), "N", "random valid configurations to compile (default 8)"},
+    {"gpu", no_argument, O_GPU, BIT(CMD_CHECK), NULL, "also run the correctness gate of each on the GPU (a sweep)"},
     {"params", required_argument, O_PARAMS, BIT(CMD_BENCH), "K=V,...", "parameters (the rest keep their defaults)"},
     {"source", required_argument, O_SOURCE, BIT(CMD_BENCH) | BIT(CMD_RUN), "FILE.cu", "an outside kernel with the task's entry points (run: as the baseline and template)"},
     {"cold", no_argument, O_COLD, BIT(CMD_BENCH), NULL, "flush L2 before each timed launch"},
@@ -262,6 +265,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_JSON: s->json = 1; return 0;
     case O_BEST: s->best = 1; return 0;
     case O_COLD: s->cold = 1; return 0;
+    case O_GPU: s->gpu = 1; return 0;
     case O_AGAINST: s->against = arg; return 0;
     case O_DB: s->db = arg; return 0;
     case O_TASK: s->task = arg; return 0;

@@ -58,6 +58,7 @@ typedef struct Settings {
     const char  *format;            /* export --format cu|json */
     /* check, bench */
     int          sample;            /* check --sample N */
+    int          gpu;               /* check --gpu: gate each on the GPU */
     const char  *params;            /* bench --params K=V,... */
     const char  *source;            /* bench --source FILE.cu */
     int          cold;              /* bench --cold */

@@ -12,6 +12,8 @@
 
 #include "commands.h"
 #include "ops.h"
+#include "evolve.h"
+#include "gpueval.h"
 #include "prep.h"
 #include "runctx.h"
 
@@ -57,6 +59,61 @@ static double count_valid(const Task *t, const DeviceInfo *dev, uint64_t seed, i
     }
     free(v);
     return valid;
+}
+
+/* --gpu: every configuration that passed the static checks goes through
+ * the correctness gate on the GPU (all shapes, s->seeds seeds), no timing.
+ * Returns the number that fail, or -1 when no GPU is usable. */
+static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride, char **keys,
+                     const Prepared *out, int n)
+{
+    EvoErr err;
+    GpuEval *ge = NULL;
+    GpuEvalOptions go = {.jobs = s->jobs, .gate_only = 1};
+    gate_options_default(&go.gate);
+    go.gate.nseeds = s->seeds;
+    bench_options_default(&go.bench);
+    int nogpu = 0;
+    if (gpueval_open(&ge, t, &go, &nogpu, &err)) {
+        errorf("--gpu: %s", err.msg);
+        return -1;
+    }
+    printf("\n  correctness gate on %s: %d shapes x %d seeds each\n", gpueval_device(ge)->name, task_nshapes(t),
+           s->seeds);
+    int ok = 0, bad = 0, skipped = 0;
+    double t0 = time_now_ms();
+    for (int i = 0; i < n; i++) {
+        if (out[i].status[0]) {
+            skipped++;
+            continue;
+        }
+        Child c;
+        evolve_child_init(&c, task_nparams(t));
+        memcpy(c.vals, vals + (size_t)i * (size_t)stride, (size_t)task_nparams(t) * sizeof(int64_t));
+        c.op = "check";
+        c.params_key = xstrdup(keys[i]);
+        Child *one = &c;
+        int rc = gpueval_ops.prepare(ge, &one, 1, &err);
+        if (rc == 0 && !c.rec.status)
+            rc = gpueval_ops.evaluate(ge, &c, &err);
+        if (rc) {
+            errorf("%s", err.msg);
+            evolve_child_clear(&c, &gpueval_ops, ge);
+            gpueval_close(&ge);
+            return -1;
+        }
+        if (strcmp(c.rec.status, "ok") == 0) {
+            ok++;
+        } else {
+            bad++;
+            printf("  %-3d %s: %s\n      %s\n", i, c.rec.status, c.rec.error ? c.rec.error : "", keys[i]);
+        }
+        evolve_child_clear(&c, &gpueval_ops, ge);
+    }
+    printf("  gate: %d passed, %d failed, %d not run (failed the static checks) in %.1f s\n", ok, bad, skipped,
+           (time_now_ms() - t0) / 1000.0);
+    gpueval_close(&ge);
+    return bad;
 }
 
 EvoExit cmd_check(const Settings *s)
@@ -173,6 +230,13 @@ EvoExit cmd_check(const Settings *s)
         rc = EVO_EXIT_FAIL;
     } else if (failures) {
         warnf("%d of %d sampled configurations fail (see the table)", failures, n);
+    }
+    if (s->gpu) {
+        int bad = gpu_sweep(s, t, vals, np + 1, keys, out, n);
+        if (bad < 0)
+            rc = EVO_EXIT_NO_GPU;
+        else if (bad > 0 || failures)
+            rc = EVO_EXIT_FAIL;
     }
     prep_ref_free(&ref);
 out:

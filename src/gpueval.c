@@ -269,6 +269,8 @@ static int ge_evaluate(void *ctx, Child *c, EvoErr *err)
     free(gs);
     json_decref(gj);
     r->gate_ms = time_now_ms() - t0;
+    if (!r->status && g->opt.gate_only)
+        set_str(&r->status, "ok");
     if (r->status) {
         r->log = sb_take(&log);
         return 0;

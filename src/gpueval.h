@@ -21,6 +21,7 @@ typedef struct GpuEvalOptions {
     GateOptions  gate;
     BenchOptions bench;
     int          verbose;
+    int          gate_only; /* evaluate: the correctness gate only, no timing (sweeps) */
 } GpuEvalOptions;
 
 /* Start a worker on GPU 0, compile the task's reference and load it.

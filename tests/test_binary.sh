@@ -64,6 +64,8 @@ expect 0 "check a small task" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/go
 grep_out out " 0 from the cache" "the first check compiles everything"
 expect 0 "check it again" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
 grep_out out " 0 compiled by NVRTC" "the second check of the same configurations does zero compiles"
+expect 5 "check --gpu without a GPU" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --sample 1 --gpu
+grep_out err "GPU\|driver" "check --gpu says what is missing"
 expect 3 "check a malformed spec" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/bad_unknown_var.json"
 grep_out err "bad_unknown_var.json: .*unknown variable" "the error names the file, the JSON path and the variable"
 expect 2 "check with an unknown architecture" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_12
