@@ -109,6 +109,10 @@ static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride
             printf("  %-3d %s: %s\n      %s\n", i, c.rec.status, c.rec.error ? c.rec.error : "", keys[i]);
         }
         evolve_child_clear(&c, &gpueval_ops, ge);
+        if ((i + 1) % 20 == 0 && i + 1 < n) {
+            printf("  ... %d/%d: %d passed, %d failed, %.0f s\n", i + 1, n, ok, bad, (time_now_ms() - t0) / 1000.0);
+            fflush(stdout);
+        }
     }
     printf("  gate: %d passed, %d failed, %d not run (failed the static checks) in %.1f s\n", ok, bad, skipped,
            (time_now_ms() - t0) / 1000.0);

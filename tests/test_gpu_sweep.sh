@@ -1,0 +1,34 @@
+#!/bin/sh
+# GPU test (issue 6): the attention template's correctness sweep. A seeded
+# sample of EVO_SWEEP_SAMPLE (default 200) distinct valid configurations,
+# plus the default, is compiled with NVRTC and every one goes through the
+# correctness gate on all of the task's shapes (D=64 and D=128, causal and
+# not, S not a multiple of any tile, B*H=1) with 3 input seeds. Passes only
+# when every configuration compiles and every one is correct.
+# Skips (77) without a GPU.
+set -u
+E=${EVOENG:?}
+ROOT=${EVO_SOURCE_ROOT:?}
+n=${EVO_SWEEP_SAMPLE:-200}
+seed=${EVO_SWEEP_SEED:-6}
+if ! "$E" --version 2>&1 | grep -q "^GPU 0:"; then echo "SKIP: no GPU"; exit 77; fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# progress lines ("... 40/201") go to the terminal as the sweep runs
+"$E" check "$ROOT/templates/attention/task.json" --gpu --sample "$n" --seed "$seed" >"$tmp/check.log" 2>&1 &
+pid=$!
+tail -n +1 -f --pid="$pid" "$tmp/check.log" 2>/dev/null | grep --line-buffered -E "space |configurations \+ the reference|correctness gate on|\.\.\. |gate:|fail|error" &
+tpid=$!
+wait "$pid"; rc=$?
+wait "$tpid"
+line=$(grep "gate: " "$tmp/check.log")
+passed=$(echo "$line" | sed -n 's/.*gate: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) not run.*/\1/p')
+failed=$(echo "$line" | sed -n 's/.*gate: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) not run.*/\2/p')
+notrun=$(echo "$line" | sed -n 's/.*gate: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) not run.*/\3/p')
+echo "check exit $rc; sweep of $((n + 1)) configurations: ${passed:-?} correct, ${failed:-?} incorrect, ${notrun:-?} failed to compile"
+if [ "$rc" -ne 0 ] || [ "${passed:-0}" -ne $((n + 1)) ] || [ "${failed:-1}" -ne 0 ] || [ "${notrun:-1}" -ne 0 ]; then
+    echo "FAIL: every sampled configuration must compile and pass the gate"
+    cat "$tmp/check.log"
+    exit 1
+fi
+echo "OK"
