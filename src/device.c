@@ -57,6 +57,18 @@ int device_profile(const char *arch, DeviceInfo *out, EvoErr *err)
     return err_set(err, "unknown architecture '%s' (known profiles: sm_80, sm_86, sm_89, sm_90)", arch);
 }
 
+const char *device_nvrtc_target(const DeviceInfo *d, int arch_specific)
+{
+    static const char *const specific[] = {"sm_90a", "sm_100a", "sm_103a", "sm_110a", "sm_120a", "sm_121a"};
+    if (!arch_specific)
+        return d->arch;
+    size_t n = strlen(d->arch);
+    for (size_t i = 0; i < EVO_ARRAY_LEN(specific); i++)
+        if (strncmp(specific[i], d->arch, n) == 0 && strcmp(specific[i] + n, "a") == 0)
+            return specific[i];
+    return d->arch;
+}
+
 void device_estimate_peaks(DeviceInfo *d)
 {
     /* Dense fp16 tensor-core FLOP per SM per clock. */

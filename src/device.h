@@ -36,6 +36,13 @@ typedef struct DeviceInfo {
     int    is_profile;        /* 1 when these facts come from --arch, not a GPU */
 } DeviceInfo;
 
+/* The NVRTC target for d: d->arch, or with arch_specific its
+ * arch-specific variant ("sm_90" -> "sm_90a", likewise sm_100a, sm_103a,
+ * sm_110a, sm_120a, sm_121a) where one exists. Code compiled for such a
+ * target runs on that exact compute capability only. Returns a string that
+ * lives as long as d, or static storage; never NULL. */
+const char *device_nvrtc_target(const DeviceInfo *d, int arch_specific);
+
 /* Fill *out from the built-in profile for arch ("sm_80", "sm_86", "sm_89",
  * "sm_90", also accepted without the "sm_" prefix). Returns 0, or -1 with
  * err listing the known profiles. */

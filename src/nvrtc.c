@@ -103,14 +103,18 @@ static char *cache_dir_get(void)
 
 /* ---- options and cache key ---------------------------------------------- */
 
+/* "sm_<NN>", optionally with the arch-specific ("a") or family ("f")
+ * suffix: sm_90, sm_90a, sm_100f. */
 static int arch_valid(const char *arch)
 {
-    if (!arch || strncmp(arch, "sm_", 3) != 0 || !arch[3] || strlen(arch) > 32)
+    if (!arch || strncmp(arch, "sm_", 3) != 0 || strlen(arch) > 32)
         return 0;
-    for (const char *p = arch + 3; *p; p++)
-        if (!isalnum((unsigned char)*p))
-            return 0;
-    return 1;
+    const char *p = arch + 3;
+    if (!isdigit((unsigned char)*p))
+        return 0;
+    while (isdigit((unsigned char)*p))
+        p++;
+    return *p == 0 || ((*p == 'a' || *p == 'f') && p[1] == 0);
 }
 
 static int has_std_option(const CompileRequest *req)
@@ -129,7 +133,7 @@ static int build_options(const CompileRequest *req, OptList *o, EvoErr *err)
     if (!req->source)
         return err_set(err, "nvrtc_compile: request has no source");
     if (!arch_valid(req->arch))
-        return err_set(err, "nvrtc_compile: arch \"%s\": expected sm_<NN>, e.g. \"sm_90\"",
+        return err_set(err, "nvrtc_compile: arch \"%s\": expected sm_<NN>[a|f], e.g. \"sm_90\" or \"sm_90a\"",
                        req->arch ? req->arch : "(null)");
     if (req->noptions < 0 || (req->noptions > 0 && !req->options))
         return err_set(err, "nvrtc_compile: noptions %d without options", req->noptions);

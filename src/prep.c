@@ -58,7 +58,7 @@ static void fill_request(const Task *t, const DeviceInfo *dev, const PrepUnit *u
     memset(r, 0, sizeof(*r));
     r->source = u->source;
     r->name = name;
-    r->arch = dev->arch;
+    r->arch = device_nvrtc_target(dev, task_arch_specific(t));
     r->options = task_compile_options(t, &r->noptions);
     r->fast_math = task_fast_math(t);
     r->lineinfo = task_lineinfo(t);

@@ -102,7 +102,7 @@ struct Task {
     TExpr     flops, bytes, min_ctas;
     char    **copts;
     int       ncopts;
-    int       fast_math, lineinfo, max_spill;
+    int       fast_math, lineinfo, max_spill, arch_specific;
 };
 
 /* ---- loader helpers --------------------------------------------------- */
@@ -933,7 +933,7 @@ static int load_misc(Loader *L, json_t *root)
     size_t i;
     char p[PATH_MAX_LEN];
     static const char *const tkeys[] = {"atol", "rtol", NULL};
-    static const char *const ckeys[] = {"options", "fast_math", "lineinfo", "max_spill_bytes", NULL};
+    static const char *const ckeys[] = {"options", "fast_math", "lineinfo", "max_spill_bytes", "arch_specific", NULL};
     static const char *const gkeys[] = {"min_ctas", NULL};
     t->atol = t->rtol = 1e-2;
     t->max_spill = -1;
@@ -957,7 +957,8 @@ static int load_misc(Loader *L, json_t *root)
         return -1;
     if (obj) {
         if (check_keys(L, obj, "compile", ckeys) < 0 || get_bool(L, obj, "compile", "fast_math", &t->fast_math) < 0 ||
-            get_bool(L, obj, "compile", "lineinfo", &t->lineinfo) < 0)
+            get_bool(L, obj, "compile", "lineinfo", &t->lineinfo) < 0 ||
+            get_bool(L, obj, "compile", "arch_specific", &t->arch_specific) < 0)
             return -1;
         if ((v = json_object_get(obj, "max_spill_bytes"))) {
             int64_t m;
@@ -1231,6 +1232,7 @@ const char *const *task_compile_options(const Task *t, int *n)
 
 int task_fast_math(const Task *t) { return t->fast_math; }
 int task_lineinfo(const Task *t) { return t->lineinfo; }
+int task_arch_specific(const Task *t) { return t->arch_specific; }
 int task_max_spill_bytes(const Task *t) { return t->max_spill; }
 
 uint64_t task_seed_salt(const char *name)

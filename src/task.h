@@ -129,6 +129,11 @@ int task_render(const Task *t, const int64_t *vals, int shape, int reference, ch
 const char *const *task_compile_options(const Task *t, int *n); /* owned by t */
 int task_fast_math(const Task *t);        /* 0 or 1 */
 int task_lineinfo(const Task *t);         /* 0 or 1 */
+/* 1 when "compile": {"arch_specific": true}: compile for the device's
+ * arch-specific target (sm_90a on a compute capability 9.0 GPU, see
+ * device_nvrtc_target), so the source may use wgmma and other features
+ * that exist on that architecture alone. */
+int task_arch_specific(const Task *t);
 int task_max_spill_bytes(const Task *t);  /* -1 when absent: no limit */
 
 /* A stable 64-bit hash of a buffer name (FNV-1a), the buffers' seed_salt. */

@@ -183,6 +183,41 @@ static void test_compile_good(void)
     free(src);
 }
 
+/* Arch-specific targets: "sm_90a" is a valid target keyed apart from
+ * "sm_90", and NVRTC really compiles for it (the source sees
+ * __CUDA_ARCH_FEAT_SM90_ALL there and not for sm_90); malformed names are
+ * refused before NVRTC. */
+static void test_arch_specific(void)
+{
+    const char *src = "#ifndef __CUDA_ARCH_FEAT_SM90_ALL\n#error not compiled for sm_90a\n#endif\n"
+                      "extern \"C\" __global__ void k(float *x) { x[threadIdx.x] = 1.f; }\n";
+    EvoErr err = {{0}};
+    CompileRequest req = request(src, "feat.cu");
+    CompileResult res;
+    req.arch = "sm_90a";
+    CHECK(nvrtc_compile(&req, &res, &err) == 0);
+    CHECK(res.ok == 1);
+    CHECK_CONTAINS(res.options, "--gpu-architecture=sm_90a");
+    char key_a[65];
+    memcpy(key_a, res.key, sizeof(key_a));
+    nvrtc_result_free(&res);
+    req.arch = "sm_90";
+    CHECK(nvrtc_compile(&req, &res, &err) == 0);
+    CHECK(res.ok == 0);
+    CHECK_CONTAINS(res.log, "not compiled for sm_90a");
+    CHECK(strcmp(res.key, key_a) != 0);
+    nvrtc_result_free(&res);
+    const char *bad[] = {"sm_90x", "sm_a", "sm_90aa", "sm_", "sm_9a0"};
+    for (size_t i = 0; i < EVO_ARRAY_LEN(bad); i++) {
+        char *o = NULL;
+        char k[65];
+        req.arch = bad[i];
+        CHECK(nvrtc_request_key(&req, &o, k, &err) == -1);
+        CHECK_CONTAINS(err.msg, bad[i]);
+        CHECK(o == NULL);
+    }
+}
+
 static void test_compile_syntax_error(void)
 {
     char *src = load("syntax_error.cu");
@@ -588,6 +623,7 @@ int main(void)
     RUN(test_parse_degenerate);
     RUN(test_version);
     RUN(test_compile_good);
+    RUN(test_arch_specific);
     RUN(test_compile_syntax_error);
     RUN(test_compile_smem);
     RUN(test_compile_spill);

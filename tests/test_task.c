@@ -407,6 +407,23 @@ static void test_missing_file(void)
     CHECK_CONTAINS(err.msg, "/nonexistent/task.json");
 }
 
+static void test_targets(void)
+{
+    /* The NVRTC target: the device's arch, or its arch-specific variant
+     * when the task asks for one and one exists. */
+    DeviceInfo dev;
+    EvoErr err;
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    CHECK_STR(device_nvrtc_target(&dev, 0), "sm_90");
+    CHECK_STR(device_nvrtc_target(&dev, 1), "sm_90a");
+    CHECK(device_profile("sm_80", &dev, &err) == 0);
+    CHECK_STR(device_nvrtc_target(&dev, 1), "sm_80");
+    snprintf(dev.arch, sizeof(dev.arch), "sm_100");
+    CHECK_STR(device_nvrtc_target(&dev, 1), "sm_100a");
+    snprintf(dev.arch, sizeof(dev.arch), "sm_10");
+    CHECK_STR(device_nvrtc_target(&dev, 1), "sm_10");
+}
+
 static void test_shipped_tasks(void)
 {
     /* The task specs under templates/ load and their defaults pass on sm_90. */
@@ -442,6 +459,7 @@ int main(void)
     RUN(test_render);
     RUN(test_load_text);
     RUN(test_missing_file);
+    RUN(test_targets);
     RUN(test_shipped_tasks);
     return test_report();
 }
