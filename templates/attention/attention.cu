@@ -55,9 +55,16 @@
  *                score buffers in registers)
  *   O_STAGE      1: stage the fp16 output tile through shared memory for
  *                16-byte coalesced stores; 0: store fragments directly
+ *   WGMMA        1 (sm_90a, D = 64, one m16 tile per warp, warps in whole
+ *                warpgroups, SWIZZLE): both products run as Hopper
+ *                warpgroup MMAs (wgmma.mma_async m64nNk16) reading K and V
+ *                straight from the swizzled shared tiles through matrix
+ *                descriptors (128-byte swizzle; V as the transposed B
+ *                operand) with Q and P as register A operands; tiles are
+ *                1024-byte aligned.  At D != 64 the mma.sync path is used.
  *
- * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes,
- * ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
+ * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
+ * (+ 1024 with WGMMA, for the alignment), ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
  * BLOCK_M * ((D + 8) * 4 + 8) bytes (the merge reuses the whole buffer).
  */
 
@@ -109,6 +116,9 @@
 #ifndef OVERLAP
 #define OVERLAP 0
 #endif
+#ifndef WGMMA
+#define WGMMA 0
+#endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
 #define ATT_THREADS (ATT_WARPS * 32)
@@ -127,6 +137,17 @@
 #error "CLUSTER needs sm_90 or newer"
 #endif
 
+/* The wgmma path: device code at D = 64 only (the smem rows are then
+ * exactly one 128-byte swizzle row). */
+#if WGMMA && D == 64 && defined(__CUDA_ARCH__)
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "WGMMA needs the arch-specific target sm_90a (nvcc -arch=sm_90a)"
+#endif
+#define ATT_WG 1
+#else
+#define ATT_WG 0
+#endif
+
 static_assert(D % 16 == 0, "D must be a multiple of 16");
 static_assert(!SWIZZLE || D % 64 == 0, "SWIZZLE needs D % 64 == 0");
 static_assert(BLOCK_M % (16 * ATT_WARPS) == 0, "BLOCK_M must be a multiple of 16 * warps");
@@ -135,9 +156,11 @@ static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in 1..4");
 static_assert(SPLITS >= 1, "SPLITS >= 1");
 static_assert(!OVERLAP || STAGES >= 2, "OVERLAP needs STAGES >= 2");
 static_assert(!ATT_CLUSTER || (SPLITS <= 8 && BLOCK_M % SPLITS == 0), "CLUSTER: SPLITS <= 8 dividing BLOCK_M");
+static_assert(!ATT_WG || (ATT_MT == 1 && ATT_WARPS % 4 == 0 && SWIZZLE), "WGMMA: one m16 tile per warp, whole warpgroups, SWIZZLE");
 
 typedef unsigned int att_u32;
 typedef unsigned short att_u16;
+typedef unsigned long long att_u64;
 
 /* ---------------------------------------------------------------- PTX */
 
@@ -174,6 +197,7 @@ static __device__ __forceinline__ void att_ldsm4(att_u32 a, att_u32 &r0, att_u32
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
 }
 
+#if !ATT_WG   /* the mma.sync path's V loads and MMAs */
 static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u32 &r1,
                                                   att_u32 &r2, att_u32 &r3)
 {
@@ -189,6 +213,8 @@ static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+#endif
 
 /* Pack two floats into f16x2: lo in the low half. */
 static __device__ __forceinline__ att_u32 att_pack(float lo, float hi)
@@ -207,6 +233,16 @@ static __device__ __forceinline__ float att_exp(float x)
 #else
     return expf(x);
 #endif
+}
+
+/* Barrier after a cp.async wait: the landed tiles are visible to the whole
+ * CTA; with WGMMA also to the async proxy that wgmma reads them through. */
+static __device__ __forceinline__ void att_sync_tiles(void)
+{
+#if ATT_WG
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+    __syncthreads();
 }
 
 /* Byte offset of 16-byte chunk ch of row r inside a smem tile. */
@@ -246,6 +282,100 @@ static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16
         att_cp16(dst, ok ? (const void *)(src0 + (size_t)i * RSTEP * D) : (const void *)g, ok ? 16 : 0);
     }
 }
+
+#if ATT_WG
+/* ------------------------------------------------------- Hopper wgmma */
+
+/* Shared-memory matrix descriptor, 128-byte swizzle: start address, the
+ * leading and stride byte offsets (16-byte units) and the layout type in
+ * bits 62-63.  A K-major operand (K tile: 16 keys' halves contiguous per
+ * row) needs only the stride between 8-row groups (1024 bytes); for the
+ * MN-major V tile the 8-row groups along K are also 1024 bytes apart and
+ * the tile is one 64-wide swizzle atom across N, so both offsets are 1024. */
+static __device__ __forceinline__ att_u64 att_desc(att_u32 addr, att_u32 lbo, att_u32 sbo)
+{
+    return (att_u64)((addr & 0x3FFFFu) >> 4) | ((att_u64)(lbo >> 4) << 16) | ((att_u64)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+
+static __device__ __forceinline__ void att_wg_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void att_wg_commit_wait(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n"
+                 "wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+
+/* Pin accumulator registers in place around the asynchronous MMAs: nothing
+ * reads or moves them between the issue and the wait. */
+template <int N>
+static __device__ __forceinline__ void att_keep(float *d)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+/* d[N/2] (+)= A (m64k16, this warp's 16 rows: 4 f16x2 registers, the
+ * mma.sync A-fragment layout) * B (k16 x N, smem descriptor); TRANS = 1
+ * reads B as MN-major.  The accumulator layout per warp is the mma.sync
+ * m16n8 C layout repeated over N / 8 column tiles. */
+template <int N, int TRANS> struct AttWg;
+template <int TRANS> struct AttWg<32, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+            "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<64, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+            "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<128, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+            "{%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+#endif
 
 #if ATT_CLUSTER
 static __device__ __forceinline__ void att_cluster_sync(void)
@@ -296,7 +426,11 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
     const size_t base = (size_t)bh * S * D;
     const att_u16 *Qb = Q + base, *Kb = K + base, *Vb = V + base;
 
+#if ATT_WG
+    const att_u32 sQ = (att_smem_addr(att_smem) + 1023u) & ~1023u;   /* swizzle atoms: 1024-byte aligned */
+#else
     const att_u32 sQ = att_smem_addr(att_smem);
+#endif
     const att_u32 sK = sQ + BLOCK_M * ATT_ROWB;
     const att_u32 sV = sK + STAGES * BLOCK_N * ATT_ROWB;
     const int wrow = warp * ATT_MT * 16;           /* warp's first row in tile */
@@ -336,13 +470,42 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
 
     /* Per-lane ldmatrix coordinates. */
     const int q_row = wrow + (lane & 15), q_ch = lane >> 4;
+#if !ATT_WG
     const int k_row = (lane & 7) + ((lane >> 4) << 3), k_ch = (lane >> 3) & 1;
     const int v_row = (lane & 7) + (((lane >> 3) & 1) << 3), v_ch = lane >> 4;
+#endif
 #if Q_IN_REGS
     att_u32 qf[ATT_MT][D / 16][4];
 #endif
 
     /* ---- S = Q K^T (raw fp32 scores) for the K tile at sKs */
+#if ATT_WG
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
+#if Q_IN_REGS
+        const att_u32 (&qa)[D / 16][4] = qf[0];
+#else
+        att_u32 qa[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+            att_ldsm4(sQ + att_off(q_row, kk * 2 + q_ch), qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3]);
+#endif
+        float *d = &sc[0][0][0];
+        /* A 64-key tile runs as two n32 MMAs: a single m64n64k16 here (in
+         * the kernel whose PV is the transposed m64n64k16) produced wrong
+         * scores on an H200 (driver 13.0, NVRTC 13.0), n32 and n128 do not. */
+        constexpr int QN = BLOCK_N == 64 ? 32 : BLOCK_N;
+        att_keep<ATT_NT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)   /* k16 step: 32 bytes along the swizzled row */
+#pragma unroll
+            for (int c = 0; c < BLOCK_N / QN; ++c)
+                AttWg<QN, 0>::mma(d + c * QN / 2, qa[kk], att_desc(sKs + c * QN * ATT_ROWB + kk * 32, 16, 1024),
+                                  kk > 0);
+        att_wg_commit_wait();
+        att_keep<ATT_NT * 4>(d);
+    };
+#else
     auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
 #pragma unroll
         for (int mi = 0; mi < ATT_MT; ++mi)
@@ -375,6 +538,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
 #undef ATT_QF
         }
     };
+#endif
 
     /* ---- mask, online softmax (P = exp(s*sl - m) in place), rescale acc */
     auto softmax = [&](float (&sc)[ATT_MT][ATT_NT][4], int n0) {
@@ -438,6 +602,26 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
     };
 
     /* ---- O += P V for the V tile at sVs (P from the score registers) */
+#if ATT_WG
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
+        att_u32 pa[BLOCK_N / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            pa[kk][0] = att_pack(sc[0][2 * kk][0], sc[0][2 * kk][1]);
+            pa[kk][1] = att_pack(sc[0][2 * kk][2], sc[0][2 * kk][3]);
+            pa[kk][2] = att_pack(sc[0][2 * kk + 1][0], sc[0][2 * kk + 1][1]);
+            pa[kk][3] = att_pack(sc[0][2 * kk + 1][2], sc[0][2 * kk + 1][3]);
+        }
+        float *d = &acc[0][0][0];
+        att_keep<ATT_DT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk)   /* k16 step: 16 rows of V */
+            AttWg<D, 1>::mma(d, pa[kk], att_desc(sVs + kk * 16 * ATT_ROWB, 1024, 1024), 1);
+        att_wg_commit_wait();
+        att_keep<ATT_DT * 4>(d);
+    };
+#else
     auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
 #pragma unroll
         for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
@@ -461,6 +645,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
             }
         }
     };
+#endif
 
     auto load_q = [&]() {
 #if Q_IN_REGS
@@ -502,14 +687,14 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
         load_v(j);
     }
     att_wait<2 * (STAGES - 1)>();              /* Q and K0 */
-    __syncthreads();
+    att_sync_tiles();
     load_q();
     float sc[ATT_MT][ATT_NT][4], sn[ATT_MT][ATT_NT][4];
     if (nit > 0)
         qk(sc, kslot(0));
     for (int i = 0; i < nit; ++i) {
         att_wait<2 * (STAGES - 2)>();          /* K[i+1] and V[i] */
-        __syncthreads();                       /* tile i-1 fully consumed */
+        att_sync_tiles();                      /* tile i-1 fully consumed */
         load_k(i + STAGES);
         load_v(i + STAGES - 1);
         if (i + 1 < nit)
@@ -531,7 +716,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
         load_v(j);
     }
     att_wait<2 * (STAGES - 1)>();              /* Q */
-    __syncthreads();
+    att_sync_tiles();
     load_q();
     for (int i = 0; i < nit; ++i) {
 #if STAGES == 1
@@ -539,10 +724,10 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
         load_k(i);
         load_v(i);
         att_wait<1>();                         /* K[i] */
-        __syncthreads();
+        att_sync_tiles();
 #else
         att_wait<2 * STAGES - 3>();            /* K[i] */
-        __syncthreads();                       /* and tile i-1 fully consumed */
+        att_sync_tiles();                      /* and tile i-1 fully consumed */
         load_k(i + STAGES - 1);
         load_v(i + STAGES - 1);
 #endif
@@ -554,7 +739,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
 #else
         att_wait<2 * (STAGES - 1)>();
 #endif
-        __syncthreads();
+        att_sync_tiles();
         pv(sc, vslot(i));
     }
 #endif
