@@ -41,12 +41,16 @@ Exit: 0 all exports processed (contenders may still be n/a or FAIL),
 import argparse
 import datetime
 import hashlib
+import ctypes
+import glob
 import json
 import math
+import os
 import platform
 import random
 import re
 import sys
+import tempfile
 import traceback
 
 CONTENDERS = ("evoeng", "flash", "cudnn")
@@ -184,11 +188,59 @@ def load_export(path):
         flops = 4.0 * B * H * S * S * D * (0.5 if dims["CAUSAL"] else 1.0)
         warnings.append("plan.flops missing: using 4*B*H*S*S*D (halved when causal)")
     params = ex.get("params") if isinstance(ex.get("params"), dict) else {}
-    return {"path": path, "id": ex.get("id"), "run": ex.get("run"), "task": ex.get("task"),
+    target = ex.get("target")
+    if target is not None and not (isinstance(target, str) and re.fullmatch(r"sm_[0-9]+[af]?", target)):
+        raise ExportError(f"{path}: target {target!r} is not an NVRTC target like 'sm_90' or 'sm_90a'")
+    return {"path": path, "target": target, "id": ex.get("id"), "run": ex.get("run"), "task": ex.get("task"),
             "export_device": ex.get("device"), "export_arch": ex.get("arch"),
             "export_latency_us": ex.get("latency_us"), "params": params, "dims": dims,
             "flops": float(flops), "source": src, "buffers": bufs, "roles": roles,
             "launches": launches, "warnings": warnings}
+
+
+def nvrtc_cubin(source, target, outdir):
+    """Compile source with libnvrtc for target (e.g. sm_90a); return the
+    path of the cubin written under outdir. Raises RuntimeError with the
+    NVRTC log when the compile fails."""
+    names = ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"]
+    names += sorted(glob.glob("/usr/local/cuda/lib64/libnvrtc.so*"), reverse=True)
+    lib = None
+    for n in names:
+        try:
+            lib = ctypes.CDLL(n)
+            break
+        except OSError:
+            continue
+    if lib is None:
+        raise RuntimeError("libnvrtc not found (tried " + ", ".join(names) + ")")
+    prog = ctypes.c_void_p()
+
+    def check(rc, call):
+        if rc != 0:
+            lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+            raise RuntimeError(f"{call}: {lib.nvrtcGetErrorString(rc).decode()}")
+    check(lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"export.cu", 0, None, None),
+          "nvrtcCreateProgram")
+    try:
+        opts = [f"--gpu-architecture={target}".encode()] + [o.encode() for o in NVRTC_OPTIONS]
+        arr = (ctypes.c_char_p * len(opts))(*opts)
+        rc = lib.nvrtcCompileProgram(prog, len(opts), arr)
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        log = ctypes.create_string_buffer(size.value + 1)
+        lib.nvrtcGetProgramLog(prog, log)
+        if rc != 0:
+            raise RuntimeError(f"nvrtcCompileProgram ({target}): {log.value.decode(errors='replace')}")
+        check(lib.nvrtcGetCUBINSize(prog, ctypes.byref(size)), "nvrtcGetCUBINSize")
+        cubin = ctypes.create_string_buffer(size.value)
+        check(lib.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+    digest = hashlib.sha256(source.encode() + target.encode()).hexdigest()[:16]
+    path = os.path.join(outdir, f"export-{digest}-{target}.cubin")
+    with open(path, "wb") as f:
+        f.write(cubin.raw)
+    return path
 
 
 def params_short(params):
@@ -211,7 +263,11 @@ def describe(exp):
         init = ("randn" if b["role"] == "input" else "NaN-poisoned" if b["role"] == "output" else "zeros")
         lines.append(f"  buffer {b['name']:<6} {b['dtype']:<4} x {b['count']:<10} ({b['role']}, {init}, "
                      f"{n * DTYPE_BYTES[b['dtype']]} bytes)")
-    lines.append(f"  compile: cupy.RawModule(options={NVRTC_OPTIONS}), arch from the device (sm_XY)")
+    if exp.get("target") and not exp["target"][-1].isdigit():
+        lines.append(f"  compile: NVRTC --gpu-architecture={exp['target']} {' '.join(NVRTC_OPTIONS)} "
+                     "(the export's arch-specific target), loaded by cupy.RawModule(path=cubin)")
+    else:
+        lines.append(f"  compile: cupy.RawModule(options={NVRTC_OPTIONS}), arch from the device (sm_XY)")
     for i, l in enumerate(exp["launches"]):
         args = ", ".join(f"{k}:{v}" for a in l["args"] for k, v in a.items())
         extra = "  [sets max_dynamic_shared_size_bytes]" if l.get("smem", 0) > 48 * 1024 else ""
@@ -318,6 +374,7 @@ class Bench:
         self.torch, self.F, self.np = torch, F, np
         self.sdpa_kernel, self.SDPBackend = sdpa_kernel, SDPBackend
         self.args = args
+        self.cubin_dir = tempfile.mkdtemp(prefix="compare_sdpa-")
         self.cupy = None
         self.cupy_error = None
         try:
@@ -385,8 +442,14 @@ class Bench:
         cupy = self.cupy
         key = hashlib.sha256(exp["source"].encode()).hexdigest()
         if key not in self.modules:
-            mod = cupy.RawModule(code=exp["source"], options=NVRTC_OPTIONS, backend="nvrtc")
-            mod.compile()  # compile errors surface here, with the NVRTC log
+            target = exp.get("target")
+            if target and not target[-1].isdigit():
+                # An arch-specific target (sm_90a: wgmma): CuPy picks sm_XY
+                # itself, so compile here with the same NVRTC and load the cubin.
+                mod = cupy.RawModule(path=nvrtc_cubin(exp["source"], target, self.cubin_dir))
+            else:
+                mod = cupy.RawModule(code=exp["source"], options=NVRTC_OPTIONS, backend="nvrtc")
+                mod.compile()  # compile errors surface here, with the NVRTC log
             self.modules[key] = mod
         mod = self.modules[key]
         fns = {}

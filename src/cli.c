@@ -50,11 +50,13 @@ static const CmdInfo commands[] = {
     {CMD_EXPORT, "export", "[ID | --best] [-o FILE.cu] [--format cu|json]",
      "write a candidate as a standalone .cu file",
      "Writes a candidate's kernel with its parameters baked in and a provenance header (task, params,\n"
-     "device, latency, speedup, date, lineage). The file compiles with `nvcc -c` unchanged.", 1},
-    {CMD_CHECK, "check", "TASK [--arch sm_90] [--sample N] [--gpu]",
+     "device, latency, speedup, date, lineage, nvcc target). It compiles with the `nvcc -arch=...\n"
+     "-c` line its header gives, unchanged.", 1},
+    {CMD_CHECK, "check", "TASK [--arch sm_90] [--params K=V,...] [--sample N] [--gpu]",
      "validate a task spec and compile configurations (no GPU needed)",
      "Validates TASK, prints the size of its parameter space before and after constraints, then\n"
-     "compiles the default configuration and N random valid ones in parallel and prints a table.\n"
+     "compiles the default configuration (or --params) and N random valid ones in parallel and\n"
+     "prints a table.\n"
      "With --gpu, each one also goes through the correctness gate on the GPU (every shape, every\n"
      "seed): a correctness sweep of the space. Exits non-zero if the default configuration fails\n"
      "(with --gpu: if any configuration fails).", 3},
@@ -104,7 +106,7 @@ static const OptInfo options[] = {
     {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json (default cu)"},
     {"sample", required_argument, O_SAMPLE, BIT(CMD_CHECK), "N", "random valid configurations to compile (default 8)"},
     {"gpu", no_argument, O_GPU, BIT(CMD_CHECK), NULL, "also run the correctness gate of each on the GPU (a sweep)"},
-    {"params", required_argument, O_PARAMS, BIT(CMD_BENCH), "K=V,...", "parameters (the rest keep their defaults)"},
+    {"params", required_argument, O_PARAMS, BIT(CMD_BENCH) | BIT(CMD_CHECK), "K=V,...", "parameters (the rest keep their defaults)"},
     {"source", required_argument, O_SOURCE, BIT(CMD_BENCH) | BIT(CMD_RUN), "FILE.cu", "an outside kernel with the task's entry points (run: as the baseline and template)"},
     {"cold", no_argument, O_COLD, BIT(CMD_BENCH), NULL, "flush L2 before each timed launch"},
     {"against", required_argument, O_AGAINST, BIT(CMD_BENCH), "K=V,...", "also time these params, and compare them by interleaved A/B"},

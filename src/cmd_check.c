@@ -163,7 +163,17 @@ EvoExit cmd_check(const Settings *s)
     int64_t *vals = xcalloc((size_t)want * (size_t)(np + 1), sizeof(int64_t));
     char **keys = xcalloc((size_t)want, sizeof(char *));
     int n = 0;
-    task_defaults(t, vals);
+    if (task_params_parse(t, s->params ? s->params : "", vals, &err)) {
+        errorf("--params: %s", err.msg);
+        free(vals);
+        free(keys);
+        task_free(&t);
+        return EVO_EXIT_USAGE;
+    }
+    char *why = NULL;
+    if (s->params && task_check(t, vals, &dev, &why, &err) == 0)
+        warnf("--params %s breaks a constraint on %s: %s", s->params, dev.name, why ? why : "?");
+    free(why);
     keys[n++] = ops_params_key(t, vals, NULL);
     Rng rng;
     rng_seed(&rng, s->seed);
@@ -222,7 +232,8 @@ EvoExit cmd_check(const Settings *s)
         else
             snprintf(cms, sizeof(cms), "%.0f ms", p->compile_ms);
         printf("  %-3d %5d %6d %6d %9s %14s  %s%s\n", i, p->maxres.registers, p->maxres.smem,
-               p->maxres.spill_stores + p->maxres.spill_loads, cms, st, keys[i], i == 0 ? "  (default)" : "");
+               p->maxres.spill_stores + p->maxres.spill_loads, cms, st, keys[i],
+               i == 0 ? (s->params ? "  (--params)" : "  (default)") : "");
         if (p->status[0])
             printf("      %s\n", p->error ? p->error : "");
     }
@@ -230,7 +241,8 @@ EvoExit cmd_check(const Settings *s)
            "%.1f s wall on %d threads\n", n, sources, compiles, sources - compiles, wall / 1000.0,
            s->jobs ? s->jobs : runctx_cores());
     if (out[0].status[0]) {
-        errorf("the default configuration fails: %s: %s", out[0].status, out[0].error ? out[0].error : "");
+        errorf("the %s configuration fails: %s: %s", s->params ? "--params" : "default", out[0].status,
+               out[0].error ? out[0].error : "");
         rc = EVO_EXIT_FAIL;
     } else if (failures) {
         warnf("%d of %d sampled configurations fail (see the table)", failures, n);

@@ -3,7 +3,7 @@
  * Writes a candidate's kernel, parameters baked in (the rendered source
  * as compiled), behind a provenance header: task, params, device,
  * latency, speedup, dates, lineage, and the launch plan of the benchmark
- * shape. The .cu compiles with `nvcc -c` unchanged.
+ * shape. The .cu compiles unchanged with the `nvcc -arch=TARGET -c` line of its header.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -141,6 +141,8 @@ EvoExit cmd_export(const Settings *s)
     EvoExit rc = EVO_EXIT_OK;
     CandidateRecord c, base;
     RunRecord run;
+    CompileRecord comp;
+    compile_record_init(&comp);
     memset(&c, 0, sizeof(c));
     memset(&base, 0, sizeof(base));
     memset(&run, 0, sizeof(run));
@@ -178,6 +180,11 @@ EvoExit cmd_export(const Settings *s)
         store_candidate_get(st, run.baseline_id, &base, &err);
     lin = lineage_line(st, id);
     now = time_iso8601();
+    /* The NVRTC target the candidate was compiled for (sm_90a for a task
+     * with arch-specific code): the one to give nvcc. */
+    const char *target = run.device_arch ? run.device_arch : "sm_90";
+    if (c.compile_id && store_compile_get(st, c.compile_id, &comp, &err) == 1 && comp.arch)
+        target = comp.arch;
 
     FILE *f = s->output ? fopen(s->output, "w") : stdout;
     if (!f) {
@@ -195,6 +202,7 @@ EvoExit cmd_export(const Settings *s)
             json_object_set_new(o, "latency_us", json_real(c.latency_us));
         if (!isnan(c.speedup))
             json_object_set_new(o, "speedup", json_real(c.speedup));
+        json_object_set_new(o, "target", json_string(target));
         json_object_set_new(o, "source", json_string(src));
         Plan p;
         EvoErr perr;
@@ -231,6 +239,8 @@ EvoExit cmd_export(const Settings *s)
                     (long long)base.id, base.latency_us);
         fprintf(f, "// status:   %s, %s; evaluated %s; exported %s\n", c.status, c.decision, c.decided_at, now);
         fprintf(f, "// lineage:  %s\n", lin);
+        fprintf(f, "// build:    nvcc -arch=%s -std=c++17 -c (the NVRTC target it was compiled and measured for)\n",
+                target);
         fprintf(f, "// launch plan (benchmark shape), in order:\n%s", launches);
         fprintf(f, "// ----------------------------------------------------------------------------\n");
         fputs(src, f);
@@ -244,6 +254,7 @@ EvoExit cmd_export(const Settings *s)
         }
     }
 out:
+    compile_record_free(&comp);
     candidate_record_free(&c);
     candidate_record_free(&base);
     run_record_free(&run);

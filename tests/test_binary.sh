@@ -59,6 +59,11 @@ export EVOENG_CACHE_DIR="$tmp/cache"
 expect 0 "check the attention task for sm_90" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --sample 1
 grep_out out "valid after constraints" "check prints the space before and after constraints"
 grep_out out "(default)" "check prints the compile table with the default"
+expect 0 "check the WGMMA path of the attention template (NVRTC target sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WGMMA=1,BLOCK_N=64 --sample 0
+grep_out out "WGMMA=1  (--params)" "check compiles the --params configuration"
+expect 1 "WGMMA on sm_80 is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_80 --params WGMMA=1 --sample 0
+grep_out err "breaks a constraint.*wgmma runs on sm_90a" "the constraint that fails is named"
+grep_out out "invalid  BLOCK_M=64" "the table marks the configuration invalid"
 expect 0 "check the softmax task for sm_90 (its reference compiles)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/softmax/task.json" --arch sm_90 --sample 2
 expect 0 "check a small task" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
 grep_out out " 0 from the cache" "the first check compiles everything"
