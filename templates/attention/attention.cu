@@ -61,7 +61,8 @@
  *                straight from the swizzled shared tiles through matrix
  *                descriptors (128-byte swizzle; V as the transposed B
  *                operand) with Q and P as register A operands; tiles are
- *                1024-byte aligned.  At D != 64 the mma.sync path is used.
+ *                1024-byte aligned.  At D != 64, or compiled for a target
+ *                other than sm_90a, the mma.sync path is used.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
  * (+ 1024 with WGMMA, for the alignment), ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
@@ -138,11 +139,11 @@
 #endif
 
 /* The wgmma path: device code at D = 64 only (the smem rows are then
- * exactly one 128-byte swizzle row). */
-#if WGMMA && D == 64 && defined(__CUDA_ARCH__)
-#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "WGMMA needs the arch-specific target sm_90a (nvcc -arch=sm_90a)"
-#endif
+ * exactly one 128-byte swizzle row), compiled for sm_90a.  Any other
+ * target falls back to mma.sync: `nvcc -arch=sm_90a` also builds generic
+ * compute_90 PTX, and evoeng always compiles WGMMA=1 for sm_90a (the
+ * task's compile.arch_specific; its constraints allow WGMMA on CC 9.0 only). */
+#if WGMMA && D == 64 && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define ATT_WG 1
 #else
 #define ATT_WG 0
