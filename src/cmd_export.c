@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "config.h"
+#include "runctx.h"
 #include "store.h"
 #include "task.h"
 
@@ -51,7 +52,12 @@ static int resolve_plan(const RunRecord *run, const char *params_json, Plan *p, 
 {
     Task *t = NULL;
     memset(p, 0, sizeof(*p));
-    if (!run->task_path || task_load(run->task_path, &t, err))
+    if (!run->task_path)
+        return err_set(err, "the run records no task path");
+    char *file = runctx_task_file(run->task_path);
+    int lrc = task_load(file, &t, err);
+    free(file);
+    if (lrc)
         return -1;
     json_t *cfg = json_loads(run->config_json ? run->config_json : "{}", 0, NULL);
     const char *k;

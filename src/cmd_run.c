@@ -201,7 +201,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     Store *st = NULL;
     GpuEval *ge = NULL;
     LlmOp *llm = NULL;
-    char *cfg = NULL, *devj = NULL, *src = NULL;
+    char *cfg = NULL, *devj = NULL, *src = NULL, *task_abs = NULL;
     EvoExit rc = open_llm(s, &llm);
     if (rc != EVO_EXIT_OK)
         return rc;
@@ -240,6 +240,8 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     const DeviceInfo *dev = gpueval_device(ge);
     cfg = config_json(s);
     devj = device_json(dev);
+    /* the spec actually loaded, absolute: resume and export find it from anywhere */
+    task_abs = path_absolute(task_path(task));
     char nv[32], drv[32];
     int v = nvrtc_version();
     snprintf(nv, sizeof(nv), "%d.%d", v / 1000, (v % 1000) / 10);
@@ -248,7 +250,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         .generations = s->generations, .population = s->population, .children = s->children,
         .seed = s->seed, .strategy = strategy, .time_limit_s = s->time_limit_s,
         .revert_threshold = s->revert_threshold, .quiet = s->quiet, .json = s->json, .config_json = cfg,
-        .task_path = s->task ? s->task : RUNCTX_DEFAULT_TASK, .baseline_source = src,
+        .task_path = task_abs, .baseline_source = src,
         .device_name = dev->name, .device_arch = dev->arch, .device_json = devj, .nvrtc_version = nv,
         .driver_version = drv, .stop = &stop_int, .llm = llm, .llm_rate = s->llm_rate,
     };
@@ -289,6 +291,7 @@ out:
     task_free(&task);
     free(cfg);
     free(devj);
+    free(task_abs);
     free(src);
     return rc;
 }

@@ -9,19 +9,24 @@
 #include "config.h"
 #include "nvrtc.h"
 
+char *runctx_task_file(const char *path)
+{
+    if (access(path, R_OK) == 0 || path[0] == '/')
+        return xstrdup(path);
+    /* Not run from the source tree: the source tree evoeng was built from. */
+    char *alt = path_join(EVO_SOURCE_ROOT, path);
+    if (access(alt, R_OK) == 0)
+        return alt;
+    free(alt);
+    return xstrdup(path);
+}
+
 EvoExit runctx_load_task(const Settings *s, Task **out)
 {
     EvoErr err;
-    const char *path = s->task ? s->task : RUNCTX_DEFAULT_TASK;
-    char *fallback = NULL;
-    if (!s->task && access(path, R_OK) != 0) {
-        /* Not run from the source tree: use the source tree evoeng was built from. */
-        fallback = xasprintf("%s/%s", EVO_SOURCE_ROOT, RUNCTX_DEFAULT_TASK);
-        if (access(fallback, R_OK) == 0)
-            path = fallback;
-    }
+    char *path = s->task ? xstrdup(s->task) : runctx_task_file(RUNCTX_DEFAULT_TASK);
     int rc = task_load(path, out, &err);
-    free(fallback);
+    free(path);
     if (rc) {
         errorf("%s", err.msg);
         if (!s->task)

@@ -12,6 +12,11 @@
 
 #define RUNCTX_DEFAULT_TASK "templates/attention/task.json"
 
+/* The spec file to read for path: path itself when it is readable, else,
+ * for a relative path, the same path under the source tree evoeng was built
+ * from (EVO_SOURCE_ROOT) when readable there, else path. Fresh string. */
+char *runctx_task_file(const char *path);
+
 /* Load s->task (or the default task) and apply s->dims. Prints the error
  * and returns EVO_EXIT_TASK on failure, EVO_EXIT_OK with *out set. */
 EvoExit runctx_load_task(const Settings *s, Task **out);

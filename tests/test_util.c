@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 static void test_sha256(void)
 {
@@ -64,6 +65,23 @@ static void test_paths(void)
     d = path_dirname("task.json");
     CHECK_STR(d, ".");
     free(d);
+    /* path_absolute: a missing relative path is joined to the cwd, an
+     * existing one resolved, an absolute missing one kept as it is. */
+    char cwd[4096];
+    CHECK(getcwd(cwd, sizeof(cwd)) != NULL);
+    char *a = path_absolute("no/such/dir/task.json");
+    char *want = xasprintf("%s/no/such/dir/task.json", cwd);
+    CHECK_STR(a, want);
+    free(a);
+    free(want);
+    a = path_absolute("/no/such/task.json");
+    CHECK_STR(a, "/no/such/task.json");
+    free(a);
+    a = path_absolute(".");
+    char *real = realpath(cwd, NULL);
+    CHECK_STR(a, real);
+    free(real);
+    free(a);
 }
 
 static void test_err(void)
