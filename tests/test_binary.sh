@@ -75,6 +75,32 @@ expect 3 "check a malformed spec" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/dat
 grep_out err "bad_unknown_var.json: .*unknown variable" "the error names the file, the JSON path and the variable"
 expect 2 "check with an unknown architecture" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_12
 
+# export from a store recorded on an H200 (tests/data/h200_wgmma_run.sql: a
+# 60 s run at the seed shape, trimmed to the lineage of its best, a WGMMA
+# kernel compiled for sm_90a), then compare_sdpa.py's dry run of the JSON.
+PY=${PYTHON3:-python3}
+if "$PY" - "$EVO_SOURCE_ROOT/tests/data/h200_wgmma_run.sql" "$tmp/h200.db" <<'PYEOF'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[2])
+c.executescript(open(sys.argv[1]).read())
+c.execute("PRAGMA application_id = 1163284293")
+c.execute("PRAGMA user_version = 3")
+c.commit()
+PYEOF
+then
+    expect 0 "export the best of a stored WGMMA run" -- "$EVOENG" export --best --db "$tmp/h200.db"
+    grep_out out "build:    nvcc -arch=sm_90a -std=c++17 -c" "the header's build line names the sm_90a target it was compiled for"
+    grep_out out "lineage:  #1 baseline (1.00x) -> #17 reset" "the header carries the lineage"
+    grep_out out "^#define WGMMA 1" "the parameters are baked into the source"
+    expect 0 "export it as JSON" -- "$EVOENG" export 32 --format json --db "$tmp/h200.db" -o "$tmp/e32.json"
+    grep_out err "wrote candidate 32" "export -o says what it wrote"
+    expect 0 "compare_sdpa.py --dry-run reads the JSON export" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run
+    grep_out out "NVRTC --gpu-architecture=sm_90a" "compare_sdpa.py compiles an arch-specific export for its target"
+    grep_out out "B4 H8 S512 D64" "compare_sdpa.py reads the shape from the plan"
+else
+    echo "FAIL could not load tests/data/h200_wgmma_run.sql with $PY"; fails=$((fails + 1))
+fi
+
 if [ -e /dev/full ]; then
     expect 7 "write error on stdout is reported" -- sh -c "\"$EVOENG\" --help >/dev/full"
 fi

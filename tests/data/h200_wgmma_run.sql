@@ -1,0 +1,4005 @@
+BEGIN TRANSACTION;
+CREATE TABLE candidates (
+    id              INTEGER PRIMARY KEY,
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    generation      INTEGER NOT NULL,
+    parent_id       INTEGER REFERENCES candidates(id),
+    parent2_id      INTEGER REFERENCES candidates(id),
+    operator        TEXT    NOT NULL,                -- baseline, random, mutate, reset, crossover, llm, exhaustive
+    params_json     TEXT    NOT NULL,                -- {"BLOCK_M":64,...}
+    params_key      TEXT    NOT NULL,                -- canonical identity within the run (dedup)
+    source_hash     TEXT    REFERENCES sources(hash),
+    compile_id      INTEGER REFERENCES compiles(id),
+    status          TEXT    NOT NULL
+                    CHECK (status IN ('ok', 'incorrect', 'crashed', 'timeout', 'launch_error',
+                                      'resource', 'compile_error', 'invalid')),
+    decision        TEXT    NOT NULL
+                    CHECK (decision IN ('baseline', 'accepted', 'reverted', 'failed')),
+    error           TEXT,                            -- one-line reason for a failure
+    gate_json       TEXT,                            -- gate details: max errors, first bad index, check
+    log             TEXT,                            -- worker / evaluation log
+    latency_us      REAL,                            -- median over samples, benchmark shape
+    p90_us          REAL,
+    cv              REAL,                            -- coefficient of variation of the samples
+    ratio_to_parent REAL,                            -- interleaved A/B median, child/parent
+    ratio_spread    REAL,                            -- p90 - p10 of the pair ratios
+    speedup         REAL,                            -- baseline latency / this latency
+    ctas            INTEGER,                         -- CTAs of the largest launch
+    ctas_total      INTEGER,                         -- over the whole launch plan
+    threads         INTEGER,                         -- per CTA, largest launch
+    registers       INTEGER,
+    smem_static     INTEGER,
+    smem_dynamic    INTEGER,
+    occupancy       INTEGER,                         -- active CTAs per SM
+    waves           REAL,
+    tflops          REAL,
+    gbps            REAL,
+    pct_peak_flops  REAL,
+    pct_peak_bw     REAL,
+    metrics_json    TEXT,                            -- per-launch metrics
+    compile_ms      REAL,
+    gate_ms         REAL,
+    time_ms         REAL,
+    created_at      TEXT    NOT NULL,
+    decided_at      TEXT    NOT NULL
+, llm_request_id INTEGER REFERENCES llm_requests(id), rationale TEXT);
+INSERT INTO "candidates" VALUES(1,1,0,NULL,NULL,'baseline','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":1,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":0}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=1,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=0','a2bff5aa9952a331607ae1e3fdd0a6f2317c15e3f4b3a16e94b2c56202bbb995',1,'ok','baseline',NULL,NULL,NULL,1.07156363400545977531e+01,1.07758545062758699368e+01,0.00413019263206047,NULL,NULL,1.0,256,256,128,207,0,106496,2,9.69696969696969723884e-01,2.00406544217331855856e+02,7.82838063348952459827e+02,1.87203011016641944763e+01,1.62606695245865751076e+01,NULL,2.02183381099998950953e+03,1.53712219999998342249e+03,1.32904310000012628736e+02,'2026-11-22T04:10:08Z','2026-11-22T04:10:08Z',NULL,NULL);
+INSERT INTO "candidates" VALUES(17,1,2,1,NULL,'reset','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":0,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":0}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=0,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=0','803d5232c4106cb9bbf64b72ca35d833adfbb6a3c2e0447b1eaa50edecfa08bb',17,'ok','accepted',NULL,NULL,NULL,1.09207271174951046075e+01,1.10391272739930581538e+01,0.0078642123305585,1.01045483885305809046e+00,8.98548025083112378297e-03,0.981220043754051,256,256,128,202,0,106496,2,9.69696969696969723884e-01,1.9664291808552854945e+02,768.136398771596,1.83687346660639541084e+01,1.59552948623850081593e+01,NULL,2.84491981200000736852e+03,1.14003250500001013277e+03,3.85400003999937325717e+02,'2026-11-22T04:10:35Z','2026-11-22T04:10:35Z',NULL,NULL);
+INSERT INTO "candidates" VALUES(29,1,4,17,NULL,'reset','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":0,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":1}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=0,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=1','98d50cfacab73cdaa7da85b2423620ab23a9e66486f13e30d152f4e3782127d9',29,'ok','accepted',NULL,NULL,NULL,9.76727293296293908042e+00,9.81236371127042,3.32797878340949059017e-03,8.99303459915285263726e-01,8.00526634417342286553e-03,1.09709602809307060766e+00,256,256,128,170,0,107520,2,9.69696969696969723884e-01,2.19865223664693189677e+02,8.58848529940207754389e+02,2.05379679833421278098e+01,1.78395159495579811448e+01,NULL,2.02914048699999693785e+03,1.11840325699996901679e+03,349.256939999992,'2026-11-22T04:10:56Z','2026-11-22T04:10:56Z',NULL,NULL);
+INSERT INTO "candidates" VALUES(32,1,5,29,NULL,'reset','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":1,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":1}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=1,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=1','8bd16c7ca0c1fac5ad3c46ad24608b8131bc794908866966770eca4696e53c5b',32,'ok','accepted',NULL,NULL,NULL,8.97185173299577520822e+00,9.02376307381523901085e+00,6.31652157654697277849e-03,9.16614140008090161337e-01,8.38598657125588786698e-03,1.19436172809741236733e+00,256,256,128,172,0,107520,2,9.69696969696969723884e-01,239.357906473443,9.34991822161886716475e+02,2.23588111742875419443e+01,1.94211213534061535312e+01,NULL,2.76687335400003939873e+03,1.13111917399999219928e+03,3.4670205600000917911e+02,'2026-11-22T04:11:02Z','2026-11-22T04:11:02Z',NULL,NULL);
+CREATE TABLE compiles (
+    id             INTEGER PRIMARY KEY,
+    cache_key      TEXT    NOT NULL UNIQUE,
+    source_hash    TEXT    NOT NULL REFERENCES sources(hash),
+    arch           TEXT    NOT NULL,
+    options        TEXT    NOT NULL,
+    nvrtc_version  TEXT,
+    ok             INTEGER NOT NULL,
+    log            TEXT,
+    registers      INTEGER,
+    smem           INTEGER,                          -- static shared memory, bytes
+    spill_stores   INTEGER,
+    spill_loads    INTEGER,
+    stack          INTEGER,
+    resources_json TEXT,                             -- per-kernel ptxas figures
+    compile_ms     REAL,
+    created_at     TEXT    NOT NULL
+);
+INSERT INTO "compiles" VALUES(1,'79cdee5645df6fe1798dd38624da73d735cc9132d6dd7c48e10b9d1a35b1fbb5','a2bff5aa9952a331607ae1e3fdd0a6f2317c15e3f4b3a16e94b2c56202bbb995','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
+ptxas info    : Function properties for attn_combine
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers
+ptxas info    : Compile time = 7.245 ms
+ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
+ptxas info',207,0,0,0,0,NULL,4.61806152000033762325e+02,'2026-11-22T04:10:08Z');
+INSERT INTO "compiles" VALUES(17,'fc406951f6d3dc0eeecc11f4fcf5a5d7b79bf5b3ffb6325406ddb03fe5d3a465','803d5232c4106cb9bbf64b72ca35d833adfbb6a3c2e0447b1eaa50edecfa08bb','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
+ptxas info    : Function properties for attn_combine
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers
+ptxas info    : Compile time = 10.424 ms
+ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
+ptxas inf',202,0,0,0,0,NULL,6.5399469099997077138e+02,'2026-11-22T04:10:35Z');
+INSERT INTO "compiles" VALUES(29,'543d1047716fbab5c149ec4a9c253448f5712111e7302401a160b4b657f4b51f','98d50cfacab73cdaa7da85b2423620ab23a9e66486f13e30d152f4e3782127d9','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
+ptxas info    : Function properties for attn_combine
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers
+ptxas info    : Compile time = 7.411 ms
+ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
+ptxas info',170,0,0,0,0,NULL,3.25338725999987218536e+02,'2026-11-22T04:10:56Z');
+INSERT INTO "compiles" VALUES(32,'7a63f2abd175099f88135f2b0036d8b538c2179499bcb134bdb5aac3aa02f76e','8bd16c7ca0c1fac5ad3c46ad24608b8131bc794908866966770eca4696e53c5b','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
+ptxas info    : Function properties for attn_combine
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers
+ptxas info    : Compile time = 7.314 ms
+ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
+ptxas info',172,0,0,0,0,NULL,3.35493526000005658715e+02,'2026-11-22T04:11:02Z');
+CREATE TABLE generations (
+    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    generation      INTEGER NOT NULL,
+    best_id         INTEGER REFERENCES candidates(id),
+    best_latency_us REAL,
+    evaluated       INTEGER NOT NULL,
+    valid           INTEGER NOT NULL,
+    accepted        INTEGER NOT NULL,
+    reverted        INTEGER NOT NULL,
+    failed          INTEGER NOT NULL,
+    wall_ms         REAL,
+    finished_at     TEXT    NOT NULL,
+    PRIMARY KEY (run_id, generation)
+);
+INSERT INTO "generations" VALUES(1,0,1,1.07156363400545977531e+01,5,5,5,0,0,7.45988637000002199764e+03,'2026-11-22T04:10:15Z');
+INSERT INTO "generations" VALUES(1,1,1,1.07156363400545977531e+01,6,6,4,2,0,1.03055068040000041948e+04,'2026-11-22T04:10:26Z');
+INSERT INTO "generations" VALUES(1,2,1,1.07156363400545977531e+01,6,6,2,4,0,1.03848784870000090453e+04,'2026-11-22T04:10:36Z');
+INSERT INTO "generations" VALUES(1,3,1,1.07156363400545977531e+01,6,6,2,4,0,1.11437253830000408921e+04,'2026-11-22T04:10:47Z');
+INSERT INTO "generations" VALUES(1,4,29,9.76727293296293908042e+00,6,6,1,5,0,1.04768445039999787691e+04,'2026-11-22T04:10:58Z');
+CREATE TABLE kernels (
+    key            TEXT    PRIMARY KEY,                   -- first 16 hex digits of hash (as in params_key)
+    hash           TEXT    NOT NULL,                      -- SHA-256 of text
+    text           TEXT    NOT NULL,                      -- the raw kernel, no #defines prepended
+    origin         TEXT    NOT NULL CHECK (origin IN ('source', 'llm')),
+    llm_request_id INTEGER REFERENCES llm_requests(id),   -- the request whose answer it is (origin llm)
+    created_at     TEXT    NOT NULL
+);
+CREATE TABLE llm_requests (
+    id            INTEGER PRIMARY KEY,
+    run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    generation    INTEGER,
+    parent_id     INTEGER REFERENCES candidates(id),
+    candidate_id  INTEGER REFERENCES candidates(id),  -- the child it produced, if any
+    mode          TEXT    NOT NULL CHECK (mode IN ('free', 'insight', 'full')),
+    provider      TEXT    NOT NULL,
+    model         TEXT,
+    url           TEXT,
+    prompt        TEXT    NOT NULL,
+    reply         TEXT,
+    rationale     TEXT,
+    input_tokens  INTEGER,
+    output_tokens INTEGER,
+    latency_ms    REAL,
+    http_status   INTEGER,
+    attempts      INTEGER,
+    status        TEXT    NOT NULL,                   -- ok, http_error, timeout, bad_json, no_code, ...
+    error         TEXT,
+    created_at    TEXT    NOT NULL
+);
+CREATE TABLE runs (
+    id               INTEGER PRIMARY KEY,
+    task_name        TEXT    NOT NULL,
+    task_path        TEXT    NOT NULL,
+    task_json        TEXT    NOT NULL,              -- the spec, as loaded
+    config_json      TEXT    NOT NULL,              -- every option of the run
+    device_name      TEXT,
+    device_arch      TEXT,
+    device_json      TEXT,                          -- DeviceInfo as JSON
+    nvrtc_version    TEXT,
+    driver_version   TEXT,
+    evoeng_version   TEXT    NOT NULL,
+    seed             INTEGER NOT NULL,
+    strategy         TEXT    NOT NULL,
+    status           TEXT    NOT NULL DEFAULT 'running'
+                     CHECK (status IN ('running', 'completed', 'interrupted', 'failed')),
+    generations_done INTEGER NOT NULL DEFAULT 0,    -- generations fully finished
+    baseline_id      INTEGER,                       -- candidates.id of the baseline
+    started_at       TEXT    NOT NULL,
+    finished_at      TEXT
+);
+INSERT INTO "runs" VALUES(1,'attention','templates/attention/task.json','{
+  "name": "attention",
+  "description": "fp16 attention forward (FlashAttention-2 style), Q K V O in [B,H,S,D], fp32 softmax and accumulation, scale 1/sqrt(D), optional causal mask (key j visible to query i iff j <= i); mma.sync m16n8k16 + ldmatrix + cp.async pipeline, optional KV split merged by a log-sum-exp combine kernel or, on sm_90, through a thread-block cluster (DSMEM); on sm_90a both products can run as warpgroup MMAs (wgmma) instead",
+  "template": "attention.cu",
+  "entries": ["attn_fwd", "attn_combine"],
+  "params": {
+    "BLOCK_M":     {"values": [16, 32, 64, 128, 256], "default": 64},
+    "BLOCK_N":     {"values": [32, 64, 128], "default": 128},
+    "WARPS":       {"values": [1, 2, 4, 8], "default": 4},
+    "STAGES":      {"values": [1, 2, 3], "default": 3},
+    "SWIZZLE":     {"values": [0, 1], "default": 1},
+    "EXP2":        {"values": [0, 1], "default": 1},
+    "CAUSAL_SKIP": {"values": [0, 1], "default": 1},
+    "Q_IN_REGS":   {"values": [0, 1], "default": 1},
+    "SPLITS":      {"values": [1, 2, 4, 8], "default": 1},
+    "MIN_BLOCKS":  {"values": [1, 2, 3, 4], "default": 1},
+    "O_STAGE":     {"values": [0, 1], "default": 1},
+    "CLUSTER":     {"values": [0, 1], "default": 0},
+    "WSCALE":      {"values": [0, 1], "default": 0},
+    "OVERLAP":     {"values": [0, 1], "default": 0},
+    "WGMMA":       {"values": [0, 1], "default": 0}
+  },
+  "derived": {
+    "WARPS_EFF": "WARPS * (1 + WSCALE * (D / 64 - 1))",
+    "THREADS": "WARPS_EFF * 32",
+    "MT": "BLOCK_M / (16 * WARPS_EFF)",
+    "SMEM_MAIN": "(BLOCK_M + 2 * STAGES * BLOCK_N) * (D + 8 * (1 - SWIZZLE)) * 2 + WGMMA * 1024",
+    "SMEM_MERGE": "CLUSTER * min(SPLITS - 1, 1) * BLOCK_M * ((D + 8) * 4 + 8)",
+    "SMEM_BYTES": "max(SMEM_MAIN, SMEM_MERGE)",
+    "MB_EFF": "max(1, MIN_BLOCKS * 64 / D)",
+    "REG_EST": "MT * (D / 2 + BLOCK_N / 2 + OVERLAP * BLOCK_N * 5 / 8 + Q_IN_REGS * D / 4 + 52 + D * 5 / 16) + CAUSAL * (1 - CAUSAL_SKIP) * BLOCK_N / 8 + BLOCK_N * D / (64 * THREADS)",
+    "REG_CAP": "min(255, REGS_PER_SM / (THREADS * MB_EFF) / 8 * 8)"
+  },
+  "constraints": [
+    {"expr": "BLOCK_M % (16 * WARPS_EFF) == 0", "why": "each warp owns a whole number of 16-row mma tiles"},
+    {"expr": "MT <= 2", "why": "more than two 16-row tiles per warp spills the accumulators"},
+    {"expr": "THREADS <= MAX_THREADS", "why": "block size over the device limit"},
+    {"expr": "SWIZZLE == 0 || D % 64 == 0", "why": "the XOR swizzle permutes 8 chunks of 16 B: a row must hold a multiple of 8"},
+    {"expr": "SMEM_BYTES <= SMEM_PER_BLOCK_OPTIN", "why": "shared memory over the per-block opt-in limit"},
+    {"expr": "MB_EFF * (SMEM_BYTES + 1024) <= SMEM_PER_SM", "why": "MIN_BLOCKS CTAs cannot be resident: the launch bound would only cost registers"},
+    {"expr": "MB_EFF * THREADS <= MAX_THREADS_PER_SM", "why": "MIN_BLOCKS CTAs cannot be resident"},
+    {"expr": "REG_EST <= REG_CAP", "why": "estimated registers (accumulators, scores, Q fragments, overhead) exceed the launch-bound cap: spills"},
+    {"expr": "CLUSTER == 0 || (SPLITS > 1 && CC >= 90)", "why": "CLUSTER merges KV splits through distributed shared memory: needs SPLITS > 1 and sm_90"},
+    {"expr": "OVERLAP == 0 || STAGES >= 2", "why": "the software pipeline keeps K of the next tile resident: needs a second stage"},
+    {"expr": "WGMMA == 0 || (CC == 90 && SWIZZLE == 1 && WARPS % 4 == 0 && BLOCK_M == 16 * WARPS)", "why": "wgmma runs on sm_90a only, on whole warpgroups (4 warps) of one m16 tile per warp, from 128-byte-swizzled tiles"}
+  ],
+  "dims": {"B": 4, "H": 8, "S": 512, "D": 64, "CAUSAL": 0},
+  "compile_dims": ["D", "CAUSAL"],
+  "shapes": [
+    {"CAUSAL": 1},
+    {"B": 1, "H": 1, "S": 77},
+    {"B": 2, "H": 3, "S": 200, "CAUSAL": 1},
+    {"B": 1, "H": 1, "S": 1, "CAUSAL": 1},
+    {"B": 2, "H": 2, "S": 200, "D": 128},
+    {"B": 1, "H": 2, "S": 77, "D": 128, "CAUSAL": 1},
+    {"B": 1, "H": 2, "S": 1000, "D": 128, "CAUSAL": 1}
+  ],
+  "buffers": [
+    {"name": "Q", "dtype": "f16", "shape": ["B", "H", "S", "D"], "role": "input", "init": {"dist": "normal", "mean": 0, "std": 1}},
+    {"name": "K", "dtype": "f16", "shape": ["B", "H", "S", "D"], "role": "input", "init": {"dist": "normal", "mean": 0, "std": 1}},
+    {"name": "V", "dtype": "f16", "shape": ["B", "H", "S", "D"], "role": "input", "init": {"dist": "normal", "mean": 0, "std": 1}},
+    {"name": "O", "dtype": "f16", "shape": ["B", "H", "S", "D"], "role": "output", "atol": 0.01, "rtol": 0.01},
+    {"name": "Opart", "dtype": "f32", "shape": ["SPLITS", "B", "H", "S", "D"], "role": "scratch"},
+    {"name": "ML", "dtype": "f32", "shape": ["SPLITS", "B", "H", "S", 2], "role": "scratch"}
+  ],
+  "launch": [
+    {"entry": "attn_fwd", "grid": ["ceil_div(S, BLOCK_M)", "B * H", "SPLITS"], "block": ["THREADS", 1, 1], "smem": "SMEM_BYTES", "args": ["Q", "K", "V", "O", "Opart", "ML", "S", {"f32": "1 / sqrt(D)"}]},
+    {"entry": "attn_combine", "when": "SPLITS > 1 && CLUSTER == 0", "grid": ["ceil_div(B * H * S * D, 512)"], "block": [128], "args": ["Opart", "ML", "O", "B * H * S"]}
+  ],
+  "reference": {"source": "reference.cu", "entries": ["attn_ref"], "launch": [{"entry": "attn_ref", "grid": ["S", "B * H"], "block": [128], "smem": "S * 4", "args": ["Q", "K", "V", "O", "S", {"f32": "1 / sqrt(D)"}]}]},
+  "tolerance": {"atol": 0.01, "rtol": 0.01},
+  "flops": "4 * B * H * S * S * D / (1 + CAUSAL)",
+  "bytes": "4 * B * H * S * D * 2",
+  "compile": {"options": ["-std=c++17"], "fast_math": false, "lineinfo": false, "max_spill_bytes": 0, "arch_specific": true},
+  "gate": {"min_ctas": 0}
+}
+','{"children":6,"dims":{"B":4,"CAUSAL":0,"D":64,"H":8,"S":512},"generations":50,"jobs":0,"population":6,"revert_threshold":0.02,"seed":1,"seeds":3,"source":null,"strategy":"evolve","task":"templates/attention/task.json","time_limit_s":60.0}','NVIDIA H200','sm_90','{"name":"NVIDIA H200","arch":"sm_90","cc_major":9,"cc_minor":0,"sm_count":132,"smem_per_block_optin":232448,"max_threads":1024,"l2_bytes":62914560,"clock_khz":1980000,"peak_tflops_fp16":1070.5305599999999,"peak_gbps":4814.3040000000001,"driver_version":13000}','13.0','13.0','0.1.0',1,'evolve','interrupted',5,1,'2026-11-22T04:10:06Z','2026-11-22T04:11:07Z');
+CREATE TABLE sources (
+    hash       TEXT PRIMARY KEY,
+    text       TEXT    NOT NULL,
+    bytes      INTEGER NOT NULL,
+    created_at TEXT    NOT NULL
+);
+INSERT INTO "sources" VALUES('a2bff5aa9952a331607ae1e3fdd0a6f2317c15e3f4b3a16e94b2c56202bbb995','// evoeng: rendered from attention.cu
+#define BLOCK_M 64
+#define BLOCK_N 128
+#define WARPS 4
+#define STAGES 3
+#define SWIZZLE 1
+#define EXP2 1
+#define CAUSAL_SKIP 1
+#define Q_IN_REGS 1
+#define SPLITS 1
+#define MIN_BLOCKS 1
+#define O_STAGE 1
+#define CLUSTER 0
+#define WSCALE 0
+#define OVERLAP 0
+#define WGMMA 0
+#define D 64
+#define CAUSAL 0
+#line 1 "attention.cu"
+/*
+ * attention.cu -- evoeng template: FlashAttention-2-style fp16 attention
+ * forward pass, O = softmax(Q K^T * scale [+ causal mask]) V, with tensors
+ * in layout [B, H, S, D] (fp16), fp32 softmax statistics and accumulation.
+ *
+ * Structure: one CTA owns BLOCK_M query rows of one (b, h) pair
+ * (grid.x = ceil(S / BLOCK_M), grid.y = B*H, grid.z = SPLITS).  Each of the
+ * ATT_WARPS warps owns BLOCK_M / ATT_WARPS rows (MT = 1 or 2 m16 tiles).  K and V
+ * tiles of BLOCK_N keys stream through shared memory with cp.async
+ * (STAGES-deep ring, separate commit groups for K and V so QK^T starts
+ * while V is still in flight), are read with ldmatrix (.trans for V), and
+ * both products run on tensor cores with mma.sync m16n8k16 (f16 in, f32
+ * accumulate).  The softmax is online (running max m and sum l per row);
+ * P stays in registers: the QK^T accumulator layout is the A-operand layout
+ * of the PV product.  With SPLITS > 1 each CTA handles a contiguous share of
+ * the KV tiles and writes unnormalised fp32 partial O plus (m, l) to
+ * scratch; attn_combine merges the splits with log-sum-exp.
+ *
+ * Only device code; no includes (NVRTC on the worker has no CUDA headers).
+ * All PTX used (cp.async, ldmatrix, mma.sync m16n8k16, cvt f16x2) needs
+ * sm_80 or newer.
+ *
+ * Compile-time dims: D (head dim, multiple of 16; 64 or 128 with SWIZZLE)
+ * and CAUSAL (0/1: key j visible to query i iff j <= i).
+ * Entries:
+ *   attn_fwd(Q, K, V, O, Opart, ML, S, scale)
+ *       Opart: f32 [SPLITS, B*H, S, D], ML: f32 [SPLITS, B*H, S, 2];
+ *       both untouched when SPLITS == 1.
+ *   attn_combine(Opart, ML, O, rows)   rows = B*H*S; one thread per 4
+ *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
+ *
+ * Knobs (all #define, defaults below):
+ *   BLOCK_M      query rows per CTA; a multiple of 16 * (warps per CTA)
+ *   BLOCK_N      keys per KV tile (multiple of 16)
+ *   WARPS        warps per CTA (at D = 64, see WSCALE)
+ *   WSCALE       1: use WARPS * D / 64 warps when D > 64, so each warp
+ *                keeps fewer rows (registers) at large D; 0: WARPS always
+ *   STAGES       K/V smem ring depth (1 = load, wait, compute)
+ *   SWIZZLE      0: rows padded by 8 halves; 1: XOR swizzle of 16 B chunks
+ *   EXP2         1: exp2 (ex2.approx) with scale*log2(e) folded; 0: expf
+ *   CAUSAL_SKIP  1: skip KV tiles that are fully masked, mask only the
+ *                tiles that need it; 0: visit all tiles, mask all of them
+ *   Q_IN_REGS    1: Q fragments loaded once into registers; 0: re-read
+ *                Q from shared memory for every KV tile
+ *   SPLITS       KV split factor (grid.z); > 1 needs attn_combine
+ *   MIN_BLOCKS   resident CTAs per SM asked of the register allocator at
+ *                D = 64; the __launch_bounds__ minimum is scaled by 64 / D
+ *                (at least 1), so one value stays spill-free for D = 128
+ *   CLUSTER      with SPLITS > 1 on sm_90+: the SPLITS CTAs of one query
+ *                block form a thread-block cluster and merge their partial
+ *                results through distributed shared memory (no scratch
+ *                traffic, no attn_combine launch); 0: scratch + attn_combine
+ *   OVERLAP      1 (needs STAGES >= 2): software pipeline, QK^T of the next
+ *                tile is issued before the softmax of the current one (two
+ *                score buffers in registers)
+ *   O_STAGE      1: stage the fp16 output tile through shared memory for
+ *                16-byte coalesced stores; 0: store fragments directly
+ *   WGMMA        1 (sm_90a, D = 64, one m16 tile per warp, warps in whole
+ *                warpgroups, SWIZZLE): both products run as Hopper
+ *                warpgroup MMAs (wgmma.mma_async m64nNk16) reading K and V
+ *                straight from the swizzled shared tiles through matrix
+ *                descriptors (128-byte swizzle; V as the transposed B
+ *                operand) with Q and P as register A operands; tiles are
+ *                1024-byte aligned.  At D != 64 the mma.sync path is used.
+ *
+ * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
+ * (+ 1024 with WGMMA, for the alignment), ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
+ * BLOCK_M * ((D + 8) * 4 + 8) bytes (the merge reuses the whole buffer).
+ */
+
+#ifndef D
+#define D 64
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0
+#endif
+#ifndef BLOCK_M
+#define BLOCK_M 64
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 128
+#endif
+#ifndef WARPS
+#define WARPS 4
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifndef SWIZZLE
+#define SWIZZLE 1
+#endif
+#ifndef EXP2
+#define EXP2 1
+#endif
+#ifndef CAUSAL_SKIP
+#define CAUSAL_SKIP 1
+#endif
+#ifndef Q_IN_REGS
+#define Q_IN_REGS 1
+#endif
+#ifndef SPLITS
+#define SPLITS 1
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef O_STAGE
+#define O_STAGE 1
+#endif
+#ifndef CLUSTER
+#define CLUSTER 0
+#endif
+#ifndef WSCALE
+#define WSCALE 0
+#endif
+#ifndef OVERLAP
+#define OVERLAP 0
+#endif
+#ifndef WGMMA
+#define WGMMA 0
+#endif
+
+#define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
+#define ATT_THREADS (ATT_WARPS * 32)
+#define ATT_MT (BLOCK_M / (16 * ATT_WARPS))      /* m16 tiles per warp */
+#define ATT_ROWH (SWIZZLE ? D : (D + 8))         /* smem row, halves */
+#define ATT_ROWB (ATT_ROWH * 2)                  /* smem row, bytes */
+#define ATT_KCH (D / 8)                          /* 16 B chunks per row */
+#define ATT_NT (BLOCK_N / 8)                     /* n8 tiles per KV tile */
+#define ATT_DT (D / 8)                           /* n8 tiles over D */
+#define ATT_NEG_INF (-__int_as_float(0x7f800000))
+#define ATT_MINB ((MIN_BLOCKS * 64 / D) < 1 ? 1 : (MIN_BLOCKS * 64 / D))
+#define ATT_CLUSTER (CLUSTER && SPLITS > 1)
+#define ATT_RED_STRIDE (D + 8)                   /* merge buffer row, floats */
+
+#if ATT_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "CLUSTER needs sm_90 or newer"
+#endif
+
+/* The wgmma path: device code at D = 64 only (the smem rows are then
+ * exactly one 128-byte swizzle row). */
+#if WGMMA && D == 64 && defined(__CUDA_ARCH__)
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "WGMMA needs the arch-specific target sm_90a (nvcc -arch=sm_90a)"
+#endif
+#define ATT_WG 1
+#else
+#define ATT_WG 0
+#endif
+
+static_assert(D % 16 == 0, "D must be a multiple of 16");
+static_assert(!SWIZZLE || D % 64 == 0, "SWIZZLE needs D % 64 == 0");
+static_assert(BLOCK_M % (16 * ATT_WARPS) == 0, "BLOCK_M must be a multiple of 16 * warps");
+static_assert(BLOCK_N % 16 == 0, "BLOCK_N must be a multiple of 16");
+static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in 1..4");
+static_assert(SPLITS >= 1, "SPLITS >= 1");
+static_assert(!OVERLAP || STAGES >= 2, "OVERLAP needs STAGES >= 2");
+static_assert(!ATT_CLUSTER || (SPLITS <= 8 && BLOCK_M % SPLITS == 0), "CLUSTER: SPLITS <= 8 dividing BLOCK_M");
+static_assert(!ATT_WG || (ATT_MT == 1 && ATT_WARPS % 4 == 0 && SWIZZLE), "WGMMA: one m16 tile per warp, whole warpgroups, SWIZZLE");
+
+typedef unsigned int att_u32;
+typedef unsigned short att_u16;
+typedef unsigned long long att_u64;
+
+/* ---------------------------------------------------------------- PTX */
+
+static __device__ __forceinline__ att_u32 att_smem_addr(const void *p)
+{
+    att_u32 r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }"
+        : "=r"(r) : "l"(p));
+    return r;
+}
+
+/* 16-byte async copy global -> shared; bytes < 16 zero-fills the rest. */
+static __device__ __forceinline__ void att_cp16(att_u32 dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+static __device__ __forceinline__ void att_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void att_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+static __device__ __forceinline__ void att_ldsm4(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                 att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+#if !ATT_WG   /* the mma.sync path''s V loads and MMAs */
+static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                  att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+/* c += a (16x16, row) * b (16x8, col); f16 inputs, f32 accumulators. */
+static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u32 b0, att_u32 b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+#endif
+
+/* Pack two floats into f16x2: lo in the low half. */
+static __device__ __forceinline__ att_u32 att_pack(float lo, float hi)
+{
+    att_u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+static __device__ __forceinline__ float att_exp(float x)
+{
+#if EXP2
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return expf(x);
+#endif
+}
+
+/* Barrier after a cp.async wait: the landed tiles are visible to the whole
+ * CTA; with WGMMA also to the async proxy that wgmma reads them through. */
+static __device__ __forceinline__ void att_sync_tiles(void)
+{
+#if ATT_WG
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+    __syncthreads();
+}
+
+/* Byte offset of 16-byte chunk ch of row r inside a smem tile. */
+static __device__ __forceinline__ int att_off(int r, int ch)
+{
+#if SWIZZLE
+    return r * ATT_ROWB + ((ch ^ (r & 7)) << 4);
+#else
+    return r * ATT_ROWB + (ch << 4);
+#endif
+}
+
+/* Async load of rows [row0, row0 + NROWS) of a [S, D] matrix into a smem
+ * tile; rows >= S are zero-filled (never read from global).  Thread tid
+ * always copies chunk tid % KCH of rows tid / KCH + i * RSTEP, so every
+ * per-pass offset is a compile-time constant (few live registers). */
+template <int NROWS>
+static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16 *g,
+                                                     int row0, int S, int tid)
+{
+    constexpr int RSTEP = ATT_THREADS / ATT_KCH;
+    constexpr int PASSES = (NROWS + RSTEP - 1) / RSTEP;
+    const int r0 = tid / ATT_KCH, ch = tid % ATT_KCH;
+    const int lim = S - row0 - r0;                 /* pass i valid iff i*RSTEP < lim */
+    const att_u16 *src0 = g + (size_t)(row0 + r0) * D + ch * 8;
+    const att_u32 dst0 = sdst + att_off(r0, ch);
+#pragma unroll
+    for (int i = 0; i < PASSES; ++i) {
+        if (NROWS % RSTEP != 0 && r0 + i * RSTEP >= NROWS)
+            break;
+        const bool ok = i * RSTEP < lim;
+        /* the swizzle repeats every 8 rows: offsets of passes i and i + P
+         * differ by a constant (P * RSTEP rows) */
+        constexpr int P = (RSTEP % 8 == 0 || !SWIZZLE) ? 1 : (RSTEP % 4 == 0 ? 2 : (RSTEP % 2 == 0 ? 4 : 8));
+        const att_u32 dst = (P == 1 ? dst0 : sdst + att_off(r0 + (i % P) * RSTEP, ch))
+                            + (i / P) * P * RSTEP * ATT_ROWB;
+        att_cp16(dst, ok ? (const void *)(src0 + (size_t)i * RSTEP * D) : (const void *)g, ok ? 16 : 0);
+    }
+}
+
+#if ATT_WG
+/* ------------------------------------------------------- Hopper wgmma */
+
+/* Shared-memory matrix descriptor, 128-byte swizzle: start address, the
+ * leading and stride byte offsets (16-byte units) and the layout type in
+ * bits 62-63.  A K-major operand (K tile: 16 keys'' halves contiguous per
+ * row) needs only the stride between 8-row groups (1024 bytes); for the
+ * MN-major V tile the 8-row groups along K are also 1024 bytes apart and
+ * the tile is one 64-wide swizzle atom across N, so both offsets are 1024. */
+static __device__ __forceinline__ att_u64 att_desc(att_u32 addr, att_u32 lbo, att_u32 sbo)
+{
+    return (att_u64)((addr & 0x3FFFFu) >> 4) | ((att_u64)(lbo >> 4) << 16) | ((att_u64)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+
+static __device__ __forceinline__ void att_wg_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void att_wg_commit_wait(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n"
+                 "wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+
+/* Pin accumulator registers in place around the asynchronous MMAs: nothing
+ * reads or moves them between the issue and the wait. */
+template <int N>
+static __device__ __forceinline__ void att_keep(float *d)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+/* d[N/2] (+)= A (m64k16, this warp''s 16 rows: 4 f16x2 registers, the
+ * mma.sync A-fragment layout) * B (k16 x N, smem descriptor); TRANS = 1
+ * reads B as MN-major.  The accumulator layout per warp is the mma.sync
+ * m16n8 C layout repeated over N / 8 column tiles. */
+template <int N, int TRANS> struct AttWg;
+template <int TRANS> struct AttWg<32, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+            "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<64, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+            "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<128, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+            "{%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+#endif
+
+#if ATT_CLUSTER
+static __device__ __forceinline__ void att_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ att_u32 att_cluster_rank(void)
+{
+    att_u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Address of the same shared location in CTA `rank` of the cluster. */
+static __device__ __forceinline__ att_u32 att_mapa(att_u32 a, att_u32 rank)
+{
+    att_u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+#endif
+
+/* ---------------------------------------------------------------- main */
+
+#if ATT_CLUSTER
+#define ATT_CLUSTER_ATTR __cluster_dims__(1, 1, SPLITS)
+#else
+#define ATT_CLUSTER_ATTR
+#endif
+
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, ATT_MINB) ATT_CLUSTER_ATTR
+attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
+         const att_u16 *__restrict__ V, att_u16 *__restrict__ O,
+         float *__restrict__ Opart, float *__restrict__ ML, int S, float scale)
+{
+    extern __shared__ __align__(128) unsigned char att_smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+#if CAUSAL
+    const int mblk = gridDim.x - 1 - blockIdx.x;   /* heavy blocks first */
+#else
+    const int mblk = blockIdx.x;
+#endif
+    const int m0 = mblk * BLOCK_M;
+    const int bh = blockIdx.y;
+    const size_t base = (size_t)bh * S * D;
+    const att_u16 *Qb = Q + base, *Kb = K + base, *Vb = V + base;
+
+#if ATT_WG
+    const att_u32 sQ = (att_smem_addr(att_smem) + 1023u) & ~1023u;   /* swizzle atoms: 1024-byte aligned */
+#else
+    const att_u32 sQ = att_smem_addr(att_smem);
+#endif
+    const att_u32 sK = sQ + BLOCK_M * ATT_ROWB;
+    const att_u32 sV = sK + STAGES * BLOCK_N * ATT_ROWB;
+    const int wrow = warp * ATT_MT * 16;           /* warp''s first row in tile */
+
+    /* KV tile range of this CTA (and split). */
+#if CAUSAL && CAUSAL_SKIP
+    const int kv_end = min(S, m0 + BLOCK_M);
+#else
+    const int kv_end = S;
+#endif
+    const int n_tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+#if SPLITS > 1
+    const int per = (n_tiles + SPLITS - 1) / SPLITS;
+    const int t_begin = blockIdx.z * per;
+    const int t_end = min(n_tiles, t_begin + per);
+#else
+    const int t_begin = 0, t_end = n_tiles;
+#endif
+
+#if EXP2
+    const float sl = scale * 1.4426950408889634f;
+#else
+    const float sl = scale;
+#endif
+
+    float acc[ATT_MT][ATT_DT][4];
+    float m_run[ATT_MT][2], l_run[ATT_MT][2];
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+        for (int dt = 0; dt < ATT_DT; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mi][dt][e] = 0.f;
+        m_run[mi][0] = m_run[mi][1] = ATT_NEG_INF;
+        l_run[mi][0] = l_run[mi][1] = 0.f;
+    }
+
+    /* Per-lane ldmatrix coordinates. */
+    const int q_row = wrow + (lane & 15), q_ch = lane >> 4;
+#if !ATT_WG
+    const int k_row = (lane & 7) + ((lane >> 4) << 3), k_ch = (lane >> 3) & 1;
+    const int v_row = (lane & 7) + (((lane >> 3) & 1) << 3), v_ch = lane >> 4;
+#endif
+#if Q_IN_REGS
+    att_u32 qf[ATT_MT][D / 16][4];
+#endif
+
+    /* ---- S = Q K^T (raw fp32 scores) for the K tile at sKs */
+#if ATT_WG
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
+#if Q_IN_REGS
+        const att_u32 (&qa)[D / 16][4] = qf[0];
+#else
+        att_u32 qa[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+            att_ldsm4(sQ + att_off(q_row, kk * 2 + q_ch), qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3]);
+#endif
+        float *d = &sc[0][0][0];
+        /* A 64-key tile runs as two n32 MMAs: a single m64n64k16 here (in
+         * the kernel whose PV is the transposed m64n64k16) produced wrong
+         * scores on an H200 (driver 13.0, NVRTC 13.0), n32 and n128 do not. */
+        constexpr int QN = BLOCK_N == 64 ? 32 : BLOCK_N;
+        att_keep<ATT_NT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)   /* k16 step: 32 bytes along the swizzled row */
+#pragma unroll
+            for (int c = 0; c < BLOCK_N / QN; ++c)
+                AttWg<QN, 0>::mma(d + c * QN / 2, qa[kk], att_desc(sKs + c * QN * ATT_ROWB + kk * 32, 16, 1024),
+                                  kk > 0);
+        att_wg_commit_wait();
+        att_keep<ATT_NT * 4>(d);
+    };
+#else
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+#if Q_IN_REGS
+#define ATT_QF(mi) qf[mi][kk]
+#else
+            att_u32 qk4[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qk4[mi][0], qk4[mi][1], qk4[mi][2], qk4[mi][3]);
+#define ATT_QF(mi) qk4[mi]
+#endif
+#pragma unroll
+            for (int jj = 0; jj < BLOCK_N / 16; ++jj) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4(sKs + att_off(jj * 16 + k_row, kk * 2 + k_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(sc[mi][2 * jj], ATT_QF(mi), b0, b1);
+                    att_mma(sc[mi][2 * jj + 1], ATT_QF(mi), b2, b3);
+                }
+            }
+#undef ATT_QF
+        }
+    };
+#endif
+
+    /* ---- mask, online softmax (P = exp(s*sl - m) in place), rescale acc */
+    auto softmax = [&](float (&sc)[ATT_MT][ATT_NT][4], int n0) {
+#if CAUSAL && CAUSAL_SKIP
+        const bool need_mask = (n0 + BLOCK_N > S) || (n0 + BLOCK_N - 1 > m0);
+#elif CAUSAL
+        const bool need_mask = true;
+#else
+        const bool need_mask = n0 + BLOCK_N > S;
+#endif
+        if (need_mask) {
+            /* key n0 + 2*t4 + nt*8 + e is visible iff nt*8 + e < lim */
+            const int kbase = n0 + 2 * t4;
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+#if CAUSAL
+                    const int lim = min(S, m0 + wrow + mi * 16 + g + 8 * r + 1) - kbase;
+#else
+                    const int lim = S - kbase;
+#endif
+#pragma unroll
+                    for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            if (nt * 8 + e >= lim) sc[mi][nt][2 * r + e] = ATT_NEG_INF;
+                }
+        }
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                float mx = ATT_NEG_INF;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+                    mx = fmaxf(mx, fmaxf(sc[mi][nt][2 * r], sc[mi][nt][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float m_new = fmaxf(m_run[mi][r], mx * sl);
+                const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
+                const float alpha = att_exp(m_run[mi][r] - m_use);
+                m_run[mi][r] = m_new;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float p = att_exp(fmaf(sc[mi][nt][2 * r + e], sl, -m_use));
+                        sc[mi][nt][2 * r + e] = p;
+                        sum += p;
+                    }
+                l_run[mi][r] = l_run[mi][r] * alpha + sum;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt) {
+                    acc[mi][dt][2 * r] *= alpha;
+                    acc[mi][dt][2 * r + 1] *= alpha;
+                }
+            }
+        }
+    };
+
+    /* ---- O += P V for the V tile at sVs (P from the score registers) */
+#if ATT_WG
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
+        att_u32 pa[BLOCK_N / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            pa[kk][0] = att_pack(sc[0][2 * kk][0], sc[0][2 * kk][1]);
+            pa[kk][1] = att_pack(sc[0][2 * kk][2], sc[0][2 * kk][3]);
+            pa[kk][2] = att_pack(sc[0][2 * kk + 1][0], sc[0][2 * kk + 1][1]);
+            pa[kk][3] = att_pack(sc[0][2 * kk + 1][2], sc[0][2 * kk + 1][3]);
+        }
+        float *d = &acc[0][0][0];
+        att_keep<ATT_DT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk)   /* k16 step: 16 rows of V */
+            AttWg<D, 1>::mma(d, pa[kk], att_desc(sVs + kk * 16 * ATT_ROWB, 1024, 1024), 1);
+        att_wg_commit_wait();
+        att_keep<ATT_DT * 4>(d);
+    };
+#else
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            att_u32 pa[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi) {
+                pa[mi][0] = att_pack(sc[mi][2 * kk][0], sc[mi][2 * kk][1]);
+                pa[mi][1] = att_pack(sc[mi][2 * kk][2], sc[mi][2 * kk][3]);
+                pa[mi][2] = att_pack(sc[mi][2 * kk + 1][0], sc[mi][2 * kk + 1][1]);
+                pa[mi][3] = att_pack(sc[mi][2 * kk + 1][2], sc[mi][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dd = 0; dd < D / 16; ++dd) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4t(sVs + att_off(kk * 16 + v_row, dd * 2 + v_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(acc[mi][2 * dd], pa[mi], b0, b1);
+                    att_mma(acc[mi][2 * dd + 1], pa[mi], b2, b3);
+                }
+            }
+        }
+    };
+#endif
+
+    auto load_q = [&]() {
+#if Q_IN_REGS
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qf[mi][kk][0], qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
+#endif
+    };
+    auto kslot = [&](int i) { return sK + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto vslot = [&](int i) { return sV + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto load_k = [&](int i) {           /* i: tile index relative to t_begin */
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(kslot(i), Kb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+    auto load_v = [&](int i) {
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(vslot(i), Vb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+
+    att_load_tile<BLOCK_M>(sQ, Qb, m0, S, tid);
+    att_commit();
+    const int nit = t_end - t_begin;
+
+#if OVERLAP
+    /* Software-pipelined: QK^T of tile i+1 is issued before the softmax
+     * and PV of tile i, so tensor-core work overlaps the exponentials.
+     * Commit groups: Q, K0, then pairs (K[j+1], V[j]).  Iteration i waits
+     * for pair i, then issues K[i+STAGES] (slot of K[i], consumed) and
+     * V[i+STAGES-1] (slot of V[i-1], consumed). */
+    load_k(0);
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j + 1);
+        load_v(j);
+    }
+    att_wait<2 * (STAGES - 1)>();              /* Q and K0 */
+    att_sync_tiles();
+    load_q();
+    float sc[ATT_MT][ATT_NT][4], sn[ATT_MT][ATT_NT][4];
+    if (nit > 0)
+        qk(sc, kslot(0));
+    for (int i = 0; i < nit; ++i) {
+        att_wait<2 * (STAGES - 2)>();          /* K[i+1] and V[i] */
+        att_sync_tiles();                      /* tile i-1 fully consumed */
+        load_k(i + STAGES);
+        load_v(i + STAGES - 1);
+        if (i + 1 < nit)
+            qk(sn, kslot(i + 1));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+        pv(sc, vslot(i));
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = sn[mi][nt][e];
+    }
+#else
+    /* Prologue: K/V tiles 0 .. STAGES - 2 (groups K, V per tile). */
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j);
+        load_v(j);
+    }
+    att_wait<2 * (STAGES - 1)>();              /* Q */
+    att_sync_tiles();
+    load_q();
+    for (int i = 0; i < nit; ++i) {
+#if STAGES == 1
+        __syncthreads();                       /* previous tile fully consumed */
+        load_k(i);
+        load_v(i);
+        att_wait<1>();                         /* K[i] */
+        att_sync_tiles();
+#else
+        att_wait<2 * STAGES - 3>();            /* K[i] */
+        att_sync_tiles();                      /* and tile i-1 fully consumed */
+        load_k(i + STAGES - 1);
+        load_v(i + STAGES - 1);
+#endif
+        float sc[ATT_MT][ATT_NT][4];
+        qk(sc, kslot(i));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+#if STAGES == 1
+        att_wait<0>();                         /* V[i] */
+#else
+        att_wait<2 * (STAGES - 1)>();
+#endif
+        att_sync_tiles();
+        pv(sc, vslot(i));
+    }
+#endif
+
+    /* ---- epilogue */
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float l = l_run[mi][r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            l_run[mi][r] = l;
+        }
+
+#if SPLITS == 1
+#if O_STAGE
+    /* Stage through the warp''s own Q rows (only this warp ever reads them). */
+    __syncwarp();
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+            const int lr = wrow + mi * 16 + g + 8 * r;
+#pragma unroll
+            for (int dt = 0; dt < ATT_DT; ++dt) {
+                const att_u32 v = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+                const att_u32 a = sQ + att_off(lr, dt) + t4 * 4;
+                asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(a), "r"(v) : "memory");
+            }
+        }
+    __syncwarp();
+#pragma unroll
+    for (int c = lane; c < ATT_MT * 16 * ATT_KCH; c += 32) {
+        const int lr = c / ATT_KCH, ch = c % ATT_KCH;
+        const int row = m0 + wrow + lr;
+        att_u32 x0, x1, x2, x3;
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                     : "r"(sQ + att_off(wrow + lr, ch)) : "memory");
+        if (row < S) {
+            att_u16 *dst = O + base + (size_t)row * D + ch * 8;
+            asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};\n"
+                         :: "l"(dst), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
+        }
+    }
+#else
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = m0 + wrow + mi * 16 + g + 8 * r;
+            if (row < S) {
+                const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+                att_u32 *dst = (att_u32 *)(O + base + (size_t)row * D + 2 * t4);
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    dst[dt * 4] = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+            }
+        }
+#endif
+#elif ATT_CLUSTER
+    {
+        /* Merge the SPLITS partial results of this query block through
+         * distributed shared memory: every CTA publishes (m, l) per row and
+         * its unnormalised fp32 accumulator; CTA `rank` then reduces rows
+         * [rank * RPC, (rank + 1) * RPC) over the cluster and stores O. */
+        const att_u32 sML = sQ;                              /* [BLOCK_M][2] f32 */
+        const att_u32 sAcc = sQ + BLOCK_M * 8;               /* [BLOCK_M][RED_STRIDE] f32 */
+        __syncthreads();                                     /* all smem reads of the loop done */
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int lr = wrow + mi * 16 + g + 8 * r;
+                const att_u32 a = sAcc + (lr * ATT_RED_STRIDE + 2 * t4) * 4;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(a + dt * 32), "f"(acc[mi][dt][2 * r]), "f"(acc[mi][dt][2 * r + 1])
+                                 : "memory");
+                if (t4 == 0)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(sML + lr * 8), "f"(m_run[mi][r]), "f"(l_run[mi][r]) : "memory");
+            }
+        att_cluster_sync();
+        const int RPC = BLOCK_M / SPLITS;
+        const att_u32 rank = att_cluster_rank();
+        for (int c = tid; c < RPC * (D / 4); c += ATT_THREADS) {
+            const int lr = (int)rank * RPC + c / (D / 4), c4 = c % (D / 4);
+            const int row = m0 + lr;
+            float mm[SPLITS], ll[SPLITS];
+            float mmax = ATT_NEG_INF;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                asm volatile("ld.shared::cluster.v2.f32 {%0,%1}, [%2];\n"
+                             : "=f"(mm[sp]), "=f"(ll[sp]) : "r"(att_mapa(sML + lr * 8, sp)) : "memory");
+                mmax = fmaxf(mmax, mm[sp]);
+            }
+            float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                const float w = (mm[sp] == ATT_NEG_INF) ? 0.f : att_exp(mm[sp] - mmax);
+                float x0, x1, x2, x3;
+                asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
+                             : "r"(att_mapa(sAcc + (lr * ATT_RED_STRIDE + c4 * 4) * 4, sp)) : "memory");
+                L += w * ll[sp];
+                o0 += w * x0; o1 += w * x1; o2 += w * x2; o3 += w * x3;
+            }
+            if (row < S) {
+                const float inv = L > 0.f ? 1.f / L : 0.f;
+                const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+                *(uint2 *)(O + base + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+            }
+        }
+        att_cluster_sync();                                  /* keep smem alive for readers */
+    }
+#else
+    {
+        const size_t srow0 = ((size_t)blockIdx.z * gridDim.y + bh) * S;
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = m0 + wrow + mi * 16 + g + 8 * r;
+                if (row < S) {
+                    float *dst = Opart + (srow0 + row) * D + 2 * t4;
+#pragma unroll
+                    for (int dt = 0; dt < ATT_DT; ++dt)
+                        *(float2 *)(dst + dt * 8) = make_float2(acc[mi][dt][2 * r], acc[mi][dt][2 * r + 1]);
+                    if (t4 == 0)
+                        *(float2 *)(ML + (srow0 + row) * 2) = make_float2(m_run[mi][r], l_run[mi][r]);
+                }
+            }
+    }
+#endif
+}
+
+/* ------------------------------------------------------------- combine */
+
+extern "C" __global__ void __launch_bounds__(128)
+attn_combine(const float *__restrict__ Opart, const float *__restrict__ ML,
+             att_u16 *__restrict__ O, int rows)
+{
+    const int idx = blockIdx.x * 128 + threadIdx.x;
+    const int row = idx / (D / 4), c4 = idx % (D / 4);
+    if (row >= rows)
+        return;
+    float mmax = ATT_NEG_INF;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s)
+        mmax = fmaxf(mmax, ML[((size_t)s * rows + row) * 2]);
+    float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s) {
+        const float2 ml = *(const float2 *)(ML + ((size_t)s * rows + row) * 2);
+        const float w = (ml.x == ATT_NEG_INF) ? 0.f : att_exp(ml.x - mmax);
+        const float4 p = *(const float4 *)(Opart + ((size_t)s * rows + row) * D + c4 * 4);
+        L += w * ml.y;
+        o0 += w * p.x; o1 += w * p.y; o2 += w * p.z; o3 += w * p.w;
+    }
+    const float inv = L > 0.f ? 1.f / L : 0.f;
+    const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+    *(uint2 *)(O + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+}
+',37699,'2026-11-22T04:10:08Z');
+INSERT INTO "sources" VALUES('803d5232c4106cb9bbf64b72ca35d833adfbb6a3c2e0447b1eaa50edecfa08bb','// evoeng: rendered from attention.cu
+#define BLOCK_M 64
+#define BLOCK_N 128
+#define WARPS 4
+#define STAGES 3
+#define SWIZZLE 1
+#define EXP2 1
+#define CAUSAL_SKIP 1
+#define Q_IN_REGS 1
+#define SPLITS 1
+#define MIN_BLOCKS 1
+#define O_STAGE 0
+#define CLUSTER 0
+#define WSCALE 0
+#define OVERLAP 0
+#define WGMMA 0
+#define D 64
+#define CAUSAL 0
+#line 1 "attention.cu"
+/*
+ * attention.cu -- evoeng template: FlashAttention-2-style fp16 attention
+ * forward pass, O = softmax(Q K^T * scale [+ causal mask]) V, with tensors
+ * in layout [B, H, S, D] (fp16), fp32 softmax statistics and accumulation.
+ *
+ * Structure: one CTA owns BLOCK_M query rows of one (b, h) pair
+ * (grid.x = ceil(S / BLOCK_M), grid.y = B*H, grid.z = SPLITS).  Each of the
+ * ATT_WARPS warps owns BLOCK_M / ATT_WARPS rows (MT = 1 or 2 m16 tiles).  K and V
+ * tiles of BLOCK_N keys stream through shared memory with cp.async
+ * (STAGES-deep ring, separate commit groups for K and V so QK^T starts
+ * while V is still in flight), are read with ldmatrix (.trans for V), and
+ * both products run on tensor cores with mma.sync m16n8k16 (f16 in, f32
+ * accumulate).  The softmax is online (running max m and sum l per row);
+ * P stays in registers: the QK^T accumulator layout is the A-operand layout
+ * of the PV product.  With SPLITS > 1 each CTA handles a contiguous share of
+ * the KV tiles and writes unnormalised fp32 partial O plus (m, l) to
+ * scratch; attn_combine merges the splits with log-sum-exp.
+ *
+ * Only device code; no includes (NVRTC on the worker has no CUDA headers).
+ * All PTX used (cp.async, ldmatrix, mma.sync m16n8k16, cvt f16x2) needs
+ * sm_80 or newer.
+ *
+ * Compile-time dims: D (head dim, multiple of 16; 64 or 128 with SWIZZLE)
+ * and CAUSAL (0/1: key j visible to query i iff j <= i).
+ * Entries:
+ *   attn_fwd(Q, K, V, O, Opart, ML, S, scale)
+ *       Opart: f32 [SPLITS, B*H, S, D], ML: f32 [SPLITS, B*H, S, 2];
+ *       both untouched when SPLITS == 1.
+ *   attn_combine(Opart, ML, O, rows)   rows = B*H*S; one thread per 4
+ *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
+ *
+ * Knobs (all #define, defaults below):
+ *   BLOCK_M      query rows per CTA; a multiple of 16 * (warps per CTA)
+ *   BLOCK_N      keys per KV tile (multiple of 16)
+ *   WARPS        warps per CTA (at D = 64, see WSCALE)
+ *   WSCALE       1: use WARPS * D / 64 warps when D > 64, so each warp
+ *                keeps fewer rows (registers) at large D; 0: WARPS always
+ *   STAGES       K/V smem ring depth (1 = load, wait, compute)
+ *   SWIZZLE      0: rows padded by 8 halves; 1: XOR swizzle of 16 B chunks
+ *   EXP2         1: exp2 (ex2.approx) with scale*log2(e) folded; 0: expf
+ *   CAUSAL_SKIP  1: skip KV tiles that are fully masked, mask only the
+ *                tiles that need it; 0: visit all tiles, mask all of them
+ *   Q_IN_REGS    1: Q fragments loaded once into registers; 0: re-read
+ *                Q from shared memory for every KV tile
+ *   SPLITS       KV split factor (grid.z); > 1 needs attn_combine
+ *   MIN_BLOCKS   resident CTAs per SM asked of the register allocator at
+ *                D = 64; the __launch_bounds__ minimum is scaled by 64 / D
+ *                (at least 1), so one value stays spill-free for D = 128
+ *   CLUSTER      with SPLITS > 1 on sm_90+: the SPLITS CTAs of one query
+ *                block form a thread-block cluster and merge their partial
+ *                results through distributed shared memory (no scratch
+ *                traffic, no attn_combine launch); 0: scratch + attn_combine
+ *   OVERLAP      1 (needs STAGES >= 2): software pipeline, QK^T of the next
+ *                tile is issued before the softmax of the current one (two
+ *                score buffers in registers)
+ *   O_STAGE      1: stage the fp16 output tile through shared memory for
+ *                16-byte coalesced stores; 0: store fragments directly
+ *   WGMMA        1 (sm_90a, D = 64, one m16 tile per warp, warps in whole
+ *                warpgroups, SWIZZLE): both products run as Hopper
+ *                warpgroup MMAs (wgmma.mma_async m64nNk16) reading K and V
+ *                straight from the swizzled shared tiles through matrix
+ *                descriptors (128-byte swizzle; V as the transposed B
+ *                operand) with Q and P as register A operands; tiles are
+ *                1024-byte aligned.  At D != 64 the mma.sync path is used.
+ *
+ * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
+ * (+ 1024 with WGMMA, for the alignment), ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
+ * BLOCK_M * ((D + 8) * 4 + 8) bytes (the merge reuses the whole buffer).
+ */
+
+#ifndef D
+#define D 64
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0
+#endif
+#ifndef BLOCK_M
+#define BLOCK_M 64
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 128
+#endif
+#ifndef WARPS
+#define WARPS 4
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifndef SWIZZLE
+#define SWIZZLE 1
+#endif
+#ifndef EXP2
+#define EXP2 1
+#endif
+#ifndef CAUSAL_SKIP
+#define CAUSAL_SKIP 1
+#endif
+#ifndef Q_IN_REGS
+#define Q_IN_REGS 1
+#endif
+#ifndef SPLITS
+#define SPLITS 1
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef O_STAGE
+#define O_STAGE 1
+#endif
+#ifndef CLUSTER
+#define CLUSTER 0
+#endif
+#ifndef WSCALE
+#define WSCALE 0
+#endif
+#ifndef OVERLAP
+#define OVERLAP 0
+#endif
+#ifndef WGMMA
+#define WGMMA 0
+#endif
+
+#define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
+#define ATT_THREADS (ATT_WARPS * 32)
+#define ATT_MT (BLOCK_M / (16 * ATT_WARPS))      /* m16 tiles per warp */
+#define ATT_ROWH (SWIZZLE ? D : (D + 8))         /* smem row, halves */
+#define ATT_ROWB (ATT_ROWH * 2)                  /* smem row, bytes */
+#define ATT_KCH (D / 8)                          /* 16 B chunks per row */
+#define ATT_NT (BLOCK_N / 8)                     /* n8 tiles per KV tile */
+#define ATT_DT (D / 8)                           /* n8 tiles over D */
+#define ATT_NEG_INF (-__int_as_float(0x7f800000))
+#define ATT_MINB ((MIN_BLOCKS * 64 / D) < 1 ? 1 : (MIN_BLOCKS * 64 / D))
+#define ATT_CLUSTER (CLUSTER && SPLITS > 1)
+#define ATT_RED_STRIDE (D + 8)                   /* merge buffer row, floats */
+
+#if ATT_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "CLUSTER needs sm_90 or newer"
+#endif
+
+/* The wgmma path: device code at D = 64 only (the smem rows are then
+ * exactly one 128-byte swizzle row). */
+#if WGMMA && D == 64 && defined(__CUDA_ARCH__)
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "WGMMA needs the arch-specific target sm_90a (nvcc -arch=sm_90a)"
+#endif
+#define ATT_WG 1
+#else
+#define ATT_WG 0
+#endif
+
+static_assert(D % 16 == 0, "D must be a multiple of 16");
+static_assert(!SWIZZLE || D % 64 == 0, "SWIZZLE needs D % 64 == 0");
+static_assert(BLOCK_M % (16 * ATT_WARPS) == 0, "BLOCK_M must be a multiple of 16 * warps");
+static_assert(BLOCK_N % 16 == 0, "BLOCK_N must be a multiple of 16");
+static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in 1..4");
+static_assert(SPLITS >= 1, "SPLITS >= 1");
+static_assert(!OVERLAP || STAGES >= 2, "OVERLAP needs STAGES >= 2");
+static_assert(!ATT_CLUSTER || (SPLITS <= 8 && BLOCK_M % SPLITS == 0), "CLUSTER: SPLITS <= 8 dividing BLOCK_M");
+static_assert(!ATT_WG || (ATT_MT == 1 && ATT_WARPS % 4 == 0 && SWIZZLE), "WGMMA: one m16 tile per warp, whole warpgroups, SWIZZLE");
+
+typedef unsigned int att_u32;
+typedef unsigned short att_u16;
+typedef unsigned long long att_u64;
+
+/* ---------------------------------------------------------------- PTX */
+
+static __device__ __forceinline__ att_u32 att_smem_addr(const void *p)
+{
+    att_u32 r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }"
+        : "=r"(r) : "l"(p));
+    return r;
+}
+
+/* 16-byte async copy global -> shared; bytes < 16 zero-fills the rest. */
+static __device__ __forceinline__ void att_cp16(att_u32 dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+static __device__ __forceinline__ void att_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void att_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+static __device__ __forceinline__ void att_ldsm4(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                 att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+#if !ATT_WG   /* the mma.sync path''s V loads and MMAs */
+static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                  att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+/* c += a (16x16, row) * b (16x8, col); f16 inputs, f32 accumulators. */
+static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u32 b0, att_u32 b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+#endif
+
+/* Pack two floats into f16x2: lo in the low half. */
+static __device__ __forceinline__ att_u32 att_pack(float lo, float hi)
+{
+    att_u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+static __device__ __forceinline__ float att_exp(float x)
+{
+#if EXP2
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return expf(x);
+#endif
+}
+
+/* Barrier after a cp.async wait: the landed tiles are visible to the whole
+ * CTA; with WGMMA also to the async proxy that wgmma reads them through. */
+static __device__ __forceinline__ void att_sync_tiles(void)
+{
+#if ATT_WG
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+    __syncthreads();
+}
+
+/* Byte offset of 16-byte chunk ch of row r inside a smem tile. */
+static __device__ __forceinline__ int att_off(int r, int ch)
+{
+#if SWIZZLE
+    return r * ATT_ROWB + ((ch ^ (r & 7)) << 4);
+#else
+    return r * ATT_ROWB + (ch << 4);
+#endif
+}
+
+/* Async load of rows [row0, row0 + NROWS) of a [S, D] matrix into a smem
+ * tile; rows >= S are zero-filled (never read from global).  Thread tid
+ * always copies chunk tid % KCH of rows tid / KCH + i * RSTEP, so every
+ * per-pass offset is a compile-time constant (few live registers). */
+template <int NROWS>
+static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16 *g,
+                                                     int row0, int S, int tid)
+{
+    constexpr int RSTEP = ATT_THREADS / ATT_KCH;
+    constexpr int PASSES = (NROWS + RSTEP - 1) / RSTEP;
+    const int r0 = tid / ATT_KCH, ch = tid % ATT_KCH;
+    const int lim = S - row0 - r0;                 /* pass i valid iff i*RSTEP < lim */
+    const att_u16 *src0 = g + (size_t)(row0 + r0) * D + ch * 8;
+    const att_u32 dst0 = sdst + att_off(r0, ch);
+#pragma unroll
+    for (int i = 0; i < PASSES; ++i) {
+        if (NROWS % RSTEP != 0 && r0 + i * RSTEP >= NROWS)
+            break;
+        const bool ok = i * RSTEP < lim;
+        /* the swizzle repeats every 8 rows: offsets of passes i and i + P
+         * differ by a constant (P * RSTEP rows) */
+        constexpr int P = (RSTEP % 8 == 0 || !SWIZZLE) ? 1 : (RSTEP % 4 == 0 ? 2 : (RSTEP % 2 == 0 ? 4 : 8));
+        const att_u32 dst = (P == 1 ? dst0 : sdst + att_off(r0 + (i % P) * RSTEP, ch))
+                            + (i / P) * P * RSTEP * ATT_ROWB;
+        att_cp16(dst, ok ? (const void *)(src0 + (size_t)i * RSTEP * D) : (const void *)g, ok ? 16 : 0);
+    }
+}
+
+#if ATT_WG
+/* ------------------------------------------------------- Hopper wgmma */
+
+/* Shared-memory matrix descriptor, 128-byte swizzle: start address, the
+ * leading and stride byte offsets (16-byte units) and the layout type in
+ * bits 62-63.  A K-major operand (K tile: 16 keys'' halves contiguous per
+ * row) needs only the stride between 8-row groups (1024 bytes); for the
+ * MN-major V tile the 8-row groups along K are also 1024 bytes apart and
+ * the tile is one 64-wide swizzle atom across N, so both offsets are 1024. */
+static __device__ __forceinline__ att_u64 att_desc(att_u32 addr, att_u32 lbo, att_u32 sbo)
+{
+    return (att_u64)((addr & 0x3FFFFu) >> 4) | ((att_u64)(lbo >> 4) << 16) | ((att_u64)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+
+static __device__ __forceinline__ void att_wg_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void att_wg_commit_wait(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n"
+                 "wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+
+/* Pin accumulator registers in place around the asynchronous MMAs: nothing
+ * reads or moves them between the issue and the wait. */
+template <int N>
+static __device__ __forceinline__ void att_keep(float *d)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+/* d[N/2] (+)= A (m64k16, this warp''s 16 rows: 4 f16x2 registers, the
+ * mma.sync A-fragment layout) * B (k16 x N, smem descriptor); TRANS = 1
+ * reads B as MN-major.  The accumulator layout per warp is the mma.sync
+ * m16n8 C layout repeated over N / 8 column tiles. */
+template <int N, int TRANS> struct AttWg;
+template <int TRANS> struct AttWg<32, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+            "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<64, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+            "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<128, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+            "{%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+#endif
+
+#if ATT_CLUSTER
+static __device__ __forceinline__ void att_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ att_u32 att_cluster_rank(void)
+{
+    att_u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Address of the same shared location in CTA `rank` of the cluster. */
+static __device__ __forceinline__ att_u32 att_mapa(att_u32 a, att_u32 rank)
+{
+    att_u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+#endif
+
+/* ---------------------------------------------------------------- main */
+
+#if ATT_CLUSTER
+#define ATT_CLUSTER_ATTR __cluster_dims__(1, 1, SPLITS)
+#else
+#define ATT_CLUSTER_ATTR
+#endif
+
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, ATT_MINB) ATT_CLUSTER_ATTR
+attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
+         const att_u16 *__restrict__ V, att_u16 *__restrict__ O,
+         float *__restrict__ Opart, float *__restrict__ ML, int S, float scale)
+{
+    extern __shared__ __align__(128) unsigned char att_smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+#if CAUSAL
+    const int mblk = gridDim.x - 1 - blockIdx.x;   /* heavy blocks first */
+#else
+    const int mblk = blockIdx.x;
+#endif
+    const int m0 = mblk * BLOCK_M;
+    const int bh = blockIdx.y;
+    const size_t base = (size_t)bh * S * D;
+    const att_u16 *Qb = Q + base, *Kb = K + base, *Vb = V + base;
+
+#if ATT_WG
+    const att_u32 sQ = (att_smem_addr(att_smem) + 1023u) & ~1023u;   /* swizzle atoms: 1024-byte aligned */
+#else
+    const att_u32 sQ = att_smem_addr(att_smem);
+#endif
+    const att_u32 sK = sQ + BLOCK_M * ATT_ROWB;
+    const att_u32 sV = sK + STAGES * BLOCK_N * ATT_ROWB;
+    const int wrow = warp * ATT_MT * 16;           /* warp''s first row in tile */
+
+    /* KV tile range of this CTA (and split). */
+#if CAUSAL && CAUSAL_SKIP
+    const int kv_end = min(S, m0 + BLOCK_M);
+#else
+    const int kv_end = S;
+#endif
+    const int n_tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+#if SPLITS > 1
+    const int per = (n_tiles + SPLITS - 1) / SPLITS;
+    const int t_begin = blockIdx.z * per;
+    const int t_end = min(n_tiles, t_begin + per);
+#else
+    const int t_begin = 0, t_end = n_tiles;
+#endif
+
+#if EXP2
+    const float sl = scale * 1.4426950408889634f;
+#else
+    const float sl = scale;
+#endif
+
+    float acc[ATT_MT][ATT_DT][4];
+    float m_run[ATT_MT][2], l_run[ATT_MT][2];
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+        for (int dt = 0; dt < ATT_DT; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mi][dt][e] = 0.f;
+        m_run[mi][0] = m_run[mi][1] = ATT_NEG_INF;
+        l_run[mi][0] = l_run[mi][1] = 0.f;
+    }
+
+    /* Per-lane ldmatrix coordinates. */
+    const int q_row = wrow + (lane & 15), q_ch = lane >> 4;
+#if !ATT_WG
+    const int k_row = (lane & 7) + ((lane >> 4) << 3), k_ch = (lane >> 3) & 1;
+    const int v_row = (lane & 7) + (((lane >> 3) & 1) << 3), v_ch = lane >> 4;
+#endif
+#if Q_IN_REGS
+    att_u32 qf[ATT_MT][D / 16][4];
+#endif
+
+    /* ---- S = Q K^T (raw fp32 scores) for the K tile at sKs */
+#if ATT_WG
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
+#if Q_IN_REGS
+        const att_u32 (&qa)[D / 16][4] = qf[0];
+#else
+        att_u32 qa[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+            att_ldsm4(sQ + att_off(q_row, kk * 2 + q_ch), qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3]);
+#endif
+        float *d = &sc[0][0][0];
+        /* A 64-key tile runs as two n32 MMAs: a single m64n64k16 here (in
+         * the kernel whose PV is the transposed m64n64k16) produced wrong
+         * scores on an H200 (driver 13.0, NVRTC 13.0), n32 and n128 do not. */
+        constexpr int QN = BLOCK_N == 64 ? 32 : BLOCK_N;
+        att_keep<ATT_NT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)   /* k16 step: 32 bytes along the swizzled row */
+#pragma unroll
+            for (int c = 0; c < BLOCK_N / QN; ++c)
+                AttWg<QN, 0>::mma(d + c * QN / 2, qa[kk], att_desc(sKs + c * QN * ATT_ROWB + kk * 32, 16, 1024),
+                                  kk > 0);
+        att_wg_commit_wait();
+        att_keep<ATT_NT * 4>(d);
+    };
+#else
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+#if Q_IN_REGS
+#define ATT_QF(mi) qf[mi][kk]
+#else
+            att_u32 qk4[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qk4[mi][0], qk4[mi][1], qk4[mi][2], qk4[mi][3]);
+#define ATT_QF(mi) qk4[mi]
+#endif
+#pragma unroll
+            for (int jj = 0; jj < BLOCK_N / 16; ++jj) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4(sKs + att_off(jj * 16 + k_row, kk * 2 + k_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(sc[mi][2 * jj], ATT_QF(mi), b0, b1);
+                    att_mma(sc[mi][2 * jj + 1], ATT_QF(mi), b2, b3);
+                }
+            }
+#undef ATT_QF
+        }
+    };
+#endif
+
+    /* ---- mask, online softmax (P = exp(s*sl - m) in place), rescale acc */
+    auto softmax = [&](float (&sc)[ATT_MT][ATT_NT][4], int n0) {
+#if CAUSAL && CAUSAL_SKIP
+        const bool need_mask = (n0 + BLOCK_N > S) || (n0 + BLOCK_N - 1 > m0);
+#elif CAUSAL
+        const bool need_mask = true;
+#else
+        const bool need_mask = n0 + BLOCK_N > S;
+#endif
+        if (need_mask) {
+            /* key n0 + 2*t4 + nt*8 + e is visible iff nt*8 + e < lim */
+            const int kbase = n0 + 2 * t4;
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+#if CAUSAL
+                    const int lim = min(S, m0 + wrow + mi * 16 + g + 8 * r + 1) - kbase;
+#else
+                    const int lim = S - kbase;
+#endif
+#pragma unroll
+                    for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            if (nt * 8 + e >= lim) sc[mi][nt][2 * r + e] = ATT_NEG_INF;
+                }
+        }
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                float mx = ATT_NEG_INF;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+                    mx = fmaxf(mx, fmaxf(sc[mi][nt][2 * r], sc[mi][nt][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float m_new = fmaxf(m_run[mi][r], mx * sl);
+                const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
+                const float alpha = att_exp(m_run[mi][r] - m_use);
+                m_run[mi][r] = m_new;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float p = att_exp(fmaf(sc[mi][nt][2 * r + e], sl, -m_use));
+                        sc[mi][nt][2 * r + e] = p;
+                        sum += p;
+                    }
+                l_run[mi][r] = l_run[mi][r] * alpha + sum;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt) {
+                    acc[mi][dt][2 * r] *= alpha;
+                    acc[mi][dt][2 * r + 1] *= alpha;
+                }
+            }
+        }
+    };
+
+    /* ---- O += P V for the V tile at sVs (P from the score registers) */
+#if ATT_WG
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
+        att_u32 pa[BLOCK_N / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            pa[kk][0] = att_pack(sc[0][2 * kk][0], sc[0][2 * kk][1]);
+            pa[kk][1] = att_pack(sc[0][2 * kk][2], sc[0][2 * kk][3]);
+            pa[kk][2] = att_pack(sc[0][2 * kk + 1][0], sc[0][2 * kk + 1][1]);
+            pa[kk][3] = att_pack(sc[0][2 * kk + 1][2], sc[0][2 * kk + 1][3]);
+        }
+        float *d = &acc[0][0][0];
+        att_keep<ATT_DT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk)   /* k16 step: 16 rows of V */
+            AttWg<D, 1>::mma(d, pa[kk], att_desc(sVs + kk * 16 * ATT_ROWB, 1024, 1024), 1);
+        att_wg_commit_wait();
+        att_keep<ATT_DT * 4>(d);
+    };
+#else
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            att_u32 pa[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi) {
+                pa[mi][0] = att_pack(sc[mi][2 * kk][0], sc[mi][2 * kk][1]);
+                pa[mi][1] = att_pack(sc[mi][2 * kk][2], sc[mi][2 * kk][3]);
+                pa[mi][2] = att_pack(sc[mi][2 * kk + 1][0], sc[mi][2 * kk + 1][1]);
+                pa[mi][3] = att_pack(sc[mi][2 * kk + 1][2], sc[mi][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dd = 0; dd < D / 16; ++dd) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4t(sVs + att_off(kk * 16 + v_row, dd * 2 + v_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(acc[mi][2 * dd], pa[mi], b0, b1);
+                    att_mma(acc[mi][2 * dd + 1], pa[mi], b2, b3);
+                }
+            }
+        }
+    };
+#endif
+
+    auto load_q = [&]() {
+#if Q_IN_REGS
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qf[mi][kk][0], qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
+#endif
+    };
+    auto kslot = [&](int i) { return sK + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto vslot = [&](int i) { return sV + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto load_k = [&](int i) {           /* i: tile index relative to t_begin */
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(kslot(i), Kb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+    auto load_v = [&](int i) {
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(vslot(i), Vb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+
+    att_load_tile<BLOCK_M>(sQ, Qb, m0, S, tid);
+    att_commit();
+    const int nit = t_end - t_begin;
+
+#if OVERLAP
+    /* Software-pipelined: QK^T of tile i+1 is issued before the softmax
+     * and PV of tile i, so tensor-core work overlaps the exponentials.
+     * Commit groups: Q, K0, then pairs (K[j+1], V[j]).  Iteration i waits
+     * for pair i, then issues K[i+STAGES] (slot of K[i], consumed) and
+     * V[i+STAGES-1] (slot of V[i-1], consumed). */
+    load_k(0);
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j + 1);
+        load_v(j);
+    }
+    att_wait<2 * (STAGES - 1)>();              /* Q and K0 */
+    att_sync_tiles();
+    load_q();
+    float sc[ATT_MT][ATT_NT][4], sn[ATT_MT][ATT_NT][4];
+    if (nit > 0)
+        qk(sc, kslot(0));
+    for (int i = 0; i < nit; ++i) {
+        att_wait<2 * (STAGES - 2)>();          /* K[i+1] and V[i] */
+        att_sync_tiles();                      /* tile i-1 fully consumed */
+        load_k(i + STAGES);
+        load_v(i + STAGES - 1);
+        if (i + 1 < nit)
+            qk(sn, kslot(i + 1));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+        pv(sc, vslot(i));
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = sn[mi][nt][e];
+    }
+#else
+    /* Prologue: K/V tiles 0 .. STAGES - 2 (groups K, V per tile). */
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j);
+        load_v(j);
+    }
+    att_wait<2 * (STAGES - 1)>();              /* Q */
+    att_sync_tiles();
+    load_q();
+    for (int i = 0; i < nit; ++i) {
+#if STAGES == 1
+        __syncthreads();                       /* previous tile fully consumed */
+        load_k(i);
+        load_v(i);
+        att_wait<1>();                         /* K[i] */
+        att_sync_tiles();
+#else
+        att_wait<2 * STAGES - 3>();            /* K[i] */
+        att_sync_tiles();                      /* and tile i-1 fully consumed */
+        load_k(i + STAGES - 1);
+        load_v(i + STAGES - 1);
+#endif
+        float sc[ATT_MT][ATT_NT][4];
+        qk(sc, kslot(i));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+#if STAGES == 1
+        att_wait<0>();                         /* V[i] */
+#else
+        att_wait<2 * (STAGES - 1)>();
+#endif
+        att_sync_tiles();
+        pv(sc, vslot(i));
+    }
+#endif
+
+    /* ---- epilogue */
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float l = l_run[mi][r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            l_run[mi][r] = l;
+        }
+
+#if SPLITS == 1
+#if O_STAGE
+    /* Stage through the warp''s own Q rows (only this warp ever reads them). */
+    __syncwarp();
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+            const int lr = wrow + mi * 16 + g + 8 * r;
+#pragma unroll
+            for (int dt = 0; dt < ATT_DT; ++dt) {
+                const att_u32 v = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+                const att_u32 a = sQ + att_off(lr, dt) + t4 * 4;
+                asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(a), "r"(v) : "memory");
+            }
+        }
+    __syncwarp();
+#pragma unroll
+    for (int c = lane; c < ATT_MT * 16 * ATT_KCH; c += 32) {
+        const int lr = c / ATT_KCH, ch = c % ATT_KCH;
+        const int row = m0 + wrow + lr;
+        att_u32 x0, x1, x2, x3;
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                     : "r"(sQ + att_off(wrow + lr, ch)) : "memory");
+        if (row < S) {
+            att_u16 *dst = O + base + (size_t)row * D + ch * 8;
+            asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};\n"
+                         :: "l"(dst), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
+        }
+    }
+#else
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = m0 + wrow + mi * 16 + g + 8 * r;
+            if (row < S) {
+                const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+                att_u32 *dst = (att_u32 *)(O + base + (size_t)row * D + 2 * t4);
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    dst[dt * 4] = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+            }
+        }
+#endif
+#elif ATT_CLUSTER
+    {
+        /* Merge the SPLITS partial results of this query block through
+         * distributed shared memory: every CTA publishes (m, l) per row and
+         * its unnormalised fp32 accumulator; CTA `rank` then reduces rows
+         * [rank * RPC, (rank + 1) * RPC) over the cluster and stores O. */
+        const att_u32 sML = sQ;                              /* [BLOCK_M][2] f32 */
+        const att_u32 sAcc = sQ + BLOCK_M * 8;               /* [BLOCK_M][RED_STRIDE] f32 */
+        __syncthreads();                                     /* all smem reads of the loop done */
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int lr = wrow + mi * 16 + g + 8 * r;
+                const att_u32 a = sAcc + (lr * ATT_RED_STRIDE + 2 * t4) * 4;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(a + dt * 32), "f"(acc[mi][dt][2 * r]), "f"(acc[mi][dt][2 * r + 1])
+                                 : "memory");
+                if (t4 == 0)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(sML + lr * 8), "f"(m_run[mi][r]), "f"(l_run[mi][r]) : "memory");
+            }
+        att_cluster_sync();
+        const int RPC = BLOCK_M / SPLITS;
+        const att_u32 rank = att_cluster_rank();
+        for (int c = tid; c < RPC * (D / 4); c += ATT_THREADS) {
+            const int lr = (int)rank * RPC + c / (D / 4), c4 = c % (D / 4);
+            const int row = m0 + lr;
+            float mm[SPLITS], ll[SPLITS];
+            float mmax = ATT_NEG_INF;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                asm volatile("ld.shared::cluster.v2.f32 {%0,%1}, [%2];\n"
+                             : "=f"(mm[sp]), "=f"(ll[sp]) : "r"(att_mapa(sML + lr * 8, sp)) : "memory");
+                mmax = fmaxf(mmax, mm[sp]);
+            }
+            float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                const float w = (mm[sp] == ATT_NEG_INF) ? 0.f : att_exp(mm[sp] - mmax);
+                float x0, x1, x2, x3;
+                asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
+                             : "r"(att_mapa(sAcc + (lr * ATT_RED_STRIDE + c4 * 4) * 4, sp)) : "memory");
+                L += w * ll[sp];
+                o0 += w * x0; o1 += w * x1; o2 += w * x2; o3 += w * x3;
+            }
+            if (row < S) {
+                const float inv = L > 0.f ? 1.f / L : 0.f;
+                const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+                *(uint2 *)(O + base + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+            }
+        }
+        att_cluster_sync();                                  /* keep smem alive for readers */
+    }
+#else
+    {
+        const size_t srow0 = ((size_t)blockIdx.z * gridDim.y + bh) * S;
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = m0 + wrow + mi * 16 + g + 8 * r;
+                if (row < S) {
+                    float *dst = Opart + (srow0 + row) * D + 2 * t4;
+#pragma unroll
+                    for (int dt = 0; dt < ATT_DT; ++dt)
+                        *(float2 *)(dst + dt * 8) = make_float2(acc[mi][dt][2 * r], acc[mi][dt][2 * r + 1]);
+                    if (t4 == 0)
+                        *(float2 *)(ML + (srow0 + row) * 2) = make_float2(m_run[mi][r], l_run[mi][r]);
+                }
+            }
+    }
+#endif
+}
+
+/* ------------------------------------------------------------- combine */
+
+extern "C" __global__ void __launch_bounds__(128)
+attn_combine(const float *__restrict__ Opart, const float *__restrict__ ML,
+             att_u16 *__restrict__ O, int rows)
+{
+    const int idx = blockIdx.x * 128 + threadIdx.x;
+    const int row = idx / (D / 4), c4 = idx % (D / 4);
+    if (row >= rows)
+        return;
+    float mmax = ATT_NEG_INF;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s)
+        mmax = fmaxf(mmax, ML[((size_t)s * rows + row) * 2]);
+    float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s) {
+        const float2 ml = *(const float2 *)(ML + ((size_t)s * rows + row) * 2);
+        const float w = (ml.x == ATT_NEG_INF) ? 0.f : att_exp(ml.x - mmax);
+        const float4 p = *(const float4 *)(Opart + ((size_t)s * rows + row) * D + c4 * 4);
+        L += w * ml.y;
+        o0 += w * p.x; o1 += w * p.y; o2 += w * p.z; o3 += w * p.w;
+    }
+    const float inv = L > 0.f ? 1.f / L : 0.f;
+    const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+    *(uint2 *)(O + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+}
+',37699,'2026-11-22T04:10:35Z');
+INSERT INTO "sources" VALUES('98d50cfacab73cdaa7da85b2423620ab23a9e66486f13e30d152f4e3782127d9','// evoeng: rendered from attention.cu
+#define BLOCK_M 64
+#define BLOCK_N 128
+#define WARPS 4
+#define STAGES 3
+#define SWIZZLE 1
+#define EXP2 1
+#define CAUSAL_SKIP 1
+#define Q_IN_REGS 1
+#define SPLITS 1
+#define MIN_BLOCKS 1
+#define O_STAGE 0
+#define CLUSTER 0
+#define WSCALE 0
+#define OVERLAP 0
+#define WGMMA 1
+#define D 64
+#define CAUSAL 0
+#line 1 "attention.cu"
+/*
+ * attention.cu -- evoeng template: FlashAttention-2-style fp16 attention
+ * forward pass, O = softmax(Q K^T * scale [+ causal mask]) V, with tensors
+ * in layout [B, H, S, D] (fp16), fp32 softmax statistics and accumulation.
+ *
+ * Structure: one CTA owns BLOCK_M query rows of one (b, h) pair
+ * (grid.x = ceil(S / BLOCK_M), grid.y = B*H, grid.z = SPLITS).  Each of the
+ * ATT_WARPS warps owns BLOCK_M / ATT_WARPS rows (MT = 1 or 2 m16 tiles).  K and V
+ * tiles of BLOCK_N keys stream through shared memory with cp.async
+ * (STAGES-deep ring, separate commit groups for K and V so QK^T starts
+ * while V is still in flight), are read with ldmatrix (.trans for V), and
+ * both products run on tensor cores with mma.sync m16n8k16 (f16 in, f32
+ * accumulate).  The softmax is online (running max m and sum l per row);
+ * P stays in registers: the QK^T accumulator layout is the A-operand layout
+ * of the PV product.  With SPLITS > 1 each CTA handles a contiguous share of
+ * the KV tiles and writes unnormalised fp32 partial O plus (m, l) to
+ * scratch; attn_combine merges the splits with log-sum-exp.
+ *
+ * Only device code; no includes (NVRTC on the worker has no CUDA headers).
+ * All PTX used (cp.async, ldmatrix, mma.sync m16n8k16, cvt f16x2) needs
+ * sm_80 or newer.
+ *
+ * Compile-time dims: D (head dim, multiple of 16; 64 or 128 with SWIZZLE)
+ * and CAUSAL (0/1: key j visible to query i iff j <= i).
+ * Entries:
+ *   attn_fwd(Q, K, V, O, Opart, ML, S, scale)
+ *       Opart: f32 [SPLITS, B*H, S, D], ML: f32 [SPLITS, B*H, S, 2];
+ *       both untouched when SPLITS == 1.
+ *   attn_combine(Opart, ML, O, rows)   rows = B*H*S; one thread per 4
+ *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
+ *
+ * Knobs (all #define, defaults below):
+ *   BLOCK_M      query rows per CTA; a multiple of 16 * (warps per CTA)
+ *   BLOCK_N      keys per KV tile (multiple of 16)
+ *   WARPS        warps per CTA (at D = 64, see WSCALE)
+ *   WSCALE       1: use WARPS * D / 64 warps when D > 64, so each warp
+ *                keeps fewer rows (registers) at large D; 0: WARPS always
+ *   STAGES       K/V smem ring depth (1 = load, wait, compute)
+ *   SWIZZLE      0: rows padded by 8 halves; 1: XOR swizzle of 16 B chunks
+ *   EXP2         1: exp2 (ex2.approx) with scale*log2(e) folded; 0: expf
+ *   CAUSAL_SKIP  1: skip KV tiles that are fully masked, mask only the
+ *                tiles that need it; 0: visit all tiles, mask all of them
+ *   Q_IN_REGS    1: Q fragments loaded once into registers; 0: re-read
+ *                Q from shared memory for every KV tile
+ *   SPLITS       KV split factor (grid.z); > 1 needs attn_combine
+ *   MIN_BLOCKS   resident CTAs per SM asked of the register allocator at
+ *                D = 64; the __launch_bounds__ minimum is scaled by 64 / D
+ *                (at least 1), so one value stays spill-free for D = 128
+ *   CLUSTER      with SPLITS > 1 on sm_90+: the SPLITS CTAs of one query
+ *                block form a thread-block cluster and merge their partial
+ *                results through distributed shared memory (no scratch
+ *                traffic, no attn_combine launch); 0: scratch + attn_combine
+ *   OVERLAP      1 (needs STAGES >= 2): software pipeline, QK^T of the next
+ *                tile is issued before the softmax of the current one (two
+ *                score buffers in registers)
+ *   O_STAGE      1: stage the fp16 output tile through shared memory for
+ *                16-byte coalesced stores; 0: store fragments directly
+ *   WGMMA        1 (sm_90a, D = 64, one m16 tile per warp, warps in whole
+ *                warpgroups, SWIZZLE): both products run as Hopper
+ *                warpgroup MMAs (wgmma.mma_async m64nNk16) reading K and V
+ *                straight from the swizzled shared tiles through matrix
+ *                descriptors (128-byte swizzle; V as the transposed B
+ *                operand) with Q and P as register A operands; tiles are
+ *                1024-byte aligned.  At D != 64 the mma.sync path is used.
+ *
+ * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
+ * (+ 1024 with WGMMA, for the alignment), ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
+ * BLOCK_M * ((D + 8) * 4 + 8) bytes (the merge reuses the whole buffer).
+ */
+
+#ifndef D
+#define D 64
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0
+#endif
+#ifndef BLOCK_M
+#define BLOCK_M 64
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 128
+#endif
+#ifndef WARPS
+#define WARPS 4
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifndef SWIZZLE
+#define SWIZZLE 1
+#endif
+#ifndef EXP2
+#define EXP2 1
+#endif
+#ifndef CAUSAL_SKIP
+#define CAUSAL_SKIP 1
+#endif
+#ifndef Q_IN_REGS
+#define Q_IN_REGS 1
+#endif
+#ifndef SPLITS
+#define SPLITS 1
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef O_STAGE
+#define O_STAGE 1
+#endif
+#ifndef CLUSTER
+#define CLUSTER 0
+#endif
+#ifndef WSCALE
+#define WSCALE 0
+#endif
+#ifndef OVERLAP
+#define OVERLAP 0
+#endif
+#ifndef WGMMA
+#define WGMMA 0
+#endif
+
+#define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
+#define ATT_THREADS (ATT_WARPS * 32)
+#define ATT_MT (BLOCK_M / (16 * ATT_WARPS))      /* m16 tiles per warp */
+#define ATT_ROWH (SWIZZLE ? D : (D + 8))         /* smem row, halves */
+#define ATT_ROWB (ATT_ROWH * 2)                  /* smem row, bytes */
+#define ATT_KCH (D / 8)                          /* 16 B chunks per row */
+#define ATT_NT (BLOCK_N / 8)                     /* n8 tiles per KV tile */
+#define ATT_DT (D / 8)                           /* n8 tiles over D */
+#define ATT_NEG_INF (-__int_as_float(0x7f800000))
+#define ATT_MINB ((MIN_BLOCKS * 64 / D) < 1 ? 1 : (MIN_BLOCKS * 64 / D))
+#define ATT_CLUSTER (CLUSTER && SPLITS > 1)
+#define ATT_RED_STRIDE (D + 8)                   /* merge buffer row, floats */
+
+#if ATT_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "CLUSTER needs sm_90 or newer"
+#endif
+
+/* The wgmma path: device code at D = 64 only (the smem rows are then
+ * exactly one 128-byte swizzle row). */
+#if WGMMA && D == 64 && defined(__CUDA_ARCH__)
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "WGMMA needs the arch-specific target sm_90a (nvcc -arch=sm_90a)"
+#endif
+#define ATT_WG 1
+#else
+#define ATT_WG 0
+#endif
+
+static_assert(D % 16 == 0, "D must be a multiple of 16");
+static_assert(!SWIZZLE || D % 64 == 0, "SWIZZLE needs D % 64 == 0");
+static_assert(BLOCK_M % (16 * ATT_WARPS) == 0, "BLOCK_M must be a multiple of 16 * warps");
+static_assert(BLOCK_N % 16 == 0, "BLOCK_N must be a multiple of 16");
+static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in 1..4");
+static_assert(SPLITS >= 1, "SPLITS >= 1");
+static_assert(!OVERLAP || STAGES >= 2, "OVERLAP needs STAGES >= 2");
+static_assert(!ATT_CLUSTER || (SPLITS <= 8 && BLOCK_M % SPLITS == 0), "CLUSTER: SPLITS <= 8 dividing BLOCK_M");
+static_assert(!ATT_WG || (ATT_MT == 1 && ATT_WARPS % 4 == 0 && SWIZZLE), "WGMMA: one m16 tile per warp, whole warpgroups, SWIZZLE");
+
+typedef unsigned int att_u32;
+typedef unsigned short att_u16;
+typedef unsigned long long att_u64;
+
+/* ---------------------------------------------------------------- PTX */
+
+static __device__ __forceinline__ att_u32 att_smem_addr(const void *p)
+{
+    att_u32 r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }"
+        : "=r"(r) : "l"(p));
+    return r;
+}
+
+/* 16-byte async copy global -> shared; bytes < 16 zero-fills the rest. */
+static __device__ __forceinline__ void att_cp16(att_u32 dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+static __device__ __forceinline__ void att_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void att_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+static __device__ __forceinline__ void att_ldsm4(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                 att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+#if !ATT_WG   /* the mma.sync path''s V loads and MMAs */
+static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                  att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+/* c += a (16x16, row) * b (16x8, col); f16 inputs, f32 accumulators. */
+static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u32 b0, att_u32 b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+#endif
+
+/* Pack two floats into f16x2: lo in the low half. */
+static __device__ __forceinline__ att_u32 att_pack(float lo, float hi)
+{
+    att_u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+static __device__ __forceinline__ float att_exp(float x)
+{
+#if EXP2
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return expf(x);
+#endif
+}
+
+/* Barrier after a cp.async wait: the landed tiles are visible to the whole
+ * CTA; with WGMMA also to the async proxy that wgmma reads them through. */
+static __device__ __forceinline__ void att_sync_tiles(void)
+{
+#if ATT_WG
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+    __syncthreads();
+}
+
+/* Byte offset of 16-byte chunk ch of row r inside a smem tile. */
+static __device__ __forceinline__ int att_off(int r, int ch)
+{
+#if SWIZZLE
+    return r * ATT_ROWB + ((ch ^ (r & 7)) << 4);
+#else
+    return r * ATT_ROWB + (ch << 4);
+#endif
+}
+
+/* Async load of rows [row0, row0 + NROWS) of a [S, D] matrix into a smem
+ * tile; rows >= S are zero-filled (never read from global).  Thread tid
+ * always copies chunk tid % KCH of rows tid / KCH + i * RSTEP, so every
+ * per-pass offset is a compile-time constant (few live registers). */
+template <int NROWS>
+static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16 *g,
+                                                     int row0, int S, int tid)
+{
+    constexpr int RSTEP = ATT_THREADS / ATT_KCH;
+    constexpr int PASSES = (NROWS + RSTEP - 1) / RSTEP;
+    const int r0 = tid / ATT_KCH, ch = tid % ATT_KCH;
+    const int lim = S - row0 - r0;                 /* pass i valid iff i*RSTEP < lim */
+    const att_u16 *src0 = g + (size_t)(row0 + r0) * D + ch * 8;
+    const att_u32 dst0 = sdst + att_off(r0, ch);
+#pragma unroll
+    for (int i = 0; i < PASSES; ++i) {
+        if (NROWS % RSTEP != 0 && r0 + i * RSTEP >= NROWS)
+            break;
+        const bool ok = i * RSTEP < lim;
+        /* the swizzle repeats every 8 rows: offsets of passes i and i + P
+         * differ by a constant (P * RSTEP rows) */
+        constexpr int P = (RSTEP % 8 == 0 || !SWIZZLE) ? 1 : (RSTEP % 4 == 0 ? 2 : (RSTEP % 2 == 0 ? 4 : 8));
+        const att_u32 dst = (P == 1 ? dst0 : sdst + att_off(r0 + (i % P) * RSTEP, ch))
+                            + (i / P) * P * RSTEP * ATT_ROWB;
+        att_cp16(dst, ok ? (const void *)(src0 + (size_t)i * RSTEP * D) : (const void *)g, ok ? 16 : 0);
+    }
+}
+
+#if ATT_WG
+/* ------------------------------------------------------- Hopper wgmma */
+
+/* Shared-memory matrix descriptor, 128-byte swizzle: start address, the
+ * leading and stride byte offsets (16-byte units) and the layout type in
+ * bits 62-63.  A K-major operand (K tile: 16 keys'' halves contiguous per
+ * row) needs only the stride between 8-row groups (1024 bytes); for the
+ * MN-major V tile the 8-row groups along K are also 1024 bytes apart and
+ * the tile is one 64-wide swizzle atom across N, so both offsets are 1024. */
+static __device__ __forceinline__ att_u64 att_desc(att_u32 addr, att_u32 lbo, att_u32 sbo)
+{
+    return (att_u64)((addr & 0x3FFFFu) >> 4) | ((att_u64)(lbo >> 4) << 16) | ((att_u64)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+
+static __device__ __forceinline__ void att_wg_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void att_wg_commit_wait(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n"
+                 "wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+
+/* Pin accumulator registers in place around the asynchronous MMAs: nothing
+ * reads or moves them between the issue and the wait. */
+template <int N>
+static __device__ __forceinline__ void att_keep(float *d)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+/* d[N/2] (+)= A (m64k16, this warp''s 16 rows: 4 f16x2 registers, the
+ * mma.sync A-fragment layout) * B (k16 x N, smem descriptor); TRANS = 1
+ * reads B as MN-major.  The accumulator layout per warp is the mma.sync
+ * m16n8 C layout repeated over N / 8 column tiles. */
+template <int N, int TRANS> struct AttWg;
+template <int TRANS> struct AttWg<32, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+            "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<64, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+            "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<128, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+            "{%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+#endif
+
+#if ATT_CLUSTER
+static __device__ __forceinline__ void att_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ att_u32 att_cluster_rank(void)
+{
+    att_u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Address of the same shared location in CTA `rank` of the cluster. */
+static __device__ __forceinline__ att_u32 att_mapa(att_u32 a, att_u32 rank)
+{
+    att_u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+#endif
+
+/* ---------------------------------------------------------------- main */
+
+#if ATT_CLUSTER
+#define ATT_CLUSTER_ATTR __cluster_dims__(1, 1, SPLITS)
+#else
+#define ATT_CLUSTER_ATTR
+#endif
+
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, ATT_MINB) ATT_CLUSTER_ATTR
+attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
+         const att_u16 *__restrict__ V, att_u16 *__restrict__ O,
+         float *__restrict__ Opart, float *__restrict__ ML, int S, float scale)
+{
+    extern __shared__ __align__(128) unsigned char att_smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+#if CAUSAL
+    const int mblk = gridDim.x - 1 - blockIdx.x;   /* heavy blocks first */
+#else
+    const int mblk = blockIdx.x;
+#endif
+    const int m0 = mblk * BLOCK_M;
+    const int bh = blockIdx.y;
+    const size_t base = (size_t)bh * S * D;
+    const att_u16 *Qb = Q + base, *Kb = K + base, *Vb = V + base;
+
+#if ATT_WG
+    const att_u32 sQ = (att_smem_addr(att_smem) + 1023u) & ~1023u;   /* swizzle atoms: 1024-byte aligned */
+#else
+    const att_u32 sQ = att_smem_addr(att_smem);
+#endif
+    const att_u32 sK = sQ + BLOCK_M * ATT_ROWB;
+    const att_u32 sV = sK + STAGES * BLOCK_N * ATT_ROWB;
+    const int wrow = warp * ATT_MT * 16;           /* warp''s first row in tile */
+
+    /* KV tile range of this CTA (and split). */
+#if CAUSAL && CAUSAL_SKIP
+    const int kv_end = min(S, m0 + BLOCK_M);
+#else
+    const int kv_end = S;
+#endif
+    const int n_tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+#if SPLITS > 1
+    const int per = (n_tiles + SPLITS - 1) / SPLITS;
+    const int t_begin = blockIdx.z * per;
+    const int t_end = min(n_tiles, t_begin + per);
+#else
+    const int t_begin = 0, t_end = n_tiles;
+#endif
+
+#if EXP2
+    const float sl = scale * 1.4426950408889634f;
+#else
+    const float sl = scale;
+#endif
+
+    float acc[ATT_MT][ATT_DT][4];
+    float m_run[ATT_MT][2], l_run[ATT_MT][2];
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+        for (int dt = 0; dt < ATT_DT; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mi][dt][e] = 0.f;
+        m_run[mi][0] = m_run[mi][1] = ATT_NEG_INF;
+        l_run[mi][0] = l_run[mi][1] = 0.f;
+    }
+
+    /* Per-lane ldmatrix coordinates. */
+    const int q_row = wrow + (lane & 15), q_ch = lane >> 4;
+#if !ATT_WG
+    const int k_row = (lane & 7) + ((lane >> 4) << 3), k_ch = (lane >> 3) & 1;
+    const int v_row = (lane & 7) + (((lane >> 3) & 1) << 3), v_ch = lane >> 4;
+#endif
+#if Q_IN_REGS
+    att_u32 qf[ATT_MT][D / 16][4];
+#endif
+
+    /* ---- S = Q K^T (raw fp32 scores) for the K tile at sKs */
+#if ATT_WG
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
+#if Q_IN_REGS
+        const att_u32 (&qa)[D / 16][4] = qf[0];
+#else
+        att_u32 qa[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+            att_ldsm4(sQ + att_off(q_row, kk * 2 + q_ch), qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3]);
+#endif
+        float *d = &sc[0][0][0];
+        /* A 64-key tile runs as two n32 MMAs: a single m64n64k16 here (in
+         * the kernel whose PV is the transposed m64n64k16) produced wrong
+         * scores on an H200 (driver 13.0, NVRTC 13.0), n32 and n128 do not. */
+        constexpr int QN = BLOCK_N == 64 ? 32 : BLOCK_N;
+        att_keep<ATT_NT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)   /* k16 step: 32 bytes along the swizzled row */
+#pragma unroll
+            for (int c = 0; c < BLOCK_N / QN; ++c)
+                AttWg<QN, 0>::mma(d + c * QN / 2, qa[kk], att_desc(sKs + c * QN * ATT_ROWB + kk * 32, 16, 1024),
+                                  kk > 0);
+        att_wg_commit_wait();
+        att_keep<ATT_NT * 4>(d);
+    };
+#else
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+#if Q_IN_REGS
+#define ATT_QF(mi) qf[mi][kk]
+#else
+            att_u32 qk4[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qk4[mi][0], qk4[mi][1], qk4[mi][2], qk4[mi][3]);
+#define ATT_QF(mi) qk4[mi]
+#endif
+#pragma unroll
+            for (int jj = 0; jj < BLOCK_N / 16; ++jj) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4(sKs + att_off(jj * 16 + k_row, kk * 2 + k_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(sc[mi][2 * jj], ATT_QF(mi), b0, b1);
+                    att_mma(sc[mi][2 * jj + 1], ATT_QF(mi), b2, b3);
+                }
+            }
+#undef ATT_QF
+        }
+    };
+#endif
+
+    /* ---- mask, online softmax (P = exp(s*sl - m) in place), rescale acc */
+    auto softmax = [&](float (&sc)[ATT_MT][ATT_NT][4], int n0) {
+#if CAUSAL && CAUSAL_SKIP
+        const bool need_mask = (n0 + BLOCK_N > S) || (n0 + BLOCK_N - 1 > m0);
+#elif CAUSAL
+        const bool need_mask = true;
+#else
+        const bool need_mask = n0 + BLOCK_N > S;
+#endif
+        if (need_mask) {
+            /* key n0 + 2*t4 + nt*8 + e is visible iff nt*8 + e < lim */
+            const int kbase = n0 + 2 * t4;
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+#if CAUSAL
+                    const int lim = min(S, m0 + wrow + mi * 16 + g + 8 * r + 1) - kbase;
+#else
+                    const int lim = S - kbase;
+#endif
+#pragma unroll
+                    for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            if (nt * 8 + e >= lim) sc[mi][nt][2 * r + e] = ATT_NEG_INF;
+                }
+        }
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                float mx = ATT_NEG_INF;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+                    mx = fmaxf(mx, fmaxf(sc[mi][nt][2 * r], sc[mi][nt][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float m_new = fmaxf(m_run[mi][r], mx * sl);
+                const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
+                const float alpha = att_exp(m_run[mi][r] - m_use);
+                m_run[mi][r] = m_new;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float p = att_exp(fmaf(sc[mi][nt][2 * r + e], sl, -m_use));
+                        sc[mi][nt][2 * r + e] = p;
+                        sum += p;
+                    }
+                l_run[mi][r] = l_run[mi][r] * alpha + sum;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt) {
+                    acc[mi][dt][2 * r] *= alpha;
+                    acc[mi][dt][2 * r + 1] *= alpha;
+                }
+            }
+        }
+    };
+
+    /* ---- O += P V for the V tile at sVs (P from the score registers) */
+#if ATT_WG
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
+        att_u32 pa[BLOCK_N / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            pa[kk][0] = att_pack(sc[0][2 * kk][0], sc[0][2 * kk][1]);
+            pa[kk][1] = att_pack(sc[0][2 * kk][2], sc[0][2 * kk][3]);
+            pa[kk][2] = att_pack(sc[0][2 * kk + 1][0], sc[0][2 * kk + 1][1]);
+            pa[kk][3] = att_pack(sc[0][2 * kk + 1][2], sc[0][2 * kk + 1][3]);
+        }
+        float *d = &acc[0][0][0];
+        att_keep<ATT_DT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk)   /* k16 step: 16 rows of V */
+            AttWg<D, 1>::mma(d, pa[kk], att_desc(sVs + kk * 16 * ATT_ROWB, 1024, 1024), 1);
+        att_wg_commit_wait();
+        att_keep<ATT_DT * 4>(d);
+    };
+#else
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            att_u32 pa[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi) {
+                pa[mi][0] = att_pack(sc[mi][2 * kk][0], sc[mi][2 * kk][1]);
+                pa[mi][1] = att_pack(sc[mi][2 * kk][2], sc[mi][2 * kk][3]);
+                pa[mi][2] = att_pack(sc[mi][2 * kk + 1][0], sc[mi][2 * kk + 1][1]);
+                pa[mi][3] = att_pack(sc[mi][2 * kk + 1][2], sc[mi][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dd = 0; dd < D / 16; ++dd) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4t(sVs + att_off(kk * 16 + v_row, dd * 2 + v_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(acc[mi][2 * dd], pa[mi], b0, b1);
+                    att_mma(acc[mi][2 * dd + 1], pa[mi], b2, b3);
+                }
+            }
+        }
+    };
+#endif
+
+    auto load_q = [&]() {
+#if Q_IN_REGS
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qf[mi][kk][0], qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
+#endif
+    };
+    auto kslot = [&](int i) { return sK + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto vslot = [&](int i) { return sV + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto load_k = [&](int i) {           /* i: tile index relative to t_begin */
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(kslot(i), Kb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+    auto load_v = [&](int i) {
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(vslot(i), Vb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+
+    att_load_tile<BLOCK_M>(sQ, Qb, m0, S, tid);
+    att_commit();
+    const int nit = t_end - t_begin;
+
+#if OVERLAP
+    /* Software-pipelined: QK^T of tile i+1 is issued before the softmax
+     * and PV of tile i, so tensor-core work overlaps the exponentials.
+     * Commit groups: Q, K0, then pairs (K[j+1], V[j]).  Iteration i waits
+     * for pair i, then issues K[i+STAGES] (slot of K[i], consumed) and
+     * V[i+STAGES-1] (slot of V[i-1], consumed). */
+    load_k(0);
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j + 1);
+        load_v(j);
+    }
+    att_wait<2 * (STAGES - 1)>();              /* Q and K0 */
+    att_sync_tiles();
+    load_q();
+    float sc[ATT_MT][ATT_NT][4], sn[ATT_MT][ATT_NT][4];
+    if (nit > 0)
+        qk(sc, kslot(0));
+    for (int i = 0; i < nit; ++i) {
+        att_wait<2 * (STAGES - 2)>();          /* K[i+1] and V[i] */
+        att_sync_tiles();                      /* tile i-1 fully consumed */
+        load_k(i + STAGES);
+        load_v(i + STAGES - 1);
+        if (i + 1 < nit)
+            qk(sn, kslot(i + 1));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+        pv(sc, vslot(i));
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = sn[mi][nt][e];
+    }
+#else
+    /* Prologue: K/V tiles 0 .. STAGES - 2 (groups K, V per tile). */
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j);
+        load_v(j);
+    }
+    att_wait<2 * (STAGES - 1)>();              /* Q */
+    att_sync_tiles();
+    load_q();
+    for (int i = 0; i < nit; ++i) {
+#if STAGES == 1
+        __syncthreads();                       /* previous tile fully consumed */
+        load_k(i);
+        load_v(i);
+        att_wait<1>();                         /* K[i] */
+        att_sync_tiles();
+#else
+        att_wait<2 * STAGES - 3>();            /* K[i] */
+        att_sync_tiles();                      /* and tile i-1 fully consumed */
+        load_k(i + STAGES - 1);
+        load_v(i + STAGES - 1);
+#endif
+        float sc[ATT_MT][ATT_NT][4];
+        qk(sc, kslot(i));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+#if STAGES == 1
+        att_wait<0>();                         /* V[i] */
+#else
+        att_wait<2 * (STAGES - 1)>();
+#endif
+        att_sync_tiles();
+        pv(sc, vslot(i));
+    }
+#endif
+
+    /* ---- epilogue */
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float l = l_run[mi][r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            l_run[mi][r] = l;
+        }
+
+#if SPLITS == 1
+#if O_STAGE
+    /* Stage through the warp''s own Q rows (only this warp ever reads them). */
+    __syncwarp();
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+            const int lr = wrow + mi * 16 + g + 8 * r;
+#pragma unroll
+            for (int dt = 0; dt < ATT_DT; ++dt) {
+                const att_u32 v = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+                const att_u32 a = sQ + att_off(lr, dt) + t4 * 4;
+                asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(a), "r"(v) : "memory");
+            }
+        }
+    __syncwarp();
+#pragma unroll
+    for (int c = lane; c < ATT_MT * 16 * ATT_KCH; c += 32) {
+        const int lr = c / ATT_KCH, ch = c % ATT_KCH;
+        const int row = m0 + wrow + lr;
+        att_u32 x0, x1, x2, x3;
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                     : "r"(sQ + att_off(wrow + lr, ch)) : "memory");
+        if (row < S) {
+            att_u16 *dst = O + base + (size_t)row * D + ch * 8;
+            asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};\n"
+                         :: "l"(dst), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
+        }
+    }
+#else
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = m0 + wrow + mi * 16 + g + 8 * r;
+            if (row < S) {
+                const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+                att_u32 *dst = (att_u32 *)(O + base + (size_t)row * D + 2 * t4);
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    dst[dt * 4] = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+            }
+        }
+#endif
+#elif ATT_CLUSTER
+    {
+        /* Merge the SPLITS partial results of this query block through
+         * distributed shared memory: every CTA publishes (m, l) per row and
+         * its unnormalised fp32 accumulator; CTA `rank` then reduces rows
+         * [rank * RPC, (rank + 1) * RPC) over the cluster and stores O. */
+        const att_u32 sML = sQ;                              /* [BLOCK_M][2] f32 */
+        const att_u32 sAcc = sQ + BLOCK_M * 8;               /* [BLOCK_M][RED_STRIDE] f32 */
+        __syncthreads();                                     /* all smem reads of the loop done */
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int lr = wrow + mi * 16 + g + 8 * r;
+                const att_u32 a = sAcc + (lr * ATT_RED_STRIDE + 2 * t4) * 4;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(a + dt * 32), "f"(acc[mi][dt][2 * r]), "f"(acc[mi][dt][2 * r + 1])
+                                 : "memory");
+                if (t4 == 0)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(sML + lr * 8), "f"(m_run[mi][r]), "f"(l_run[mi][r]) : "memory");
+            }
+        att_cluster_sync();
+        const int RPC = BLOCK_M / SPLITS;
+        const att_u32 rank = att_cluster_rank();
+        for (int c = tid; c < RPC * (D / 4); c += ATT_THREADS) {
+            const int lr = (int)rank * RPC + c / (D / 4), c4 = c % (D / 4);
+            const int row = m0 + lr;
+            float mm[SPLITS], ll[SPLITS];
+            float mmax = ATT_NEG_INF;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                asm volatile("ld.shared::cluster.v2.f32 {%0,%1}, [%2];\n"
+                             : "=f"(mm[sp]), "=f"(ll[sp]) : "r"(att_mapa(sML + lr * 8, sp)) : "memory");
+                mmax = fmaxf(mmax, mm[sp]);
+            }
+            float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                const float w = (mm[sp] == ATT_NEG_INF) ? 0.f : att_exp(mm[sp] - mmax);
+                float x0, x1, x2, x3;
+                asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
+                             : "r"(att_mapa(sAcc + (lr * ATT_RED_STRIDE + c4 * 4) * 4, sp)) : "memory");
+                L += w * ll[sp];
+                o0 += w * x0; o1 += w * x1; o2 += w * x2; o3 += w * x3;
+            }
+            if (row < S) {
+                const float inv = L > 0.f ? 1.f / L : 0.f;
+                const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+                *(uint2 *)(O + base + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+            }
+        }
+        att_cluster_sync();                                  /* keep smem alive for readers */
+    }
+#else
+    {
+        const size_t srow0 = ((size_t)blockIdx.z * gridDim.y + bh) * S;
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = m0 + wrow + mi * 16 + g + 8 * r;
+                if (row < S) {
+                    float *dst = Opart + (srow0 + row) * D + 2 * t4;
+#pragma unroll
+                    for (int dt = 0; dt < ATT_DT; ++dt)
+                        *(float2 *)(dst + dt * 8) = make_float2(acc[mi][dt][2 * r], acc[mi][dt][2 * r + 1]);
+                    if (t4 == 0)
+                        *(float2 *)(ML + (srow0 + row) * 2) = make_float2(m_run[mi][r], l_run[mi][r]);
+                }
+            }
+    }
+#endif
+}
+
+/* ------------------------------------------------------------- combine */
+
+extern "C" __global__ void __launch_bounds__(128)
+attn_combine(const float *__restrict__ Opart, const float *__restrict__ ML,
+             att_u16 *__restrict__ O, int rows)
+{
+    const int idx = blockIdx.x * 128 + threadIdx.x;
+    const int row = idx / (D / 4), c4 = idx % (D / 4);
+    if (row >= rows)
+        return;
+    float mmax = ATT_NEG_INF;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s)
+        mmax = fmaxf(mmax, ML[((size_t)s * rows + row) * 2]);
+    float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s) {
+        const float2 ml = *(const float2 *)(ML + ((size_t)s * rows + row) * 2);
+        const float w = (ml.x == ATT_NEG_INF) ? 0.f : att_exp(ml.x - mmax);
+        const float4 p = *(const float4 *)(Opart + ((size_t)s * rows + row) * D + c4 * 4);
+        L += w * ml.y;
+        o0 += w * p.x; o1 += w * p.y; o2 += w * p.z; o3 += w * p.w;
+    }
+    const float inv = L > 0.f ? 1.f / L : 0.f;
+    const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+    *(uint2 *)(O + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+}
+',37699,'2026-11-22T04:10:56Z');
+INSERT INTO "sources" VALUES('8bd16c7ca0c1fac5ad3c46ad24608b8131bc794908866966770eca4696e53c5b','// evoeng: rendered from attention.cu
+#define BLOCK_M 64
+#define BLOCK_N 128
+#define WARPS 4
+#define STAGES 3
+#define SWIZZLE 1
+#define EXP2 1
+#define CAUSAL_SKIP 1
+#define Q_IN_REGS 1
+#define SPLITS 1
+#define MIN_BLOCKS 1
+#define O_STAGE 1
+#define CLUSTER 0
+#define WSCALE 0
+#define OVERLAP 0
+#define WGMMA 1
+#define D 64
+#define CAUSAL 0
+#line 1 "attention.cu"
+/*
+ * attention.cu -- evoeng template: FlashAttention-2-style fp16 attention
+ * forward pass, O = softmax(Q K^T * scale [+ causal mask]) V, with tensors
+ * in layout [B, H, S, D] (fp16), fp32 softmax statistics and accumulation.
+ *
+ * Structure: one CTA owns BLOCK_M query rows of one (b, h) pair
+ * (grid.x = ceil(S / BLOCK_M), grid.y = B*H, grid.z = SPLITS).  Each of the
+ * ATT_WARPS warps owns BLOCK_M / ATT_WARPS rows (MT = 1 or 2 m16 tiles).  K and V
+ * tiles of BLOCK_N keys stream through shared memory with cp.async
+ * (STAGES-deep ring, separate commit groups for K and V so QK^T starts
+ * while V is still in flight), are read with ldmatrix (.trans for V), and
+ * both products run on tensor cores with mma.sync m16n8k16 (f16 in, f32
+ * accumulate).  The softmax is online (running max m and sum l per row);
+ * P stays in registers: the QK^T accumulator layout is the A-operand layout
+ * of the PV product.  With SPLITS > 1 each CTA handles a contiguous share of
+ * the KV tiles and writes unnormalised fp32 partial O plus (m, l) to
+ * scratch; attn_combine merges the splits with log-sum-exp.
+ *
+ * Only device code; no includes (NVRTC on the worker has no CUDA headers).
+ * All PTX used (cp.async, ldmatrix, mma.sync m16n8k16, cvt f16x2) needs
+ * sm_80 or newer.
+ *
+ * Compile-time dims: D (head dim, multiple of 16; 64 or 128 with SWIZZLE)
+ * and CAUSAL (0/1: key j visible to query i iff j <= i).
+ * Entries:
+ *   attn_fwd(Q, K, V, O, Opart, ML, S, scale)
+ *       Opart: f32 [SPLITS, B*H, S, D], ML: f32 [SPLITS, B*H, S, 2];
+ *       both untouched when SPLITS == 1.
+ *   attn_combine(Opart, ML, O, rows)   rows = B*H*S; one thread per 4
+ *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
+ *
+ * Knobs (all #define, defaults below):
+ *   BLOCK_M      query rows per CTA; a multiple of 16 * (warps per CTA)
+ *   BLOCK_N      keys per KV tile (multiple of 16)
+ *   WARPS        warps per CTA (at D = 64, see WSCALE)
+ *   WSCALE       1: use WARPS * D / 64 warps when D > 64, so each warp
+ *                keeps fewer rows (registers) at large D; 0: WARPS always
+ *   STAGES       K/V smem ring depth (1 = load, wait, compute)
+ *   SWIZZLE      0: rows padded by 8 halves; 1: XOR swizzle of 16 B chunks
+ *   EXP2         1: exp2 (ex2.approx) with scale*log2(e) folded; 0: expf
+ *   CAUSAL_SKIP  1: skip KV tiles that are fully masked, mask only the
+ *                tiles that need it; 0: visit all tiles, mask all of them
+ *   Q_IN_REGS    1: Q fragments loaded once into registers; 0: re-read
+ *                Q from shared memory for every KV tile
+ *   SPLITS       KV split factor (grid.z); > 1 needs attn_combine
+ *   MIN_BLOCKS   resident CTAs per SM asked of the register allocator at
+ *                D = 64; the __launch_bounds__ minimum is scaled by 64 / D
+ *                (at least 1), so one value stays spill-free for D = 128
+ *   CLUSTER      with SPLITS > 1 on sm_90+: the SPLITS CTAs of one query
+ *                block form a thread-block cluster and merge their partial
+ *                results through distributed shared memory (no scratch
+ *                traffic, no attn_combine launch); 0: scratch + attn_combine
+ *   OVERLAP      1 (needs STAGES >= 2): software pipeline, QK^T of the next
+ *                tile is issued before the softmax of the current one (two
+ *                score buffers in registers)
+ *   O_STAGE      1: stage the fp16 output tile through shared memory for
+ *                16-byte coalesced stores; 0: store fragments directly
+ *   WGMMA        1 (sm_90a, D = 64, one m16 tile per warp, warps in whole
+ *                warpgroups, SWIZZLE): both products run as Hopper
+ *                warpgroup MMAs (wgmma.mma_async m64nNk16) reading K and V
+ *                straight from the swizzled shared tiles through matrix
+ *                descriptors (128-byte swizzle; V as the transposed B
+ *                operand) with Q and P as register A operands; tiles are
+ *                1024-byte aligned.  At D != 64 the mma.sync path is used.
+ *
+ * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
+ * (+ 1024 with WGMMA, for the alignment), ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
+ * BLOCK_M * ((D + 8) * 4 + 8) bytes (the merge reuses the whole buffer).
+ */
+
+#ifndef D
+#define D 64
+#endif
+#ifndef CAUSAL
+#define CAUSAL 0
+#endif
+#ifndef BLOCK_M
+#define BLOCK_M 64
+#endif
+#ifndef BLOCK_N
+#define BLOCK_N 128
+#endif
+#ifndef WARPS
+#define WARPS 4
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#ifndef SWIZZLE
+#define SWIZZLE 1
+#endif
+#ifndef EXP2
+#define EXP2 1
+#endif
+#ifndef CAUSAL_SKIP
+#define CAUSAL_SKIP 1
+#endif
+#ifndef Q_IN_REGS
+#define Q_IN_REGS 1
+#endif
+#ifndef SPLITS
+#define SPLITS 1
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef O_STAGE
+#define O_STAGE 1
+#endif
+#ifndef CLUSTER
+#define CLUSTER 0
+#endif
+#ifndef WSCALE
+#define WSCALE 0
+#endif
+#ifndef OVERLAP
+#define OVERLAP 0
+#endif
+#ifndef WGMMA
+#define WGMMA 0
+#endif
+
+#define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
+#define ATT_THREADS (ATT_WARPS * 32)
+#define ATT_MT (BLOCK_M / (16 * ATT_WARPS))      /* m16 tiles per warp */
+#define ATT_ROWH (SWIZZLE ? D : (D + 8))         /* smem row, halves */
+#define ATT_ROWB (ATT_ROWH * 2)                  /* smem row, bytes */
+#define ATT_KCH (D / 8)                          /* 16 B chunks per row */
+#define ATT_NT (BLOCK_N / 8)                     /* n8 tiles per KV tile */
+#define ATT_DT (D / 8)                           /* n8 tiles over D */
+#define ATT_NEG_INF (-__int_as_float(0x7f800000))
+#define ATT_MINB ((MIN_BLOCKS * 64 / D) < 1 ? 1 : (MIN_BLOCKS * 64 / D))
+#define ATT_CLUSTER (CLUSTER && SPLITS > 1)
+#define ATT_RED_STRIDE (D + 8)                   /* merge buffer row, floats */
+
+#if ATT_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "CLUSTER needs sm_90 or newer"
+#endif
+
+/* The wgmma path: device code at D = 64 only (the smem rows are then
+ * exactly one 128-byte swizzle row). */
+#if WGMMA && D == 64 && defined(__CUDA_ARCH__)
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "WGMMA needs the arch-specific target sm_90a (nvcc -arch=sm_90a)"
+#endif
+#define ATT_WG 1
+#else
+#define ATT_WG 0
+#endif
+
+static_assert(D % 16 == 0, "D must be a multiple of 16");
+static_assert(!SWIZZLE || D % 64 == 0, "SWIZZLE needs D % 64 == 0");
+static_assert(BLOCK_M % (16 * ATT_WARPS) == 0, "BLOCK_M must be a multiple of 16 * warps");
+static_assert(BLOCK_N % 16 == 0, "BLOCK_N must be a multiple of 16");
+static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in 1..4");
+static_assert(SPLITS >= 1, "SPLITS >= 1");
+static_assert(!OVERLAP || STAGES >= 2, "OVERLAP needs STAGES >= 2");
+static_assert(!ATT_CLUSTER || (SPLITS <= 8 && BLOCK_M % SPLITS == 0), "CLUSTER: SPLITS <= 8 dividing BLOCK_M");
+static_assert(!ATT_WG || (ATT_MT == 1 && ATT_WARPS % 4 == 0 && SWIZZLE), "WGMMA: one m16 tile per warp, whole warpgroups, SWIZZLE");
+
+typedef unsigned int att_u32;
+typedef unsigned short att_u16;
+typedef unsigned long long att_u64;
+
+/* ---------------------------------------------------------------- PTX */
+
+static __device__ __forceinline__ att_u32 att_smem_addr(const void *p)
+{
+    att_u32 r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }"
+        : "=r"(r) : "l"(p));
+    return r;
+}
+
+/* 16-byte async copy global -> shared; bytes < 16 zero-fills the rest. */
+static __device__ __forceinline__ void att_cp16(att_u32 dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+static __device__ __forceinline__ void att_commit(void)
+{
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void att_wait(void)
+{
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+static __device__ __forceinline__ void att_ldsm4(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                 att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+#if !ATT_WG   /* the mma.sync path''s V loads and MMAs */
+static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                  att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
+/* c += a (16x16, row) * b (16x8, col); f16 inputs, f32 accumulators. */
+static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u32 b0, att_u32 b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+#endif
+
+/* Pack two floats into f16x2: lo in the low half. */
+static __device__ __forceinline__ att_u32 att_pack(float lo, float hi)
+{
+    att_u32 r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
+static __device__ __forceinline__ float att_exp(float x)
+{
+#if EXP2
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+#else
+    return expf(x);
+#endif
+}
+
+/* Barrier after a cp.async wait: the landed tiles are visible to the whole
+ * CTA; with WGMMA also to the async proxy that wgmma reads them through. */
+static __device__ __forceinline__ void att_sync_tiles(void)
+{
+#if ATT_WG
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+    __syncthreads();
+}
+
+/* Byte offset of 16-byte chunk ch of row r inside a smem tile. */
+static __device__ __forceinline__ int att_off(int r, int ch)
+{
+#if SWIZZLE
+    return r * ATT_ROWB + ((ch ^ (r & 7)) << 4);
+#else
+    return r * ATT_ROWB + (ch << 4);
+#endif
+}
+
+/* Async load of rows [row0, row0 + NROWS) of a [S, D] matrix into a smem
+ * tile; rows >= S are zero-filled (never read from global).  Thread tid
+ * always copies chunk tid % KCH of rows tid / KCH + i * RSTEP, so every
+ * per-pass offset is a compile-time constant (few live registers). */
+template <int NROWS>
+static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16 *g,
+                                                     int row0, int S, int tid)
+{
+    constexpr int RSTEP = ATT_THREADS / ATT_KCH;
+    constexpr int PASSES = (NROWS + RSTEP - 1) / RSTEP;
+    const int r0 = tid / ATT_KCH, ch = tid % ATT_KCH;
+    const int lim = S - row0 - r0;                 /* pass i valid iff i*RSTEP < lim */
+    const att_u16 *src0 = g + (size_t)(row0 + r0) * D + ch * 8;
+    const att_u32 dst0 = sdst + att_off(r0, ch);
+#pragma unroll
+    for (int i = 0; i < PASSES; ++i) {
+        if (NROWS % RSTEP != 0 && r0 + i * RSTEP >= NROWS)
+            break;
+        const bool ok = i * RSTEP < lim;
+        /* the swizzle repeats every 8 rows: offsets of passes i and i + P
+         * differ by a constant (P * RSTEP rows) */
+        constexpr int P = (RSTEP % 8 == 0 || !SWIZZLE) ? 1 : (RSTEP % 4 == 0 ? 2 : (RSTEP % 2 == 0 ? 4 : 8));
+        const att_u32 dst = (P == 1 ? dst0 : sdst + att_off(r0 + (i % P) * RSTEP, ch))
+                            + (i / P) * P * RSTEP * ATT_ROWB;
+        att_cp16(dst, ok ? (const void *)(src0 + (size_t)i * RSTEP * D) : (const void *)g, ok ? 16 : 0);
+    }
+}
+
+#if ATT_WG
+/* ------------------------------------------------------- Hopper wgmma */
+
+/* Shared-memory matrix descriptor, 128-byte swizzle: start address, the
+ * leading and stride byte offsets (16-byte units) and the layout type in
+ * bits 62-63.  A K-major operand (K tile: 16 keys'' halves contiguous per
+ * row) needs only the stride between 8-row groups (1024 bytes); for the
+ * MN-major V tile the 8-row groups along K are also 1024 bytes apart and
+ * the tile is one 64-wide swizzle atom across N, so both offsets are 1024. */
+static __device__ __forceinline__ att_u64 att_desc(att_u32 addr, att_u32 lbo, att_u32 sbo)
+{
+    return (att_u64)((addr & 0x3FFFFu) >> 4) | ((att_u64)(lbo >> 4) << 16) | ((att_u64)(sbo >> 4) << 32) |
+           (1ull << 62);
+}
+
+static __device__ __forceinline__ void att_wg_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ void att_wg_commit_wait(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n"
+                 "wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+
+/* Pin accumulator registers in place around the asynchronous MMAs: nothing
+ * reads or moves them between the issue and the wait. */
+template <int N>
+static __device__ __forceinline__ void att_keep(float *d)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+f"(d[i]) :: "memory");
+}
+
+/* d[N/2] (+)= A (m64k16, this warp''s 16 rows: 4 f16x2 registers, the
+ * mma.sync A-fragment layout) * B (k16 x N, smem descriptor); TRANS = 1
+ * reads B as MN-major.  The accumulator layout per warp is the mma.sync
+ * m16n8 C layout repeated over N / 8 column tiles. */
+template <int N, int TRANS> struct AttWg;
+template <int TRANS> struct AttWg<32, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+            "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<64, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+            "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+template <int TRANS> struct AttWg<128, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+            "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+            "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+            "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+            "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+            "{%64, %65, %66, %67}, %68, p, 1, 1, %70;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+              "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+              "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+              "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+              "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+              "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+              "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+              "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
+#endif
+
+#if ATT_CLUSTER
+static __device__ __forceinline__ void att_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+static __device__ __forceinline__ att_u32 att_cluster_rank(void)
+{
+    att_u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* Address of the same shared location in CTA `rank` of the cluster. */
+static __device__ __forceinline__ att_u32 att_mapa(att_u32 a, att_u32 rank)
+{
+    att_u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+#endif
+
+/* ---------------------------------------------------------------- main */
+
+#if ATT_CLUSTER
+#define ATT_CLUSTER_ATTR __cluster_dims__(1, 1, SPLITS)
+#else
+#define ATT_CLUSTER_ATTR
+#endif
+
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, ATT_MINB) ATT_CLUSTER_ATTR
+attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
+         const att_u16 *__restrict__ V, att_u16 *__restrict__ O,
+         float *__restrict__ Opart, float *__restrict__ ML, int S, float scale)
+{
+    extern __shared__ __align__(128) unsigned char att_smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t4 = lane & 3;
+#if CAUSAL
+    const int mblk = gridDim.x - 1 - blockIdx.x;   /* heavy blocks first */
+#else
+    const int mblk = blockIdx.x;
+#endif
+    const int m0 = mblk * BLOCK_M;
+    const int bh = blockIdx.y;
+    const size_t base = (size_t)bh * S * D;
+    const att_u16 *Qb = Q + base, *Kb = K + base, *Vb = V + base;
+
+#if ATT_WG
+    const att_u32 sQ = (att_smem_addr(att_smem) + 1023u) & ~1023u;   /* swizzle atoms: 1024-byte aligned */
+#else
+    const att_u32 sQ = att_smem_addr(att_smem);
+#endif
+    const att_u32 sK = sQ + BLOCK_M * ATT_ROWB;
+    const att_u32 sV = sK + STAGES * BLOCK_N * ATT_ROWB;
+    const int wrow = warp * ATT_MT * 16;           /* warp''s first row in tile */
+
+    /* KV tile range of this CTA (and split). */
+#if CAUSAL && CAUSAL_SKIP
+    const int kv_end = min(S, m0 + BLOCK_M);
+#else
+    const int kv_end = S;
+#endif
+    const int n_tiles = (kv_end + BLOCK_N - 1) / BLOCK_N;
+#if SPLITS > 1
+    const int per = (n_tiles + SPLITS - 1) / SPLITS;
+    const int t_begin = blockIdx.z * per;
+    const int t_end = min(n_tiles, t_begin + per);
+#else
+    const int t_begin = 0, t_end = n_tiles;
+#endif
+
+#if EXP2
+    const float sl = scale * 1.4426950408889634f;
+#else
+    const float sl = scale;
+#endif
+
+    float acc[ATT_MT][ATT_DT][4];
+    float m_run[ATT_MT][2], l_run[ATT_MT][2];
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+        for (int dt = 0; dt < ATT_DT; ++dt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[mi][dt][e] = 0.f;
+        m_run[mi][0] = m_run[mi][1] = ATT_NEG_INF;
+        l_run[mi][0] = l_run[mi][1] = 0.f;
+    }
+
+    /* Per-lane ldmatrix coordinates. */
+    const int q_row = wrow + (lane & 15), q_ch = lane >> 4;
+#if !ATT_WG
+    const int k_row = (lane & 7) + ((lane >> 4) << 3), k_ch = (lane >> 3) & 1;
+    const int v_row = (lane & 7) + (((lane >> 3) & 1) << 3), v_ch = lane >> 4;
+#endif
+#if Q_IN_REGS
+    att_u32 qf[ATT_MT][D / 16][4];
+#endif
+
+    /* ---- S = Q K^T (raw fp32 scores) for the K tile at sKs */
+#if ATT_WG
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
+#if Q_IN_REGS
+        const att_u32 (&qa)[D / 16][4] = qf[0];
+#else
+        att_u32 qa[D / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+            att_ldsm4(sQ + att_off(q_row, kk * 2 + q_ch), qa[kk][0], qa[kk][1], qa[kk][2], qa[kk][3]);
+#endif
+        float *d = &sc[0][0][0];
+        /* A 64-key tile runs as two n32 MMAs: a single m64n64k16 here (in
+         * the kernel whose PV is the transposed m64n64k16) produced wrong
+         * scores on an H200 (driver 13.0, NVRTC 13.0), n32 and n128 do not. */
+        constexpr int QN = BLOCK_N == 64 ? 32 : BLOCK_N;
+        att_keep<ATT_NT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)   /* k16 step: 32 bytes along the swizzled row */
+#pragma unroll
+            for (int c = 0; c < BLOCK_N / QN; ++c)
+                AttWg<QN, 0>::mma(d + c * QN / 2, qa[kk], att_desc(sKs + c * QN * ATT_ROWB + kk * 32, 16, 1024),
+                                  kk > 0);
+        att_wg_commit_wait();
+        att_keep<ATT_NT * 4>(d);
+    };
+#else
+    auto qk = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sKs) {
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+#if Q_IN_REGS
+#define ATT_QF(mi) qf[mi][kk]
+#else
+            att_u32 qk4[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qk4[mi][0], qk4[mi][1], qk4[mi][2], qk4[mi][3]);
+#define ATT_QF(mi) qk4[mi]
+#endif
+#pragma unroll
+            for (int jj = 0; jj < BLOCK_N / 16; ++jj) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4(sKs + att_off(jj * 16 + k_row, kk * 2 + k_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(sc[mi][2 * jj], ATT_QF(mi), b0, b1);
+                    att_mma(sc[mi][2 * jj + 1], ATT_QF(mi), b2, b3);
+                }
+            }
+#undef ATT_QF
+        }
+    };
+#endif
+
+    /* ---- mask, online softmax (P = exp(s*sl - m) in place), rescale acc */
+    auto softmax = [&](float (&sc)[ATT_MT][ATT_NT][4], int n0) {
+#if CAUSAL && CAUSAL_SKIP
+        const bool need_mask = (n0 + BLOCK_N > S) || (n0 + BLOCK_N - 1 > m0);
+#elif CAUSAL
+        const bool need_mask = true;
+#else
+        const bool need_mask = n0 + BLOCK_N > S;
+#endif
+        if (need_mask) {
+            /* key n0 + 2*t4 + nt*8 + e is visible iff nt*8 + e < lim */
+            const int kbase = n0 + 2 * t4;
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+#if CAUSAL
+                    const int lim = min(S, m0 + wrow + mi * 16 + g + 8 * r + 1) - kbase;
+#else
+                    const int lim = S - kbase;
+#endif
+#pragma unroll
+                    for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            if (nt * 8 + e >= lim) sc[mi][nt][2 * r + e] = ATT_NEG_INF;
+                }
+        }
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                float mx = ATT_NEG_INF;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+                    mx = fmaxf(mx, fmaxf(sc[mi][nt][2 * r], sc[mi][nt][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float m_new = fmaxf(m_run[mi][r], mx * sl);
+                const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
+                const float alpha = att_exp(m_run[mi][r] - m_use);
+                m_run[mi][r] = m_new;
+                float sum = 0.f;
+#pragma unroll
+                for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        const float p = att_exp(fmaf(sc[mi][nt][2 * r + e], sl, -m_use));
+                        sc[mi][nt][2 * r + e] = p;
+                        sum += p;
+                    }
+                l_run[mi][r] = l_run[mi][r] * alpha + sum;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt) {
+                    acc[mi][dt][2 * r] *= alpha;
+                    acc[mi][dt][2 * r + 1] *= alpha;
+                }
+            }
+        }
+    };
+
+    /* ---- O += P V for the V tile at sVs (P from the score registers) */
+#if ATT_WG
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
+        att_u32 pa[BLOCK_N / 16][4];
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            pa[kk][0] = att_pack(sc[0][2 * kk][0], sc[0][2 * kk][1]);
+            pa[kk][1] = att_pack(sc[0][2 * kk][2], sc[0][2 * kk][3]);
+            pa[kk][2] = att_pack(sc[0][2 * kk + 1][0], sc[0][2 * kk + 1][1]);
+            pa[kk][3] = att_pack(sc[0][2 * kk + 1][2], sc[0][2 * kk + 1][3]);
+        }
+        float *d = &acc[0][0][0];
+        att_keep<ATT_DT * 4>(d);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk)   /* k16 step: 16 rows of V */
+            AttWg<D, 1>::mma(d, pa[kk], att_desc(sVs + kk * 16 * ATT_ROWB, 1024, 1024), 1);
+        att_wg_commit_wait();
+        att_keep<ATT_DT * 4>(d);
+    };
+#else
+    auto pv = [&](float (&sc)[ATT_MT][ATT_NT][4], att_u32 sVs) {
+#pragma unroll
+        for (int kk = 0; kk < BLOCK_N / 16; ++kk) {
+            att_u32 pa[ATT_MT][4];
+#pragma unroll
+            for (int mi = 0; mi < ATT_MT; ++mi) {
+                pa[mi][0] = att_pack(sc[mi][2 * kk][0], sc[mi][2 * kk][1]);
+                pa[mi][1] = att_pack(sc[mi][2 * kk][2], sc[mi][2 * kk][3]);
+                pa[mi][2] = att_pack(sc[mi][2 * kk + 1][0], sc[mi][2 * kk + 1][1]);
+                pa[mi][3] = att_pack(sc[mi][2 * kk + 1][2], sc[mi][2 * kk + 1][3]);
+            }
+#pragma unroll
+            for (int dd = 0; dd < D / 16; ++dd) {
+                att_u32 b0, b1, b2, b3;
+                att_ldsm4t(sVs + att_off(kk * 16 + v_row, dd * 2 + v_ch), b0, b1, b2, b3);
+#pragma unroll
+                for (int mi = 0; mi < ATT_MT; ++mi) {
+                    att_mma(acc[mi][2 * dd], pa[mi], b0, b1);
+                    att_mma(acc[mi][2 * dd + 1], pa[mi], b2, b3);
+                }
+            }
+        }
+    };
+#endif
+
+    auto load_q = [&]() {
+#if Q_IN_REGS
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk)
+                att_ldsm4(sQ + att_off(q_row + mi * 16, kk * 2 + q_ch),
+                          qf[mi][kk][0], qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
+#endif
+    };
+    auto kslot = [&](int i) { return sK + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto vslot = [&](int i) { return sV + (i % STAGES) * BLOCK_N * ATT_ROWB; };
+    auto load_k = [&](int i) {           /* i: tile index relative to t_begin */
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(kslot(i), Kb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+    auto load_v = [&](int i) {
+        if (t_begin + i < t_end)
+            att_load_tile<BLOCK_N>(vslot(i), Vb, (t_begin + i) * BLOCK_N, S, tid);
+        att_commit();
+    };
+
+    att_load_tile<BLOCK_M>(sQ, Qb, m0, S, tid);
+    att_commit();
+    const int nit = t_end - t_begin;
+
+#if OVERLAP
+    /* Software-pipelined: QK^T of tile i+1 is issued before the softmax
+     * and PV of tile i, so tensor-core work overlaps the exponentials.
+     * Commit groups: Q, K0, then pairs (K[j+1], V[j]).  Iteration i waits
+     * for pair i, then issues K[i+STAGES] (slot of K[i], consumed) and
+     * V[i+STAGES-1] (slot of V[i-1], consumed). */
+    load_k(0);
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j + 1);
+        load_v(j);
+    }
+    att_wait<2 * (STAGES - 1)>();              /* Q and K0 */
+    att_sync_tiles();
+    load_q();
+    float sc[ATT_MT][ATT_NT][4], sn[ATT_MT][ATT_NT][4];
+    if (nit > 0)
+        qk(sc, kslot(0));
+    for (int i = 0; i < nit; ++i) {
+        att_wait<2 * (STAGES - 2)>();          /* K[i+1] and V[i] */
+        att_sync_tiles();                      /* tile i-1 fully consumed */
+        load_k(i + STAGES);
+        load_v(i + STAGES - 1);
+        if (i + 1 < nit)
+            qk(sn, kslot(i + 1));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+        pv(sc, vslot(i));
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int nt = 0; nt < ATT_NT; ++nt)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) sc[mi][nt][e] = sn[mi][nt][e];
+    }
+#else
+    /* Prologue: K/V tiles 0 .. STAGES - 2 (groups K, V per tile). */
+#pragma unroll
+    for (int j = 0; j < STAGES - 1; ++j) {
+        load_k(j);
+        load_v(j);
+    }
+    att_wait<2 * (STAGES - 1)>();              /* Q */
+    att_sync_tiles();
+    load_q();
+    for (int i = 0; i < nit; ++i) {
+#if STAGES == 1
+        __syncthreads();                       /* previous tile fully consumed */
+        load_k(i);
+        load_v(i);
+        att_wait<1>();                         /* K[i] */
+        att_sync_tiles();
+#else
+        att_wait<2 * STAGES - 3>();            /* K[i] */
+        att_sync_tiles();                      /* and tile i-1 fully consumed */
+        load_k(i + STAGES - 1);
+        load_v(i + STAGES - 1);
+#endif
+        float sc[ATT_MT][ATT_NT][4];
+        qk(sc, kslot(i));
+        softmax(sc, (t_begin + i) * BLOCK_N);
+#if STAGES == 1
+        att_wait<0>();                         /* V[i] */
+#else
+        att_wait<2 * (STAGES - 1)>();
+#endif
+        att_sync_tiles();
+        pv(sc, vslot(i));
+    }
+#endif
+
+    /* ---- epilogue */
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float l = l_run[mi][r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            l_run[mi][r] = l;
+        }
+
+#if SPLITS == 1
+#if O_STAGE
+    /* Stage through the warp''s own Q rows (only this warp ever reads them). */
+    __syncwarp();
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+            const int lr = wrow + mi * 16 + g + 8 * r;
+#pragma unroll
+            for (int dt = 0; dt < ATT_DT; ++dt) {
+                const att_u32 v = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+                const att_u32 a = sQ + att_off(lr, dt) + t4 * 4;
+                asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(a), "r"(v) : "memory");
+            }
+        }
+    __syncwarp();
+#pragma unroll
+    for (int c = lane; c < ATT_MT * 16 * ATT_KCH; c += 32) {
+        const int lr = c / ATT_KCH, ch = c % ATT_KCH;
+        const int row = m0 + wrow + lr;
+        att_u32 x0, x1, x2, x3;
+        asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                     : "r"(sQ + att_off(wrow + lr, ch)) : "memory");
+        if (row < S) {
+            att_u16 *dst = O + base + (size_t)row * D + ch * 8;
+            asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};\n"
+                         :: "l"(dst), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
+        }
+    }
+#else
+#pragma unroll
+    for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int row = m0 + wrow + mi * 16 + g + 8 * r;
+            if (row < S) {
+                const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
+                att_u32 *dst = (att_u32 *)(O + base + (size_t)row * D + 2 * t4);
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    dst[dt * 4] = att_pack(acc[mi][dt][2 * r] * inv, acc[mi][dt][2 * r + 1] * inv);
+            }
+        }
+#endif
+#elif ATT_CLUSTER
+    {
+        /* Merge the SPLITS partial results of this query block through
+         * distributed shared memory: every CTA publishes (m, l) per row and
+         * its unnormalised fp32 accumulator; CTA `rank` then reduces rows
+         * [rank * RPC, (rank + 1) * RPC) over the cluster and stores O. */
+        const att_u32 sML = sQ;                              /* [BLOCK_M][2] f32 */
+        const att_u32 sAcc = sQ + BLOCK_M * 8;               /* [BLOCK_M][RED_STRIDE] f32 */
+        __syncthreads();                                     /* all smem reads of the loop done */
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int lr = wrow + mi * 16 + g + 8 * r;
+                const att_u32 a = sAcc + (lr * ATT_RED_STRIDE + 2 * t4) * 4;
+#pragma unroll
+                for (int dt = 0; dt < ATT_DT; ++dt)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(a + dt * 32), "f"(acc[mi][dt][2 * r]), "f"(acc[mi][dt][2 * r + 1])
+                                 : "memory");
+                if (t4 == 0)
+                    asm volatile("st.shared.v2.f32 [%0], {%1,%2};\n"
+                                 :: "r"(sML + lr * 8), "f"(m_run[mi][r]), "f"(l_run[mi][r]) : "memory");
+            }
+        att_cluster_sync();
+        const int RPC = BLOCK_M / SPLITS;
+        const att_u32 rank = att_cluster_rank();
+        for (int c = tid; c < RPC * (D / 4); c += ATT_THREADS) {
+            const int lr = (int)rank * RPC + c / (D / 4), c4 = c % (D / 4);
+            const int row = m0 + lr;
+            float mm[SPLITS], ll[SPLITS];
+            float mmax = ATT_NEG_INF;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                asm volatile("ld.shared::cluster.v2.f32 {%0,%1}, [%2];\n"
+                             : "=f"(mm[sp]), "=f"(ll[sp]) : "r"(att_mapa(sML + lr * 8, sp)) : "memory");
+                mmax = fmaxf(mmax, mm[sp]);
+            }
+            float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+            for (int sp = 0; sp < SPLITS; ++sp) {
+                const float w = (mm[sp] == ATT_NEG_INF) ? 0.f : att_exp(mm[sp] - mmax);
+                float x0, x1, x2, x3;
+                asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+                             : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
+                             : "r"(att_mapa(sAcc + (lr * ATT_RED_STRIDE + c4 * 4) * 4, sp)) : "memory");
+                L += w * ll[sp];
+                o0 += w * x0; o1 += w * x1; o2 += w * x2; o3 += w * x3;
+            }
+            if (row < S) {
+                const float inv = L > 0.f ? 1.f / L : 0.f;
+                const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+                *(uint2 *)(O + base + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+            }
+        }
+        att_cluster_sync();                                  /* keep smem alive for readers */
+    }
+#else
+    {
+        const size_t srow0 = ((size_t)blockIdx.z * gridDim.y + bh) * S;
+#pragma unroll
+        for (int mi = 0; mi < ATT_MT; ++mi)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const int row = m0 + wrow + mi * 16 + g + 8 * r;
+                if (row < S) {
+                    float *dst = Opart + (srow0 + row) * D + 2 * t4;
+#pragma unroll
+                    for (int dt = 0; dt < ATT_DT; ++dt)
+                        *(float2 *)(dst + dt * 8) = make_float2(acc[mi][dt][2 * r], acc[mi][dt][2 * r + 1]);
+                    if (t4 == 0)
+                        *(float2 *)(ML + (srow0 + row) * 2) = make_float2(m_run[mi][r], l_run[mi][r]);
+                }
+            }
+    }
+#endif
+}
+
+/* ------------------------------------------------------------- combine */
+
+extern "C" __global__ void __launch_bounds__(128)
+attn_combine(const float *__restrict__ Opart, const float *__restrict__ ML,
+             att_u16 *__restrict__ O, int rows)
+{
+    const int idx = blockIdx.x * 128 + threadIdx.x;
+    const int row = idx / (D / 4), c4 = idx % (D / 4);
+    if (row >= rows)
+        return;
+    float mmax = ATT_NEG_INF;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s)
+        mmax = fmaxf(mmax, ML[((size_t)s * rows + row) * 2]);
+    float L = 0.f, o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+    for (int s = 0; s < SPLITS; ++s) {
+        const float2 ml = *(const float2 *)(ML + ((size_t)s * rows + row) * 2);
+        const float w = (ml.x == ATT_NEG_INF) ? 0.f : att_exp(ml.x - mmax);
+        const float4 p = *(const float4 *)(Opart + ((size_t)s * rows + row) * D + c4 * 4);
+        L += w * ml.y;
+        o0 += w * p.x; o1 += w * p.y; o2 += w * p.z; o3 += w * p.w;
+    }
+    const float inv = L > 0.f ? 1.f / L : 0.f;
+    const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
+    *(uint2 *)(O + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
+}
+',37699,'2026-11-22T04:11:02Z');
+CREATE INDEX candidates_run        ON candidates(run_id, generation);
+CREATE INDEX candidates_run_params ON candidates(run_id, params_key);
+CREATE INDEX candidates_parent     ON candidates(parent_id);
+CREATE VIEW survivors AS
+    SELECT * FROM candidates
+    WHERE decision IN ('baseline', 'accepted') AND status = 'ok' AND latency_us IS NOT NULL;
+CREATE VIEW best_per_run AS
+    SELECT s.run_id, s.id AS candidate_id, s.generation, s.latency_us, s.speedup, s.params_json
+    FROM survivors s
+    WHERE s.id = (SELECT s2.id FROM survivors s2 WHERE s2.run_id = s.run_id
+                  ORDER BY s2.latency_us, s2.id LIMIT 1);
+CREATE VIEW lineage AS
+    WITH RECURSIVE chain(candidate_id, ancestor_id, depth) AS (
+        SELECT id, id, 0 FROM candidates
+        UNION ALL
+        SELECT chain.candidate_id, c.parent_id, chain.depth + 1
+        FROM chain JOIN candidates c ON c.id = chain.ancestor_id
+        WHERE c.parent_id IS NOT NULL
+    )
+    SELECT chain.candidate_id, chain.depth, a.id AS ancestor_id, a.generation, a.operator,
+           a.decision, a.latency_us, a.speedup, a.ratio_to_parent, a.params_json
+    FROM chain JOIN candidates a ON a.id = chain.ancestor_id;
+CREATE VIEW run_counts AS
+    SELECT run_id, status, decision, COUNT(*) AS n FROM candidates GROUP BY run_id, status, decision;
+CREATE INDEX llm_requests_run ON llm_requests(run_id);
+CREATE VIEW llm_mode_stats AS
+    SELECT r.run_id, r.mode,
+           COUNT(*)                                             AS requests,
+           COUNT(c.id)                                          AS children,
+           SUM(c.status = 'ok')                                 AS valid,
+           ROUND(1.0 * SUM(c.status = 'ok') / COUNT(*), 3)      AS validity_rate,
+           SUM(c.decision = 'accepted')                         AS accepted,
+           ROUND(1.0 * SUM(c.decision = 'accepted') / COUNT(*), 3) AS acceptance_rate,
+           MAX(c.speedup)                                       AS best_speedup
+    FROM llm_requests r LEFT JOIN candidates c ON c.id = r.candidate_id
+    GROUP BY r.run_id, r.mode;
+COMMIT;
