@@ -79,12 +79,11 @@ expect 2 "check with an unknown architecture" -- "$EVOENG" check "$EVO_SOURCE_RO
 # 60 s run at the seed shape, trimmed to the lineage of its best, a WGMMA
 # kernel compiled for sm_90a), then compare_sdpa.py's dry run of the JSON.
 PY=${PYTHON3:-python3}
+expect 0 "a new store gets evoeng's schema" -- "$EVOENG" status --db "$tmp/h200.db"
 if "$PY" - "$EVO_SOURCE_ROOT/tests/data/h200_wgmma_run.sql" "$tmp/h200.db" <<'PYEOF'
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[2])
 c.executescript(open(sys.argv[1]).read())
-c.execute("PRAGMA application_id = 1163284293")
-c.execute("PRAGMA user_version = 3")
 c.commit()
 PYEOF
 then

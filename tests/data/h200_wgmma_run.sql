@@ -1,172 +1,8 @@
-BEGIN TRANSACTION;
-CREATE TABLE candidates (
-    id              INTEGER PRIMARY KEY,
-    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    generation      INTEGER NOT NULL,
-    parent_id       INTEGER REFERENCES candidates(id),
-    parent2_id      INTEGER REFERENCES candidates(id),
-    operator        TEXT    NOT NULL,                -- baseline, random, mutate, reset, crossover, llm, exhaustive
-    params_json     TEXT    NOT NULL,                -- {"BLOCK_M":64,...}
-    params_key      TEXT    NOT NULL,                -- canonical identity within the run (dedup)
-    source_hash     TEXT    REFERENCES sources(hash),
-    compile_id      INTEGER REFERENCES compiles(id),
-    status          TEXT    NOT NULL
-                    CHECK (status IN ('ok', 'incorrect', 'crashed', 'timeout', 'launch_error',
-                                      'resource', 'compile_error', 'invalid')),
-    decision        TEXT    NOT NULL
-                    CHECK (decision IN ('baseline', 'accepted', 'reverted', 'failed')),
-    error           TEXT,                            -- one-line reason for a failure
-    gate_json       TEXT,                            -- gate details: max errors, first bad index, check
-    log             TEXT,                            -- worker / evaluation log
-    latency_us      REAL,                            -- median over samples, benchmark shape
-    p90_us          REAL,
-    cv              REAL,                            -- coefficient of variation of the samples
-    ratio_to_parent REAL,                            -- interleaved A/B median, child/parent
-    ratio_spread    REAL,                            -- p90 - p10 of the pair ratios
-    speedup         REAL,                            -- baseline latency / this latency
-    ctas            INTEGER,                         -- CTAs of the largest launch
-    ctas_total      INTEGER,                         -- over the whole launch plan
-    threads         INTEGER,                         -- per CTA, largest launch
-    registers       INTEGER,
-    smem_static     INTEGER,
-    smem_dynamic    INTEGER,
-    occupancy       INTEGER,                         -- active CTAs per SM
-    waves           REAL,
-    tflops          REAL,
-    gbps            REAL,
-    pct_peak_flops  REAL,
-    pct_peak_bw     REAL,
-    metrics_json    TEXT,                            -- per-launch metrics
-    compile_ms      REAL,
-    gate_ms         REAL,
-    time_ms         REAL,
-    created_at      TEXT    NOT NULL,
-    decided_at      TEXT    NOT NULL
-, llm_request_id INTEGER REFERENCES llm_requests(id), rationale TEXT);
-INSERT INTO "candidates" VALUES(1,1,0,NULL,NULL,'baseline','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":1,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":0}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=1,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=0','a2bff5aa9952a331607ae1e3fdd0a6f2317c15e3f4b3a16e94b2c56202bbb995',1,'ok','baseline',NULL,NULL,NULL,1.07156363400545977531e+01,1.07758545062758699368e+01,0.00413019263206047,NULL,NULL,1.0,256,256,128,207,0,106496,2,9.69696969696969723884e-01,2.00406544217331855856e+02,7.82838063348952459827e+02,1.87203011016641944763e+01,1.62606695245865751076e+01,NULL,2.02183381099998950953e+03,1.53712219999998342249e+03,1.32904310000012628736e+02,'2026-11-22T04:10:08Z','2026-11-22T04:10:08Z',NULL,NULL);
-INSERT INTO "candidates" VALUES(17,1,2,1,NULL,'reset','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":0,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":0}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=0,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=0','803d5232c4106cb9bbf64b72ca35d833adfbb6a3c2e0447b1eaa50edecfa08bb',17,'ok','accepted',NULL,NULL,NULL,1.09207271174951046075e+01,1.10391272739930581538e+01,0.0078642123305585,1.01045483885305809046e+00,8.98548025083112378297e-03,0.981220043754051,256,256,128,202,0,106496,2,9.69696969696969723884e-01,1.9664291808552854945e+02,768.136398771596,1.83687346660639541084e+01,1.59552948623850081593e+01,NULL,2.84491981200000736852e+03,1.14003250500001013277e+03,3.85400003999937325717e+02,'2026-11-22T04:10:35Z','2026-11-22T04:10:35Z',NULL,NULL);
-INSERT INTO "candidates" VALUES(29,1,4,17,NULL,'reset','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":0,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":1}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=0,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=1','98d50cfacab73cdaa7da85b2423620ab23a9e66486f13e30d152f4e3782127d9',29,'ok','accepted',NULL,NULL,NULL,9.76727293296293908042e+00,9.81236371127042,3.32797878340949059017e-03,8.99303459915285263726e-01,8.00526634417342286553e-03,1.09709602809307060766e+00,256,256,128,170,0,107520,2,9.69696969696969723884e-01,2.19865223664693189677e+02,8.58848529940207754389e+02,2.05379679833421278098e+01,1.78395159495579811448e+01,NULL,2.02914048699999693785e+03,1.11840325699996901679e+03,349.256939999992,'2026-11-22T04:10:56Z','2026-11-22T04:10:56Z',NULL,NULL);
-INSERT INTO "candidates" VALUES(32,1,5,29,NULL,'reset','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":1,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":1}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=1,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=1','8bd16c7ca0c1fac5ad3c46ad24608b8131bc794908866966770eca4696e53c5b',32,'ok','accepted',NULL,NULL,NULL,8.97185173299577520822e+00,9.02376307381523901085e+00,6.31652157654697277849e-03,9.16614140008090161337e-01,8.38598657125588786698e-03,1.19436172809741236733e+00,256,256,128,172,0,107520,2,9.69696969696969723884e-01,239.357906473443,9.34991822161886716475e+02,2.23588111742875419443e+01,1.94211213534061535312e+01,NULL,2.76687335400003939873e+03,1.13111917399999219928e+03,3.4670205600000917911e+02,'2026-11-22T04:11:02Z','2026-11-22T04:11:02Z',NULL,NULL);
-CREATE TABLE compiles (
-    id             INTEGER PRIMARY KEY,
-    cache_key      TEXT    NOT NULL UNIQUE,
-    source_hash    TEXT    NOT NULL REFERENCES sources(hash),
-    arch           TEXT    NOT NULL,
-    options        TEXT    NOT NULL,
-    nvrtc_version  TEXT,
-    ok             INTEGER NOT NULL,
-    log            TEXT,
-    registers      INTEGER,
-    smem           INTEGER,                          -- static shared memory, bytes
-    spill_stores   INTEGER,
-    spill_loads    INTEGER,
-    stack          INTEGER,
-    resources_json TEXT,                             -- per-kernel ptxas figures
-    compile_ms     REAL,
-    created_at     TEXT    NOT NULL
-);
-INSERT INTO "compiles" VALUES(1,'79cdee5645df6fe1798dd38624da73d735cc9132d6dd7c48e10b9d1a35b1fbb5','a2bff5aa9952a331607ae1e3fdd0a6f2317c15e3f4b3a16e94b2c56202bbb995','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
-ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
-ptxas info    : Function properties for attn_combine
-ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 18 registers, used 0 barriers
-ptxas info    : Compile time = 7.245 ms
-ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
-ptxas info',207,0,0,0,0,NULL,4.61806152000033762325e+02,'2026-11-22T04:10:08Z');
-INSERT INTO "compiles" VALUES(17,'fc406951f6d3dc0eeecc11f4fcf5a5d7b79bf5b3ffb6325406ddb03fe5d3a465','803d5232c4106cb9bbf64b72ca35d833adfbb6a3c2e0447b1eaa50edecfa08bb','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
-ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
-ptxas info    : Function properties for attn_combine
-ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 18 registers, used 0 barriers
-ptxas info    : Compile time = 10.424 ms
-ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
-ptxas inf',202,0,0,0,0,NULL,6.5399469099997077138e+02,'2026-11-22T04:10:35Z');
-INSERT INTO "compiles" VALUES(29,'543d1047716fbab5c149ec4a9c253448f5712111e7302401a160b4b657f4b51f','98d50cfacab73cdaa7da85b2423620ab23a9e66486f13e30d152f4e3782127d9','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
-ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
-ptxas info    : Function properties for attn_combine
-ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 18 registers, used 0 barriers
-ptxas info    : Compile time = 7.411 ms
-ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
-ptxas info',170,0,0,0,0,NULL,3.25338725999987218536e+02,'2026-11-22T04:10:56Z');
-INSERT INTO "compiles" VALUES(32,'7a63f2abd175099f88135f2b0036d8b538c2179499bcb134bdb5aac3aa02f76e','8bd16c7ca0c1fac5ad3c46ad24608b8131bc794908866966770eca4696e53c5b','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
-ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
-ptxas info    : Function properties for attn_combine
-ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 18 registers, used 0 barriers
-ptxas info    : Compile time = 7.314 ms
-ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
-ptxas info',172,0,0,0,0,NULL,3.35493526000005658715e+02,'2026-11-22T04:11:02Z');
-CREATE TABLE generations (
-    run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    generation      INTEGER NOT NULL,
-    best_id         INTEGER REFERENCES candidates(id),
-    best_latency_us REAL,
-    evaluated       INTEGER NOT NULL,
-    valid           INTEGER NOT NULL,
-    accepted        INTEGER NOT NULL,
-    reverted        INTEGER NOT NULL,
-    failed          INTEGER NOT NULL,
-    wall_ms         REAL,
-    finished_at     TEXT    NOT NULL,
-    PRIMARY KEY (run_id, generation)
-);
-INSERT INTO "generations" VALUES(1,0,1,1.07156363400545977531e+01,5,5,5,0,0,7.45988637000002199764e+03,'2026-11-22T04:10:15Z');
-INSERT INTO "generations" VALUES(1,1,1,1.07156363400545977531e+01,6,6,4,2,0,1.03055068040000041948e+04,'2026-11-22T04:10:26Z');
-INSERT INTO "generations" VALUES(1,2,1,1.07156363400545977531e+01,6,6,2,4,0,1.03848784870000090453e+04,'2026-11-22T04:10:36Z');
-INSERT INTO "generations" VALUES(1,3,1,1.07156363400545977531e+01,6,6,2,4,0,1.11437253830000408921e+04,'2026-11-22T04:10:47Z');
-INSERT INTO "generations" VALUES(1,4,29,9.76727293296293908042e+00,6,6,1,5,0,1.04768445039999787691e+04,'2026-11-22T04:10:58Z');
-CREATE TABLE kernels (
-    key            TEXT    PRIMARY KEY,                   -- first 16 hex digits of hash (as in params_key)
-    hash           TEXT    NOT NULL,                      -- SHA-256 of text
-    text           TEXT    NOT NULL,                      -- the raw kernel, no #defines prepended
-    origin         TEXT    NOT NULL CHECK (origin IN ('source', 'llm')),
-    llm_request_id INTEGER REFERENCES llm_requests(id),   -- the request whose answer it is (origin llm)
-    created_at     TEXT    NOT NULL
-);
-CREATE TABLE llm_requests (
-    id            INTEGER PRIMARY KEY,
-    run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-    generation    INTEGER,
-    parent_id     INTEGER REFERENCES candidates(id),
-    candidate_id  INTEGER REFERENCES candidates(id),  -- the child it produced, if any
-    mode          TEXT    NOT NULL CHECK (mode IN ('free', 'insight', 'full')),
-    provider      TEXT    NOT NULL,
-    model         TEXT,
-    url           TEXT,
-    prompt        TEXT    NOT NULL,
-    reply         TEXT,
-    rationale     TEXT,
-    input_tokens  INTEGER,
-    output_tokens INTEGER,
-    latency_ms    REAL,
-    http_status   INTEGER,
-    attempts      INTEGER,
-    status        TEXT    NOT NULL,                   -- ok, http_error, timeout, bad_json, no_code, ...
-    error         TEXT,
-    created_at    TEXT    NOT NULL
-);
-CREATE TABLE runs (
-    id               INTEGER PRIMARY KEY,
-    task_name        TEXT    NOT NULL,
-    task_path        TEXT    NOT NULL,
-    task_json        TEXT    NOT NULL,              -- the spec, as loaded
-    config_json      TEXT    NOT NULL,              -- every option of the run
-    device_name      TEXT,
-    device_arch      TEXT,
-    device_json      TEXT,                          -- DeviceInfo as JSON
-    nvrtc_version    TEXT,
-    driver_version   TEXT,
-    evoeng_version   TEXT    NOT NULL,
-    seed             INTEGER NOT NULL,
-    strategy         TEXT    NOT NULL,
-    status           TEXT    NOT NULL DEFAULT 'running'
-                     CHECK (status IN ('running', 'completed', 'interrupted', 'failed')),
-    generations_done INTEGER NOT NULL DEFAULT 0,    -- generations fully finished
-    baseline_id      INTEGER,                       -- candidates.id of the baseline
-    started_at       TEXT    NOT NULL,
-    finished_at      TEXT
-);
+-- A run recorded by evoeng on an NVIDIA H200 (2026-11-22): `evoeng run --dim B=4 --dim H=8
+-- --dim S=512 --dim D=64 --dim CAUSAL=0 --time-limit 60` (bench/sdpa_shapes.sh), trimmed to the
+-- lineage of its best candidate (#1 -> #17 -> #29 -> #32, a WGMMA kernel compiled for sm_90a);
+-- compile logs cut to 400 characters, gate/metrics JSON and evaluation logs dropped.
+-- Data rows only: tests/test_binary.sh creates the store with evoeng's own schema first.
 INSERT INTO "runs" VALUES(1,'attention','templates/attention/task.json','{
   "name": "attention",
   "description": "fp16 attention forward (FlashAttention-2 style), Q K V O in [B,H,S,D], fp32 softmax and accumulation, scale 1/sqrt(D), optional causal mask (key j visible to query i iff j <= i); mma.sync m16n8k16 + ldmatrix + cp.async pipeline, optional KV split merged by a log-sum-exp combine kernel or, on sm_90, through a thread-block cluster (DSMEM); on sm_90a both products can run as warpgroup MMAs (wgmma) instead",
@@ -244,12 +80,6 @@ INSERT INTO "runs" VALUES(1,'attention','templates/attention/task.json','{
   "gate": {"min_ctas": 0}
 }
 ','{"children":6,"dims":{"B":4,"CAUSAL":0,"D":64,"H":8,"S":512},"generations":50,"jobs":0,"population":6,"revert_threshold":0.02,"seed":1,"seeds":3,"source":null,"strategy":"evolve","task":"templates/attention/task.json","time_limit_s":60.0}','NVIDIA H200','sm_90','{"name":"NVIDIA H200","arch":"sm_90","cc_major":9,"cc_minor":0,"sm_count":132,"smem_per_block_optin":232448,"max_threads":1024,"l2_bytes":62914560,"clock_khz":1980000,"peak_tflops_fp16":1070.5305599999999,"peak_gbps":4814.3040000000001,"driver_version":13000}','13.0','13.0','0.1.0',1,'evolve','interrupted',5,1,'2026-11-22T04:10:06Z','2026-11-22T04:11:07Z');
-CREATE TABLE sources (
-    hash       TEXT PRIMARY KEY,
-    text       TEXT    NOT NULL,
-    bytes      INTEGER NOT NULL,
-    created_at TEXT    NOT NULL
-);
 INSERT INTO "sources" VALUES('a2bff5aa9952a331607ae1e3fdd0a6f2317c15e3f4b3a16e94b2c56202bbb995','// evoeng: rendered from attention.cu
 #define BLOCK_M 64
 #define BLOCK_N 128
@@ -3966,40 +3796,44 @@ attn_combine(const float *__restrict__ Opart, const float *__restrict__ ML,
     *(uint2 *)(O + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
 }
 ',37699,'2026-11-22T04:11:02Z');
-CREATE INDEX candidates_run        ON candidates(run_id, generation);
-CREATE INDEX candidates_run_params ON candidates(run_id, params_key);
-CREATE INDEX candidates_parent     ON candidates(parent_id);
-CREATE VIEW survivors AS
-    SELECT * FROM candidates
-    WHERE decision IN ('baseline', 'accepted') AND status = 'ok' AND latency_us IS NOT NULL;
-CREATE VIEW best_per_run AS
-    SELECT s.run_id, s.id AS candidate_id, s.generation, s.latency_us, s.speedup, s.params_json
-    FROM survivors s
-    WHERE s.id = (SELECT s2.id FROM survivors s2 WHERE s2.run_id = s.run_id
-                  ORDER BY s2.latency_us, s2.id LIMIT 1);
-CREATE VIEW lineage AS
-    WITH RECURSIVE chain(candidate_id, ancestor_id, depth) AS (
-        SELECT id, id, 0 FROM candidates
-        UNION ALL
-        SELECT chain.candidate_id, c.parent_id, chain.depth + 1
-        FROM chain JOIN candidates c ON c.id = chain.ancestor_id
-        WHERE c.parent_id IS NOT NULL
-    )
-    SELECT chain.candidate_id, chain.depth, a.id AS ancestor_id, a.generation, a.operator,
-           a.decision, a.latency_us, a.speedup, a.ratio_to_parent, a.params_json
-    FROM chain JOIN candidates a ON a.id = chain.ancestor_id;
-CREATE VIEW run_counts AS
-    SELECT run_id, status, decision, COUNT(*) AS n FROM candidates GROUP BY run_id, status, decision;
-CREATE INDEX llm_requests_run ON llm_requests(run_id);
-CREATE VIEW llm_mode_stats AS
-    SELECT r.run_id, r.mode,
-           COUNT(*)                                             AS requests,
-           COUNT(c.id)                                          AS children,
-           SUM(c.status = 'ok')                                 AS valid,
-           ROUND(1.0 * SUM(c.status = 'ok') / COUNT(*), 3)      AS validity_rate,
-           SUM(c.decision = 'accepted')                         AS accepted,
-           ROUND(1.0 * SUM(c.decision = 'accepted') / COUNT(*), 3) AS acceptance_rate,
-           MAX(c.speedup)                                       AS best_speedup
-    FROM llm_requests r LEFT JOIN candidates c ON c.id = r.candidate_id
-    GROUP BY r.run_id, r.mode;
-COMMIT;
+INSERT INTO "compiles" VALUES(1,'79cdee5645df6fe1798dd38624da73d735cc9132d6dd7c48e10b9d1a35b1fbb5','a2bff5aa9952a331607ae1e3fdd0a6f2317c15e3f4b3a16e94b2c56202bbb995','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
+ptxas info    : Function properties for attn_combine
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers
+ptxas info    : Compile time = 7.245 ms
+ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
+ptxas info',207,0,0,0,0,NULL,4.61806152000033762325e+02,'2026-11-22T04:10:08Z');
+INSERT INTO "compiles" VALUES(17,'fc406951f6d3dc0eeecc11f4fcf5a5d7b79bf5b3ffb6325406ddb03fe5d3a465','803d5232c4106cb9bbf64b72ca35d833adfbb6a3c2e0447b1eaa50edecfa08bb','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
+ptxas info    : Function properties for attn_combine
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers
+ptxas info    : Compile time = 10.424 ms
+ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
+ptxas inf',202,0,0,0,0,NULL,6.5399469099997077138e+02,'2026-11-22T04:10:35Z');
+INSERT INTO "compiles" VALUES(29,'543d1047716fbab5c149ec4a9c253448f5712111e7302401a160b4b657f4b51f','98d50cfacab73cdaa7da85b2423620ab23a9e66486f13e30d152f4e3782127d9','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
+ptxas info    : Function properties for attn_combine
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers
+ptxas info    : Compile time = 7.411 ms
+ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
+ptxas info',170,0,0,0,0,NULL,3.25338725999987218536e+02,'2026-11-22T04:10:56Z');
+INSERT INTO "compiles" VALUES(32,'7a63f2abd175099f88135f2b0036d8b538c2179499bcb134bdb5aac3aa02f76e','8bd16c7ca0c1fac5ad3c46ad24608b8131bc794908866966770eca4696e53c5b','sm_90a','--gpu-architecture=sm_90a -std=c++17 --include-path=/usr/local/cuda/include --ptxas-options=-v -default-device','13.0',1,'ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function ''attn_combine'' for ''sm_90a''
+ptxas info    : Function properties for attn_combine
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers
+ptxas info    : Compile time = 7.314 ms
+ptxas info    : Compiling entry function ''attn_fwd'' for ''sm_90a''
+ptxas info',172,0,0,0,0,NULL,3.35493526000005658715e+02,'2026-11-22T04:11:02Z');
+INSERT INTO "generations" VALUES(1,0,1,1.07156363400545977531e+01,5,5,5,0,0,7.45988637000002199764e+03,'2026-11-22T04:10:15Z');
+INSERT INTO "generations" VALUES(1,1,1,1.07156363400545977531e+01,6,6,4,2,0,1.03055068040000041948e+04,'2026-11-22T04:10:26Z');
+INSERT INTO "generations" VALUES(1,2,1,1.07156363400545977531e+01,6,6,2,4,0,1.03848784870000090453e+04,'2026-11-22T04:10:36Z');
+INSERT INTO "generations" VALUES(1,3,1,1.07156363400545977531e+01,6,6,2,4,0,1.11437253830000408921e+04,'2026-11-22T04:10:47Z');
+INSERT INTO "generations" VALUES(1,4,29,9.76727293296293908042e+00,6,6,1,5,0,1.04768445039999787691e+04,'2026-11-22T04:10:58Z');
+INSERT INTO "candidates" VALUES(1,1,0,NULL,NULL,'baseline','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":1,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":0}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=1,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=0','a2bff5aa9952a331607ae1e3fdd0a6f2317c15e3f4b3a16e94b2c56202bbb995',1,'ok','baseline',NULL,NULL,NULL,1.07156363400545977531e+01,1.07758545062758699368e+01,0.00413019263206047,NULL,NULL,1.0,256,256,128,207,0,106496,2,9.69696969696969723884e-01,2.00406544217331855856e+02,7.82838063348952459827e+02,1.87203011016641944763e+01,1.62606695245865751076e+01,NULL,2.02183381099998950953e+03,1.53712219999998342249e+03,1.32904310000012628736e+02,'2026-11-22T04:10:08Z','2026-11-22T04:10:08Z',NULL,NULL);
+INSERT INTO "candidates" VALUES(17,1,2,1,NULL,'reset','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":0,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":0}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=0,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=0','803d5232c4106cb9bbf64b72ca35d833adfbb6a3c2e0447b1eaa50edecfa08bb',17,'ok','accepted',NULL,NULL,NULL,1.09207271174951046075e+01,1.10391272739930581538e+01,0.0078642123305585,1.01045483885305809046e+00,8.98548025083112378297e-03,0.981220043754051,256,256,128,202,0,106496,2,9.69696969696969723884e-01,1.9664291808552854945e+02,768.136398771596,1.83687346660639541084e+01,1.59552948623850081593e+01,NULL,2.84491981200000736852e+03,1.14003250500001013277e+03,3.85400003999937325717e+02,'2026-11-22T04:10:35Z','2026-11-22T04:10:35Z',NULL,NULL);
+INSERT INTO "candidates" VALUES(29,1,4,17,NULL,'reset','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":0,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":1}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=0,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=1','98d50cfacab73cdaa7da85b2423620ab23a9e66486f13e30d152f4e3782127d9',29,'ok','accepted',NULL,NULL,NULL,9.76727293296293908042e+00,9.81236371127042,3.32797878340949059017e-03,8.99303459915285263726e-01,8.00526634417342286553e-03,1.09709602809307060766e+00,256,256,128,170,0,107520,2,9.69696969696969723884e-01,2.19865223664693189677e+02,8.58848529940207754389e+02,2.05379679833421278098e+01,1.78395159495579811448e+01,NULL,2.02914048699999693785e+03,1.11840325699996901679e+03,349.256939999992,'2026-11-22T04:10:56Z','2026-11-22T04:10:56Z',NULL,NULL);
+INSERT INTO "candidates" VALUES(32,1,5,29,NULL,'reset','{"BLOCK_M":64,"BLOCK_N":128,"WARPS":4,"STAGES":3,"SWIZZLE":1,"EXP2":1,"CAUSAL_SKIP":1,"Q_IN_REGS":1,"SPLITS":1,"MIN_BLOCKS":1,"O_STAGE":1,"CLUSTER":0,"WSCALE":0,"OVERLAP":0,"WGMMA":1}','BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3,SWIZZLE=1,EXP2=1,CAUSAL_SKIP=1,Q_IN_REGS=1,SPLITS=1,MIN_BLOCKS=1,O_STAGE=1,CLUSTER=0,WSCALE=0,OVERLAP=0,WGMMA=1','8bd16c7ca0c1fac5ad3c46ad24608b8131bc794908866966770eca4696e53c5b',32,'ok','accepted',NULL,NULL,NULL,8.97185173299577520822e+00,9.02376307381523901085e+00,6.31652157654697277849e-03,9.16614140008090161337e-01,8.38598657125588786698e-03,1.19436172809741236733e+00,256,256,128,172,0,107520,2,9.69696969696969723884e-01,239.357906473443,9.34991822161886716475e+02,2.23588111742875419443e+01,1.94211213534061535312e+01,NULL,2.76687335400003939873e+03,1.13111917399999219928e+03,3.4670205600000917911e+02,'2026-11-22T04:11:02Z','2026-11-22T04:11:02Z',NULL,NULL);
