@@ -113,7 +113,7 @@ static int ge_prepare(void *ctx, Child **kids, int n, EvoErr *err)
             free(c->rec.source_hash);
             c->rec.source_hash = xstrdup(u->hash);
             compile_record_free(&c->comp);
-            prep_compile_record(u, device_nvrtc_target(&g->dev, task_arch_specific(g->task)), &c->comp);
+            prep_compile_record(u, &c->comp);
             c->rec.compile_ms = p->compile_ms;
             c->rec.registers = p->maxres.registers;
         }

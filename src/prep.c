@@ -52,13 +52,13 @@ static int add_unit(PrepUnit **units, int *n, char *src)
     return (*n)++;
 }
 
-static void fill_request(const Task *t, const DeviceInfo *dev, const PrepUnit *u, const char *name,
+static void fill_request(const Task *t, const DeviceInfo *dev, PrepUnit *u, const char *name,
                          CompileRequest *r)
 {
     memset(r, 0, sizeof(*r));
     r->source = u->source;
     r->name = name;
-    r->arch = device_nvrtc_target(dev, task_arch_specific(t));
+    r->arch = u->target = device_nvrtc_target(dev, task_arch_specific(t));
     r->options = task_compile_options(t, &r->noptions);
     r->fast_math = task_fast_math(t);
     r->lineinfo = task_lineinfo(t);
@@ -274,12 +274,12 @@ void prep_ref_free(PrepRef *r)
     memset(r, 0, sizeof(*r));
 }
 
-void prep_compile_record(const PrepUnit *u, const char *arch, CompileRecord *c)
+void prep_compile_record(const PrepUnit *u, CompileRecord *c)
 {
     compile_record_init(c);
     c->cache_key = xstrdup(u->res.key);
     c->source_hash = xstrdup(u->hash);
-    c->arch = xstrdup(arch);
+    c->arch = xstrdup(u->target ? u->target : "");
     c->options = xstrdup(u->res.options ? u->res.options : "");
     int v = nvrtc_version();
     c->nvrtc_version = xasprintf("%d.%d", v / 1000, (v % 1000) / 10);

@@ -26,6 +26,7 @@ typedef struct PrepUnit {
     char          *source;
     char           hash[65];
     CompileResult  res;
+    const char    *target;    /* the NVRTC target it was compiled for (static storage or the DeviceInfo's) */
 } PrepUnit;
 
 typedef struct PrepInput {
@@ -66,7 +67,8 @@ void prep_free(Prepared *p);
 int prep_reference(const Task *t, const DeviceInfo *dev, PrepRef *out, int jobs, EvoErr *err);
 void prep_ref_free(PrepRef *r);
 
-/* Fill a store CompileRecord from a unit (strings are copied). */
-void prep_compile_record(const PrepUnit *u, const char *arch, CompileRecord *out);
+/* Fill a store CompileRecord from a compiled unit (strings are copied;
+ * its arch is u->target, the NVRTC target the unit was compiled for). */
+void prep_compile_record(const PrepUnit *u, CompileRecord *out);
 
 #endif
