@@ -198,6 +198,13 @@ def load_export(path):
             "launches": launches, "warnings": warnings}
 
 
+def arch_specific(exp):
+    """True when the export was compiled for an arch-specific target
+    (sm_90a), which CuPy's own compile cannot select."""
+    target = exp.get("target")
+    return bool(target) and not target[-1].isdigit()
+
+
 def nvrtc_cubin(source, target, outdir):
     """Compile source with libnvrtc for target (e.g. sm_90a); return the
     path of the cubin written under outdir. Raises RuntimeError with the
@@ -263,7 +270,7 @@ def describe(exp):
         init = ("randn" if b["role"] == "input" else "NaN-poisoned" if b["role"] == "output" else "zeros")
         lines.append(f"  buffer {b['name']:<6} {b['dtype']:<4} x {b['count']:<10} ({b['role']}, {init}, "
                      f"{n * DTYPE_BYTES[b['dtype']]} bytes)")
-    if exp.get("target") and not exp["target"][-1].isdigit():
+    if arch_specific(exp):
         lines.append(f"  compile: NVRTC --gpu-architecture={exp['target']} {' '.join(NVRTC_OPTIONS)} "
                      "(the export's arch-specific target), loaded by cupy.RawModule(path=cubin)")
     else:
@@ -442,11 +449,10 @@ class Bench:
         cupy = self.cupy
         key = hashlib.sha256(exp["source"].encode()).hexdigest()
         if key not in self.modules:
-            target = exp.get("target")
-            if target and not target[-1].isdigit():
+            if arch_specific(exp):
                 # An arch-specific target (sm_90a: wgmma): CuPy picks sm_XY
                 # itself, so compile here with the same NVRTC and load the cubin.
-                mod = cupy.RawModule(path=nvrtc_cubin(exp["source"], target, self.cubin_dir))
+                mod = cupy.RawModule(path=nvrtc_cubin(exp["source"], exp["target"], self.cubin_dir))
             else:
                 mod = cupy.RawModule(code=exp["source"], options=NVRTC_OPTIONS, backend="nvrtc")
                 mod.compile()  # compile errors surface here, with the NVRTC log
