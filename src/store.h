@@ -50,6 +50,7 @@ typedef struct CandidateRecord {
     char   *operator, *params_json, *params_key, *source_hash;
     int64_t compile_id;
     char   *status, *decision, *error, *gate_json, *log;
+    int64_t gate_stage;        /* how far the correctness gate went: GATE_STAGE_* (store.h) */
     double  latency_us, p90_us, cv, ratio_to_parent, ratio_spread, speedup;
     int64_t ctas, ctas_total, threads, registers, smem_static, smem_dynamic, occupancy;
     double  waves, tflops, gbps, pct_peak_flops, pct_peak_bw;
@@ -59,6 +60,12 @@ typedef struct CandidateRecord {
     char   *rationale;
     char   *created_at, *decided_at;
 } CandidateRecord;
+
+/* CandidateRecord.gate_stage. Only GATE_STAGE_FULL candidates may be
+ * survivors, parents or exports. */
+#define GATE_STAGE_NONE  0   /* never gated (static failure, or not reached) */
+#define GATE_STAGE_BENCH 1   /* gated on the benchmark shape only (stage A) */
+#define GATE_STAGE_FULL  2   /* gated on every shape (stage B) */
 
 typedef struct GenerationRecord {
     int64_t run_id, generation, best_id;
