@@ -69,7 +69,8 @@ void bench_options_default(BenchOptions *o)
     memset(o, 0, sizeof(*o));
     o->warmup = 3;
     o->samples = 25;
-    o->min_sample_ms = 0.2;
+    o->min_sample_ms = 0.5;
+    o->graph = 1;
     o->pairs = 15;
     o->retries = 3;
     o->noise_threshold = 0.01;
@@ -78,9 +79,9 @@ void bench_options_default(BenchOptions *o)
 
 json_t *bench_options_to_json(const BenchOptions *o)
 {
-    return json_pack("{s:i, s:i, s:f, s:b, s:i, s:i, s:f, s:I}", "warmup", o->warmup, "samples", o->samples,
-                     "min_sample_ms", o->min_sample_ms, "cold", o->cold, "pairs", o->pairs, "retries", o->retries,
-                     "noise_threshold", o->noise_threshold, "seed", (json_int_t)o->seed);
+    return json_pack("{s:i, s:i, s:f, s:b, s:b, s:i, s:i, s:f, s:I}", "warmup", o->warmup, "samples", o->samples,
+                     "min_sample_ms", o->min_sample_ms, "cold", o->cold, "graph", o->graph, "pairs", o->pairs,
+                     "retries", o->retries, "noise_threshold", o->noise_threshold, "seed", (json_int_t)o->seed);
 }
 
 void bench_options_from_json(const json_t *j, BenchOptions *o)
@@ -90,6 +91,7 @@ void bench_options_from_json(const json_t *j, BenchOptions *o)
     o->samples = (int)proto_get_int(j, "samples", o->samples);
     o->min_sample_ms = proto_get_num(j, "min_sample_ms", o->min_sample_ms);
     o->cold = (int)proto_get_int(j, "cold", 0);
+    o->graph = (int)proto_get_int(j, "graph", o->graph);
     o->pairs = (int)proto_get_int(j, "pairs", o->pairs);
     o->retries = (int)proto_get_int(j, "retries", o->retries);
     o->noise_threshold = proto_get_num(j, "noise_threshold", o->noise_threshold);
@@ -138,6 +140,7 @@ json_t *bench_result_to_json(const BenchResult *r)
     json_object_set_new(o, "ms", bench_stats_to_json(&r->ms));
     json_object_set_new(o, "batch", json_integer(r->batch));
     json_object_set_new(o, "cold", json_boolean(r->cold));
+    json_object_set_new(o, "graph", json_boolean(r->graph));
     for (int i = 0; i < r->nlaunches && i < BENCH_MAX_LAUNCHES; i++) {
         const LaunchMetrics *m = &r->launches[i];
         json_array_append_new(ls, json_pack("{s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:f}", "entry", m->entry,
@@ -166,6 +169,7 @@ void bench_result_from_json(const json_t *j, BenchResult *r)
     bench_stats_from_json(json_object_get(j, "ms"), &r->ms);
     r->batch = (int)proto_get_int(j, "batch", 0);
     r->cold = (int)proto_get_int(j, "cold", 0);
+    r->graph = (int)proto_get_int(j, "graph", 0);
     for (size_t i = 0; json_is_array(ls) && i < json_array_size(ls) && i < BENCH_MAX_LAUNCHES; i++) {
         const json_t *jm = json_array_get(ls, i);
         LaunchMetrics *m = &r->launches[i];
@@ -197,6 +201,8 @@ json_t *bench_compare_to_json(const CompareResult *r)
     json_object_set_new(o, "pairs", json_integer(r->pairs));
     json_object_set_new(o, "attempts", json_integer(r->attempts));
     json_object_set_new(o, "noisy", json_boolean(r->noisy));
+    json_object_set_new(o, "batch", json_integer(r->batch));
+    json_object_set_new(o, "graph", json_boolean(r->graph));
     return o;
 }
 
@@ -213,6 +219,8 @@ void bench_compare_from_json(const json_t *j, CompareResult *r)
     r->pairs = (int)proto_get_int(j, "pairs", 0);
     r->attempts = (int)proto_get_int(j, "attempts", 0);
     r->noisy = (int)proto_get_int(j, "noisy", 0);
+    r->batch = (int)proto_get_int(j, "batch", 0);
+    r->graph = (int)proto_get_int(j, "graph", 0);
 }
 
 void bench_fill_throughput(BenchResult *r, const Plan *plan, const DeviceInfo *dev)
@@ -268,6 +276,14 @@ typedef struct Timer {
     EvoErr      err;
 } Timer;
 
+/* One side being timed: its launches and, in graph mode, the captured
+ * batch. */
+typedef struct Runner {
+    const CudaLaunches *cl;
+    CUgraphExec         exec;    /* NULL: launch from the host */
+    int                 batch;   /* runs per sample */
+} Runner;
+
 static int timer_open(Timer *t, CudaCtx *c, int cold)
 {
     CudaApi *api = c->api;
@@ -296,23 +312,64 @@ static void timer_close(Timer *t)
         api->cuMemFree(t->flush);
 }
 
-/* One sample: `batch` back-to-back runs of cl (cold: a flush, then one
- * run). *ms gets the time per run. */
-static int timer_sample(Timer *t, const CudaLaunches *cl, int batch, int cold, double *ms)
+static void runner_close(Timer *t, Runner *r)
+{
+    if (r->exec)
+        t->c->api->cuGraphExecDestroy(r->exec);
+    r->exec = NULL;
+}
+
+/* Capture r->batch back-to-back runs of the launch plan into a graph. */
+static int runner_capture(Timer *t, Runner *r)
 {
     CudaApi *api = t->c->api;
     CUstream s = t->c->stream;
-    float f = 0;
-    if (cold) {
-        batch = 1;
-        if ((t->cu = api->cuMemsetD32Async(t->flush, 0x5a5a5a5au, t->flush_words, s)) != CUDA_SUCCESS)
-            return cuda_check(api, t->cu, "cuMemsetD32Async(L2 flush)", &t->err);
+    CUgraph g = NULL;
+    CUresult end;
+    if ((t->cu = api->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) != CUDA_SUCCESS)
+        return cuda_check(api, t->cu, "cuStreamBeginCapture", &t->err);
+    for (int i = 0; i < r->batch && t->cu == CUDA_SUCCESS; i++)
+        cuda_launches_run(t->c, r->cl, &t->cu, &t->err);
+    end = api->cuStreamEndCapture(s, &g);
+    if (t->cu != CUDA_SUCCESS)
+        goto fail;
+    if ((t->cu = end) != CUDA_SUCCESS) {
+        cuda_check(api, t->cu, "cuStreamEndCapture", &t->err);
+        goto fail;
     }
+    if ((t->cu = api->cuGraphInstantiateWithFlags(&r->exec, g, 0)) != CUDA_SUCCESS) {
+        cuda_check(api, t->cu, "cuGraphInstantiateWithFlags", &t->err);
+        goto fail;
+    }
+    api->cuGraphDestroy(g);
+    return 0;
+fail:
+    if (g)
+        api->cuGraphDestroy(g);
+    r->exec = NULL;
+    return -1;
+}
+
+/* One sample of r: its batch of back-to-back runs between two events
+ * (cold: an L2 flush, then one run). *ms gets the time per run. */
+static int timer_sample(Timer *t, const Runner *r, int cold, double *ms)
+{
+    CudaApi *api = t->c->api;
+    CUstream s = t->c->stream;
+    int batch = cold ? 1 : r->batch;
+    float f = 0;
+    if (cold && (t->cu = api->cuMemsetD32Async(t->flush, 0x5a5a5a5au, t->flush_words, s)) != CUDA_SUCCESS)
+        return cuda_check(api, t->cu, "cuMemsetD32Async(L2 flush)", &t->err);
     if ((t->cu = api->cuEventRecord(t->e0, s)) != CUDA_SUCCESS)
         return cuda_check(api, t->cu, "cuEventRecord", &t->err);
-    for (int i = 0; i < batch; i++)
-        if (cuda_launches_run(t->c, cl, &t->cu, &t->err) != 0)
-            return -1;
+    if (r->exec && !cold) {
+        if ((t->cu = api->cuGraphLaunch(r->exec, s)) != CUDA_SUCCESS)
+            return cuda_check(api, t->cu, "cuGraphLaunch", &t->err);
+    } else {
+        for (int i = 0; i < batch; i++)
+            if (cuda_launches_run(t->c, r->cl, &t->cu, &t->err) != 0)
+                return -1;
+    }
     if ((t->cu = api->cuEventRecord(t->e1, s)) != CUDA_SUCCESS)
         return cuda_check(api, t->cu, "cuEventRecord", &t->err);
     if ((t->cu = api->cuEventSynchronize(t->e1)) != CUDA_SUCCESS)
@@ -323,32 +380,42 @@ static int timer_sample(Timer *t, const CudaLaunches *cl, int batch, int cold, d
     return 0;
 }
 
-/* Calibrate the batch so a sample lasts >= min_ms, and warm up. */
-static int timer_calibrate(Timer *t, const CudaLaunches *cl, const BenchOptions *o, int *batch)
+/* Size the batch so a sample lasts >= min_sample_ms: from the first runs
+ * (loads, caches), then timed single runs. Sets r->batch. */
+static int timer_calibrate(Timer *t, Runner *r, const BenchOptions *o)
 {
-    double ms = 0;
-    int b = 1;
-    if (o->cold) {
-        *batch = 1;
-        for (int i = 0; i < (o->warmup > 0 ? o->warmup : 1); i++)
-            if (timer_sample(t, cl, 1, 1, &ms) != 0)
-                return -1;
+    double ms = 0, best = INFINITY;
+    r->batch = 1;
+    if (o->cold)
         return 0;
-    }
-    if (timer_sample(t, cl, 1, 0, &ms) != 0)  /* first run: loads, caches */
-        return -1;
-    for (int k = 0; k < 20; k++) {
-        if (timer_sample(t, cl, b, 0, &ms) != 0)
+    for (int i = 0; i < 3; i++) {
+        if (timer_sample(t, r, 0, &ms) != 0)
             return -1;
-        if (ms * b >= o->min_sample_ms || b >= 100000)
-            break;
-        int want = ms > 0 ? (int)ceil(o->min_sample_ms / ms * 1.2) : b * 10;
-        b = want > b * 10 ? b * 10 : (want > b ? want : b * 2);
+        if (i > 0 && ms < best)
+            best = ms;
     }
-    for (int i = 0; i < o->warmup; i++)
-        if (timer_sample(t, cl, b, 0, &ms) != 0)
+    if (best > 0 && isfinite(best)) {
+        double want = ceil(o->min_sample_ms / best);
+        r->batch = want < 1 ? 1 : want > 100000 ? 100000 : (int)want;
+    }
+    return 0;
+}
+
+/* Make r ready to sample with `batch` runs per sample: capture the graph
+ * (graph mode), then warm up. A graph that cannot be captured falls back
+ * to launches from the host. */
+static int runner_ready(Timer *t, Runner *r, int batch, const BenchOptions *o)
+{
+    double ms;
+    r->batch = o->cold ? 1 : batch;
+    if (o->graph && !o->cold && runner_capture(t, r) != 0) {
+        if (cuda_error_is_sticky(t->cu))
             return -1;
-    *batch = b;
+        t->cu = CUDA_SUCCESS;   /* not capturable: time launches from the host */
+    }
+    for (int i = 0; i < (o->warmup > 0 ? o->warmup : 1); i++)
+        if (timer_sample(t, r, o->cold, &ms) != 0)
+            return -1;
     return 0;
 }
 
@@ -364,22 +431,28 @@ static void fail_status(EvalStatus *st, char *error, size_t ecap, char *cuda_err
 int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, BenchResult *r, EvoErr *err)
 {
     Timer t;
+    Runner run = {cl, NULL, 1};
     int n = o->samples > 0 ? o->samples : 25;
     double *x = xcalloc((size_t)n, sizeof(*x));
     (void)err;
     r->status = EVAL_OK;
     r->cold = o->cold;
-    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, cl, o, &r->batch) != 0)
+    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, &run, o) != 0 ||
+        runner_ready(&t, &run, run.batch, o) != 0)
         goto fail;
     for (int i = 0; i < n; i++)
-        if (timer_sample(&t, cl, r->batch, o->cold, &x[i]) != 0)
+        if (timer_sample(&t, &run, o->cold, &x[i]) != 0)
             goto fail;
     bench_stats(x, n, &r->ms);
+    r->batch = run.batch;
+    r->graph = run.exec != NULL;
+    runner_close(&t, &run);
     timer_close(&t);
     free(x);
     return 0;
 fail:
     fail_status(&r->status, r->error, sizeof(r->error), r->cuda_error, sizeof(r->cuda_error), &r->fatal, &t);
+    runner_close(&t, &run);
     timer_close(&t);
     free(x);
     return 0;
@@ -389,8 +462,8 @@ int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, cons
                   CompareResult *r, EvoErr *err)
 {
     Timer t;
+    Runner ra_ = {a, NULL, 1}, rb_ = {b, NULL, 1};
     int pairs = o->pairs > 0 ? o->pairs : 15, tries = o->retries > 0 ? o->retries : 1;
-    int ba = 1, bb = 1;
     double *ra = xcalloc((size_t)pairs, sizeof(double)), *ta = xcalloc((size_t)pairs, sizeof(double));
     double *tb = xcalloc((size_t)pairs, sizeof(double));
     uint64_t rng = o->seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
@@ -399,13 +472,13 @@ int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, cons
     memset(r, 0, sizeof(*r));
     r->status = EVAL_OK;
     r->pairs = pairs;
-    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, a, o, &ba) != 0 ||
-        timer_calibrate(&t, b, o, &bb) != 0)
+    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, &ra_, o) != 0 || timer_calibrate(&t, &rb_, o) != 0)
         goto fail;
-    /* same batch for both so that each sample covers a similar span */
-    if (!o->cold) {
-        int m = ba > bb ? ba : bb;
-        ba = bb = m;
+    /* the same batch for both, so that each sample covers a similar span */
+    {
+        int m = ra_.batch > rb_.batch ? ra_.batch : rb_.batch;
+        if (runner_ready(&t, &ra_, m, o) != 0 || runner_ready(&t, &rb_, m, o) != 0)
+            goto fail;
     }
     for (int attempt = 0; attempt < tries; attempt++) {
         BenchStats rs, as, bs;
@@ -414,13 +487,10 @@ int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, cons
             rng ^= rng >> 7;
             rng ^= rng << 17;
             int b_first = (int)(rng >> 63);
-            if (b_first) {
-                if (timer_sample(&t, b, bb, o->cold, &tb[p]) != 0 || timer_sample(&t, a, ba, o->cold, &ta[p]) != 0)
-                    goto fail;
-            } else {
-                if (timer_sample(&t, a, ba, o->cold, &ta[p]) != 0 || timer_sample(&t, b, bb, o->cold, &tb[p]) != 0)
-                    goto fail;
-            }
+            const Runner *first = b_first ? &rb_ : &ra_, *second = b_first ? &ra_ : &rb_;
+            double *tf = b_first ? &tb[p] : &ta[p], *ts = b_first ? &ta[p] : &tb[p];
+            if (timer_sample(&t, first, o->cold, tf) != 0 || timer_sample(&t, second, o->cold, ts) != 0)
+                goto fail;
             ra[p] = ta[p] > 0 ? tb[p] / ta[p] : INFINITY;
         }
         bench_stats(ra, pairs, &rs);
@@ -443,6 +513,10 @@ int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, cons
         }
         r->noisy = 1;
     }
+    r->batch = ra_.batch;
+    r->graph = ra_.exec != NULL && rb_.exec != NULL;
+    runner_close(&t, &ra_);
+    runner_close(&t, &rb_);
     timer_close(&t);
     free(ra);
     free(ta);
@@ -450,6 +524,8 @@ int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, cons
     return 0;
 fail:
     fail_status(&r->status, r->error, sizeof(r->error), r->cuda_error, sizeof(r->cuda_error), &r->fatal, &t);
+    runner_close(&t, &ra_);
+    runner_close(&t, &rb_);
     timer_close(&t);
     free(ra);
     free(ta);

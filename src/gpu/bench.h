@@ -5,8 +5,13 @@
  *
  * Warm timing: calibrate a batch size so one sample (a batch of
  * back-to-back runs of the whole launch plan between two CUDA events)
- * lasts >= min_sample_ms (0.2 ms); warm up; take `samples` (>= 20)
- * samples; report median, p10, p90, mean, CV, MAD per run.
+ * lasts >= min_sample_ms (0.5 ms); capture the batch as a CUDA graph
+ * (graph mode, the default) so that a sample is one graph replay and
+ * measures the kernels, not the host's launches (the way
+ * bench/compare_sdpa.py times its contenders); warm up; take `samples`
+ * (>= 20) samples; report median, p10, p90, mean, CV, MAD per run. With
+ * graph = 0, or where a launch plan cannot be captured, the batch is
+ * launched from the host as before.
  * Cold timing: before every run, flush L2 by writing 2x L2 bytes with
  * cuMemsetD32Async; only the run itself sits between the events.
  *
@@ -49,8 +54,9 @@ void bench_stats(const double *x, int n, BenchStats *out);
 typedef struct BenchOptions {
     int      warmup;          /* warm-up batches (default 3) */
     int      samples;         /* timed samples (default 25, at least 20 is wise) */
-    double   min_sample_ms;   /* batch calibration target (default 0.2) */
+    double   min_sample_ms;   /* batch calibration target (default 0.5) */
     int      cold;            /* 1: flush L2 before each run, time runs singly */
+    int      graph;           /* 1 (default): a sample replays a CUDA graph of the batch; 0: host launches */
     int      pairs;           /* A/B pairs (default 15) */
     int      retries;         /* A/B attempts in all (default 3) */
     double   noise_threshold; /* relative; default 0.01 */
@@ -83,6 +89,7 @@ typedef struct BenchResult {
     BenchStats ms;           /* per run of the launch plan */
     int        batch;        /* runs per sample (1 when cold) */
     int        cold;
+    int        graph;        /* 1 when samples were CUDA-graph replays */
     LaunchMetrics launches[BENCH_MAX_LAUNCHES];
     int        nlaunches;
     uint64_t   total_ctas;
@@ -100,6 +107,8 @@ typedef struct CompareResult {
     int        pairs;
     int        attempts;
     int        noisy;
+    int        batch;        /* runs per sample, both sides */
+    int        graph;        /* 1 when samples were CUDA-graph replays */
 } CompareResult;
 
 json_t *bench_result_to_json(const BenchResult *r);

@@ -58,6 +58,16 @@ static const Sym syms[] = {
     SYM(cuEventSynchronize, "cuEventSynchronize", 1),
     SYM2(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", 1),
     SYM(cuOccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor", 1),
+    SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", 1),
+    SYM(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", 1),
+    SYM(cuMemsetD8Async, "cuMemsetD8Async", 1),
+    SYM(cuMemsetD16Async, "cuMemsetD16Async", 1),
+    SYM(cuStreamBeginCapture, "cuStreamBeginCapture_v2", 1),
+    SYM(cuStreamEndCapture, "cuStreamEndCapture", 1),
+    SYM(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 1),
+    SYM(cuGraphLaunch, "cuGraphLaunch", 1),
+    SYM(cuGraphExecDestroy, "cuGraphExecDestroy", 1),
+    SYM(cuGraphDestroy, "cuGraphDestroy", 1),
     SYM(cuMemGetInfo, "cuMemGetInfo_v2", 0),
 };
 

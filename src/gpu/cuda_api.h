@@ -71,6 +71,17 @@ typedef struct CudaApi {
     CUresult (*cuEventSynchronize)(CUevent e);
     CUresult (*EventElapsedTime)(float *ms, CUevent a, CUevent b); /* _v2 or v1 */
     CUresult (*cuOccupancyMaxActiveBlocksPerMultiprocessor)(int *n, CUfunction f, int block, size_t smem);
+    CUresult (*cuMemcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
+    CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s);
+    CUresult (*cuMemsetD8Async)(CUdeviceptr p, unsigned char v, size_t n, CUstream s);
+    CUresult (*cuMemsetD16Async)(CUdeviceptr p, unsigned short v, size_t n, CUstream s);
+    /* CUDA graphs: timing replays a captured launch plan */
+    CUresult (*cuStreamBeginCapture)(CUstream s, CUstreamCaptureMode mode);
+    CUresult (*cuStreamEndCapture)(CUstream s, CUgraph *g);
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *e, CUgraph g, unsigned long long flags);
+    CUresult (*cuGraphLaunch)(CUgraphExec e, CUstream s);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec e);
+    CUresult (*cuGraphDestroy)(CUgraph g);
     /* optional (NULL when the driver lacks them) */
     CUresult (*cuMemGetInfo)(size_t *free_b, size_t *total_b);
 } CudaApi;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "resident.h"
 
 /* ---- statuses --------------------------------------------------------- */
 
@@ -131,46 +132,50 @@ static void store_val(DType t, void *buf, uint64_t i, double v)
 
 /* ---- generation ------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *s)
+/* The counter-based generator: element i of a buffer depends only on
+ * (seed, salt, i). devkern.c has the same code for the device. */
+static uint64_t mix64(uint64_t z)
 {
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
 
-static double uniform01(uint64_t *s)
+static double unit(uint64_t key, uint64_t c)
 {
-    return (double)(splitmix64(s) >> 11) * 0x1.0p-53;
+    return (double)(mix64(key + (c + 1) * 0x9E3779B97F4A7C15ull) >> 11) * 0x1.0p-53;
+}
+
+uint64_t gate_seed_key(uint64_t seed, uint64_t salt)
+{
+    uint64_t st = seed * 0xD1B54A32D192ED03ull;
+    return st ^ mix64(st + 0x9E3779B97F4A7C15ull) ^ (salt * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull);
+}
+
+double gate_gen_value(const PlanBuffer *b, uint64_t key, uint64_t i)
+{
+    switch (b->init) {
+    case INIT_ZERO:
+        return 0;
+    case INIT_CONST:
+        return b->a;
+    case INIT_UNIFORM:
+        return b->a + (b->b - b->a) * unit(key, i);
+    case INIT_NORMAL: {
+        uint64_t j = i >> 1;
+        double u1 = 1.0 - unit(key, 2 * j), u2 = unit(key, 2 * j + 1);
+        double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+        return b->a + b->b * r * ((i & 1) ? sin(th) : cos(th));
+    }
+    }
+    return 0;
 }
 
 void gate_fill_host(const PlanBuffer *b, uint64_t seed, void *dst)
 {
-    uint64_t st = seed * 0xD1B54A32D192ED03ull;
-    uint64_t n = b->count;
-    st ^= splitmix64(&st) ^ (b->seed_salt * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull);
-    switch (b->init) {
-    case INIT_ZERO:
-        memset(dst, 0, n * (uint64_t)dtype_size(b->dtype));
-        break;
-    case INIT_CONST:
-        for (uint64_t i = 0; i < n; i++)
-            store_val(b->dtype, dst, i, b->a);
-        break;
-    case INIT_UNIFORM:
-        for (uint64_t i = 0; i < n; i++)
-            store_val(b->dtype, dst, i, b->a + (b->b - b->a) * uniform01(&st));
-        break;
-    case INIT_NORMAL:
-        for (uint64_t i = 0; i < n; i += 2) {
-            double u1 = 1.0 - uniform01(&st), u2 = uniform01(&st);
-            double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
-            store_val(b->dtype, dst, i, b->a + b->b * r * cos(th));
-            if (i + 1 < n)
-                store_val(b->dtype, dst, i + 1, b->a + b->b * r * sin(th));
-        }
-        break;
-    }
+    uint64_t key = gate_seed_key(seed, b->seed_salt);
+    for (uint64_t i = 0; i < b->count; i++)
+        store_val(b->dtype, dst, i, gate_gen_value(b, key, i));
 }
 
 void gate_fill_sentinel(DType t, void *dst, uint64_t n)
@@ -183,17 +188,6 @@ void gate_fill_sentinel(DType t, void *dst, uint64_t n)
         else
             ((uint32_t *)dst)[i] = GATE_SENTINEL_I32;
     }
-}
-
-uint64_t gate_checksum(const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
 }
 
 /* ---- comparison ------------------------------------------------------- */
@@ -341,54 +335,6 @@ void gate_report_format(const GateReport *r, char *buf, size_t cap)
                  r->shape, (unsigned long long)r->seed);
 }
 
-/* ---- reference cache -------------------------------------------------- */
-
-typedef struct CacheEntry {
-    char   *key;
-    int     nbuf;
-    void  **out;    /* per buffer: host copy of the reference output, or NULL */
-    double  ref_ms;
-} CacheEntry;
-
-#define CACHE_CAP 64
-
-struct GateRefCache {
-    CacheEntry e[CACHE_CAP];
-    int next;       /* FIFO slot to fill next */
-};
-
-void gate_cache_open(GateRefCache **out)
-{
-    *out = xcalloc(1, sizeof(**out));
-}
-
-static void entry_free(CacheEntry *e)
-{
-    for (int i = 0; e->out && i < e->nbuf; i++)
-        free(e->out[i]);
-    free(e->out);
-    free(e->key);
-    memset(e, 0, sizeof(*e));
-}
-
-void gate_cache_close(GateRefCache **c)
-{
-    if (!c || !*c)
-        return;
-    for (int i = 0; i < CACHE_CAP; i++)
-        entry_free(&(*c)->e[i]);
-    free(*c);
-    *c = NULL;
-}
-
-static CacheEntry *cache_find(GateRefCache *c, const char *key)
-{
-    for (int i = 0; c && key && i < CACHE_CAP; i++)
-        if (c->e[i].key && strcmp(c->e[i].key, key) == 0)
-            return &c->e[i];
-    return NULL;
-}
-
 /* ---- device routine --------------------------------------------------- */
 
 /* Record a CUDA failure in the report. */
@@ -400,209 +346,165 @@ static void rep_cuda(GateReport *rep, CudaCtx *c, CUresult r, const EvoErr *e, c
     snprintf(rep->error, sizeof(rep->error), "%s: %s", what, e->msg);
 }
 
-static int upload(CudaCtx *c, const CudaPlan *cp, void **host_in, int which, CUresult *cu, EvoErr *err)
-{
-    CudaApi *api = c->api;
-    const Plan *p = cp->plan;
-    for (int i = 0; i < p->nbuffers; i++) {
-        const PlanBuffer *b = &p->buffers[i];
-        CUdeviceptr d = cp->dptr[i];
-        CUresult r = CUDA_SUCCESS;
-        if (!d || !(which ? b->for_ref : b->for_cand))
-            continue;
-        if (b->role == ROLE_INPUT)
-            r = api->cuMemcpyHtoD(d, host_in[i], cp->bytes[i]);
-        else if (b->role == ROLE_SCRATCH)
-            r = api->cuMemsetD8(d, 0, cp->bytes[i]);
-        else if (b->dtype == DT_F16 || b->dtype == DT_BF16)
-            r = api->cuMemsetD16(d, (unsigned short)GATE_SENTINEL_F16, b->count);
-        else
-            r = api->cuMemsetD32(d, b->dtype == DT_F32 ? GATE_SENTINEL_F32 : GATE_SENTINEL_I32, b->count);
-        if (r != CUDA_SUCCESS) {
-            *cu = r;
-            cuda_check(api, r, b->role == ROLE_INPUT ? "cuMemcpyHtoD" : "cuMemset", err);
-            return err_prefix(err, "buffer '%s'", b->name);
-        }
-    }
-    *cu = CUDA_SUCCESS;
-    return 0;
-}
-
-static void gen_inputs(const Plan *p, uint64_t seed, void **host_in)
-{
-    for (int i = 0; i < p->nbuffers; i++) {
-        const PlanBuffer *b = &p->buffers[i];
-        free(host_in[i]);
-        host_in[i] = NULL;
-        if (b->role != ROLE_INPUT || b->count == 0)
-            continue;
-        host_in[i] = xmalloc((size_t)b->count * (size_t)dtype_size(b->dtype));
-        gate_fill_host(b, seed, host_in[i]);
-    }
-}
-
-int gate_prepare_buffers(CudaCtx *c, const CudaPlan *cp, uint64_t seed, int which, CUresult *cu_err, EvoErr *err)
-{
-    const Plan *p = cp->plan;
-    void **host_in = xcalloc((size_t)(p->nbuffers > 0 ? p->nbuffers : 1), sizeof(void *));
-    CUresult r = CUDA_SUCCESS;
-    gen_inputs(p, seed, host_in);
-    int rc = upload(c, cp, host_in, which, &r, err);
-    for (int i = 0; i < p->nbuffers; i++)
-        free(host_in[i]);
-    free(host_in);
-    if (cu_err)
-        *cu_err = r;
-    return rc;
-}
-
-/* Launch, record events around the launches, sync. Returns 0 or -1. */
-static int run_timed(CudaCtx *c, const CudaLaunches *cl, CUevent e0, CUevent e1, double *ms, CUresult *cu,
-                     EvoErr *err)
-{
-    CudaApi *api = c->api;
-    CUresult r;
-    float f = 0;
-    if ((r = api->cuEventRecord(e0, c->stream)) != CUDA_SUCCESS)
-        goto fail_cu;
-    if (cuda_launches_run(c, cl, cu, err) != 0)
-        return -1;
-    if ((r = api->cuEventRecord(e1, c->stream)) != CUDA_SUCCESS)
-        goto fail_cu;
-    if ((r = api->cuStreamSynchronize(c->stream)) != CUDA_SUCCESS) {
-        *cu = r;
-        return cuda_check(api, r, "cuStreamSynchronize", err);
-    }
-    if ((r = api->EventElapsedTime(&f, e0, e1)) != CUDA_SUCCESS)
-        goto fail_cu;
-    *ms = f;
-    *cu = CUDA_SUCCESS;
-    return 0;
-fail_cu:
-    *cu = r;
-    return cuda_check(api, r, "cuEventRecord/cuEventElapsedTime", err);
-}
-
-static int download(CudaCtx *c, const CudaPlan *cp, int role, void **host, CUresult *cu, EvoErr *err)
-{
-    const Plan *p = cp->plan;
-    for (int i = 0; i < p->nbuffers; i++) {
-        if (p->buffers[i].role != (BufRole)role || !cp->dptr[i])
-            continue;
-        if (!host[i])
-            host[i] = xmalloc(cp->bytes[i] ? cp->bytes[i] : 1);
-        CUresult r = c->api->cuMemcpyDtoH(host[i], cp->dptr[i], cp->bytes[i]);
-        if (r != CUDA_SUCCESS) {
-            *cu = r;
-            cuda_check(c->api, r, "cuMemcpyDtoH", err);
-            return err_prefix(err, "buffer '%s'", p->buffers[i].name);
-        }
-    }
-    *cu = CUDA_SUCCESS;
-    return 0;
-}
-
-/* Run the reference for one seed on fresh buffers; fill ref_out[] (host
- * copies of the outputs) and *ms. On failure fills rep. Returns 0 / -1. */
-static int run_reference(CudaCtx *c, const Plan *plan, CUmodule ref, void **host_in, CUevent e0, CUevent e1,
-                         void **ref_out, double *ms, GateReport *rep)
-{
-    CudaPlan rp = {0};
-    CudaLaunches rl = {0};
-    CUresult cu = CUDA_SUCCESS;
-    EvoErr e = {{0}};
-    int rc = -1;
-    if (cuda_plan_alloc(c, plan, &rp, &e) != 0) {
-        rep_cuda(rep, c, CUDA_ERROR_OUT_OF_MEMORY, &e, "reference buffers");
-        goto fail;
-    }
-    if (cuda_launches_prepare(c, &rp, ref, plan->ref_launches, plan->nref_launches, &rl, &cu, &e) != 0 ||
-        upload(c, &rp, host_in, 1, &cu, &e) != 0 || run_timed(c, &rl, e0, e1, ms, &cu, &e) != 0 ||
-        download(c, &rp, ROLE_OUTPUT, ref_out, &cu, &e) != 0) {
-        rep_cuda(rep, c, cu, &e, "reference");
-        if (rep->status != EVAL_CRASHED)
-            rep->status = EVAL_INVALID; /* the reference is broken, not the candidate */
-        goto fail;
-    }
-    for (int i = 0; i < plan->nbuffers; i++)
-        if (!plan->buffers[i].for_ref) {
-            free(ref_out[i]);
-            ref_out[i] = NULL;
-        }
-    /* scrub: nothing may find the reference's answer in freed memory */
-    for (int i = 0; i < plan->nbuffers; i++) {
-        const PlanBuffer *b = &plan->buffers[i];
-        if (b->role == ROLE_OUTPUT && rp.dptr[i])
-            c->api->cuMemsetD8(rp.dptr[i], 0xFF, rp.bytes[i]);
-    }
-    c->api->cuCtxSynchronize();
-    rc = 0;
-fail:
-    cuda_launches_free(&rl);
-    cuda_plan_free(c, &rp);
-    return rc;
-}
-
 static uint64_t launch_ctas(const PlanLaunch *l)
 {
     return (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
 }
 
-/* Compare every candidate output in got[] against want[]; on failure fill
- * rep (check name `fail_check` overrides the comparison's own name when
- * not NULL). Returns 1 when all pass. */
-static int check_outputs(const Plan *plan, void **got, void **want, const char *fail_check, double tol_scale,
-                         GateReport *rep)
+/* Read element i of a device buffer as a double (for the report). */
+static double fetch(CudaCtx *c, CUdeviceptr p, DType t, int64_t i)
+{
+    unsigned char v[8] = {0};
+    if (!p || i < 0 || c->api->cuMemcpyDtoH(v, p + (CUdeviceptr)i * (CUdeviceptr)dtype_size(t),
+                                            (size_t)dtype_size(t)) != CUDA_SUCCESS)
+        return NAN;
+    return gate_load(t, v, 0);
+}
+
+/* Turn a compare summary into GateCmp terms and, on failure, the report.
+ * Returns 1 when it passes. */
+static int judge_compare(CudaCtx *c, const PlanBuffer *b, const DevSum *s, double atol, const char *fail_check,
+                         CUdeviceptr got, CUdeviceptr want, GateReport *rep)
+{
+    double max_abs = devsum_real(s->max_abs), max_rel = devsum_real(s->max_rel);
+    double ref_absmax = devsum_real(s->ref_absmax), got_absmax = devsum_real(s->got_absmax);
+    const char *check;
+    if (max_abs > rep->max_abs)
+        rep->max_abs = max_abs;
+    if (max_rel > rep->max_rel)
+        rep->max_rel = max_rel;
+    if (s->nunwritten)
+        check = "unwritten";
+    else if (s->nnan)
+        check = "nan";
+    else if (b->count > 0 && ref_absmax > 10 * atol && got_absmax <= atol)
+        check = "zero_output";
+    else if (s->nmis)
+        check = fail_check ? fail_check : "mismatch";
+    else
+        return 1;
+    rep->status = EVAL_INCORRECT;
+    snprintf(rep->check, sizeof(rep->check), "%s", check);
+    snprintf(rep->buffer, sizeof(rep->buffer), "%s", b->name);
+    rep->first_bad = devsum_first_bad(s);
+    rep->nbad = s->nbad;
+    rep->got = fetch(c, got, b->dtype, rep->first_bad);
+    rep->want = fetch(c, want, b->dtype, rep->first_bad);
+    snprintf(rep->error, sizeof(rep->error),
+             "%s: %llu of %llu elements bad (%llu unwritten, %llu NaN/Inf), max|ref| %.4g, max|got| %.4g, "
+             "atol %.3g rtol %.3g", rep->check, (unsigned long long)s->nbad, (unsigned long long)b->count,
+             (unsigned long long)s->nunwritten, (unsigned long long)s->nnan, ref_absmax, got_absmax, b->atol, b->rtol);
+    return 0;
+}
+
+/* Summary slots of one seed: per buffer, 6 of them. */
+enum { SUM_IN_A, SUM_IN_B, SUM_RUN1, SUM_RUN2, SUM_RUN21, SUM_PER_BUF };
+
+/* Enqueue seed k's two candidate runs and every comparison of their
+ * results. Returns 0 or -1 (err, *cu). */
+static int enqueue_seed(CudaCtx *c, Resident *res, const Bay *bay, int k, const Plan *plan, const CudaPlan cp[2],
+                        const CudaLaunches cl[2], CUevent e0, CUevent e1, CUdeviceptr sums, int *run, CUresult *cu,
+                        EvoErr *err)
+{
+    DevKern *dk = resident_kern(res);
+    for (int set = 0; set < 2; set++) {
+        *run = set + 1;
+        if (resident_reset(res, bay, set, k, plan, 0, cu, err) != 0)
+            return -1;
+        if (k == 0 && set == 0 && (*cu = c->api->cuEventRecord(e0, c->stream)) != CUDA_SUCCESS)
+            return cuda_check(c->api, *cu, "cuEventRecord", err);
+        if (cuda_launches_run(c, &cl[set], cu, err) != 0)
+            return -1;
+        if (k == 0 && set == 0 && (*cu = c->api->cuEventRecord(e1, c->stream)) != CUDA_SUCCESS)
+            return cuda_check(c->api, *cu, "cuEventRecord", err);
+    }
+    for (int i = 0; i < plan->nbuffers; i++) {
+        const PlanBuffer *b = &plan->buffers[i];
+        CUdeviceptr slot = sums + (CUdeviceptr)((size_t)(k * plan->nbuffers + i) * SUM_PER_BUF * sizeof(DevSum));
+        CUdeviceptr ref = resident_reference(bay, k, i);
+        if (!b->for_cand || b->count == 0)
+            continue;
+        if (b->role == ROLE_INPUT) {
+            uint64_t nw = (uint64_t)b->count * (uint64_t)dtype_size(b->dtype) / 2;
+            for (int set = 0; set < 2; set++)
+                if (devkern_diff(dk, cp[set].dptr[i], resident_pristine(bay, k, i), 0, nw,
+                                 slot + (CUdeviceptr)((SUM_IN_A + set) * sizeof(DevSum)), cu, err) != 0)
+                    return -1;
+        } else if (b->role == ROLE_OUTPUT && ref) {
+            if (devkern_compare(dk, cp[0].dptr[i], ref, b->count, b->dtype, b->atol, b->rtol,
+                                slot + SUM_RUN1 * sizeof(DevSum), cu, err) != 0 ||
+                devkern_compare(dk, cp[1].dptr[i], ref, b->count, b->dtype, b->atol, b->rtol,
+                                slot + SUM_RUN2 * sizeof(DevSum), cu, err) != 0 ||
+                devkern_compare(dk, cp[1].dptr[i], cp[0].dptr[i], b->count, b->dtype, 2 * b->atol, 2 * b->rtol,
+                                slot + SUM_RUN21 * sizeof(DevSum), cu, err) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Judge seed k from its summaries, in the gate's order. 1 passes. */
+static int judge_seed(CudaCtx *c, const Bay *bay, int k, const Plan *plan, const CudaPlan cp[2], const DevSum *hs,
+                      GateReport *rep)
 {
     for (int i = 0; i < plan->nbuffers; i++) {
         const PlanBuffer *b = &plan->buffers[i];
-        GateCmp cmp;
-        if (b->role != ROLE_OUTPUT || !b->for_cand || !got[i] || !want[i])
+        const DevSum *s = hs + (size_t)(k * plan->nbuffers + i) * SUM_PER_BUF;
+        if (b->role != ROLE_INPUT || !b->for_cand || b->count == 0)
             continue;
-        int ok = gate_compare(b->dtype, got[i], want[i], b->count, tol_scale * b->atol,
-                              tol_scale * b->rtol, &cmp);
-        if (cmp.max_abs > rep->max_abs)
-            rep->max_abs = cmp.max_abs;
-        if (cmp.max_rel > rep->max_rel)
-            rep->max_rel = cmp.max_rel;
-        if (ok)
-            continue;
-        rep->status = EVAL_INCORRECT;
-        snprintf(rep->check, sizeof(rep->check), "%s",
-                 fail_check && strcmp(cmp.check, "mismatch") == 0 ? fail_check : cmp.check);
-        snprintf(rep->buffer, sizeof(rep->buffer), "%s", b->name);
-        rep->first_bad = cmp.first_bad;
-        rep->nbad = cmp.nbad;
-        rep->got = cmp.got;
-        rep->want = cmp.want;
-        snprintf(rep->error, sizeof(rep->error),
-                 "%s: %llu of %llu elements bad (%llu unwritten, %llu NaN/Inf), max|ref| %.4g, max|got| %.4g, "
-                 "atol %.3g rtol %.3g", rep->check, (unsigned long long)cmp.nbad, (unsigned long long)b->count,
-                 (unsigned long long)cmp.nunwritten, (unsigned long long)cmp.nnan, cmp.ref_absmax, cmp.got_absmax,
-                 b->atol, b->rtol);
-        return 0;
+        for (int set = 0; set < 2; set++) {
+            const DevSum *d = &s[SUM_IN_A + set];
+            if (!d->nbad)
+                continue;
+            rep->status = EVAL_INCORRECT;
+            rep->run = set + 1;
+            snprintf(rep->check, sizeof(rep->check), "inputs_modified");
+            snprintf(rep->buffer, sizeof(rep->buffer), "%s", b->name);
+            rep->first_bad = devsum_first_bad(d) * 2 / dtype_size(b->dtype);
+            rep->got = fetch(c, cp[set].dptr[i], b->dtype, rep->first_bad);
+            rep->want = fetch(c, resident_pristine(bay, k, i), b->dtype, rep->first_bad);
+            rep->nbad = d->nbad;
+            snprintf(rep->error, sizeof(rep->error),
+                     "the candidate wrote its input '%s' (%llu 16-bit words differ from the pristine copy)", b->name,
+                     (unsigned long long)d->nbad);
+            return 0;
+        }
     }
+    for (int pass = 0; pass < 3; pass++)
+        for (int i = 0; i < plan->nbuffers; i++) {
+            const PlanBuffer *b = &plan->buffers[i];
+            const DevSum *s = hs + (size_t)(k * plan->nbuffers + i) * SUM_PER_BUF;
+            CUdeviceptr ref = resident_reference(bay, k, i);
+            if (b->role != ROLE_OUTPUT || !b->for_cand || b->count == 0 || !ref)
+                continue;
+            rep->run = pass == 0 ? 1 : 2;
+            if (pass == 0 && !judge_compare(c, b, &s[SUM_RUN1], b->atol, NULL, cp[0].dptr[i], ref, rep))
+                return 0;
+            if (pass == 1 && !judge_compare(c, b, &s[SUM_RUN2], b->atol, "stale", cp[1].dptr[i], ref, rep))
+                return 0;
+            if (pass == 2 && !judge_compare(c, b, &s[SUM_RUN21], 2 * b->atol, "nondeterministic", cp[1].dptr[i],
+                                            cp[0].dptr[i], rep))
+                return 0;
+        }
     return 1;
 }
 
-int gate_run(CudaCtx *c, const Plan *plan, CUmodule cand, CUmodule ref, const GateOptions *opt, GateRefCache *cache,
-             const char *key, GateReport *rep, EvoErr *err)
+int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodule ref, int ref_id,
+             const GateOptions *opt, GateReport *rep, EvoErr *err)
 {
     CudaApi *api = c->api;
-    CudaPlan cp = {0};
-    CudaLaunches cl = {0};
+    CudaPlan cp[2] = {{0}, {0}};
+    CudaLaunches cl[2] = {{0}, {0}};
     CUevent e0 = NULL, e1 = NULL;
     CUresult cu = CUDA_SUCCESS;
+    CUdeviceptr sums = 0;
+    const DevSum *hs = NULL;
     EvoErr e = {{0}};
-    int nb = plan->nbuffers > 0 ? plan->nbuffers : 1;
-    void **host_in = xcalloc((size_t)nb, sizeof(void *));
-    void **c1 = xcalloc((size_t)nb, sizeof(void *));
-    void **c2 = xcalloc((size_t)nb, sizeof(void *));
-    void **in_after = xcalloc((size_t)nb, sizeof(void *));
-    void **fresh_ref = xcalloc((size_t)nb, sizeof(void *));
-    uint64_t largest = 0;
-    int nseeds = opt && opt->nseeds > 0 ? opt->nseeds : 3;
-    char *ckey = NULL;
+    Bay *bay = NULL;
+    uint64_t largest = 0, seeds[16];
+    int nseeds = opt && opt->nseeds > 0 ? opt->nseeds : 3, resident_bad = 0, guard_bad = 0, brc;
+    char where[160];
+    float ms = 0;
     (void)err;
 
     memset(rep, 0, sizeof(*rep));
@@ -610,6 +512,8 @@ int gate_run(CudaCtx *c, const Plan *plan, CUmodule cand, CUmodule ref, const Ga
     snprintf(rep->shape, sizeof(rep->shape), "%s", plan->shape_label ? plan->shape_label : "");
     if (nseeds > 16)
         nseeds = 16;
+    for (int s = 0; s < nseeds; s++)
+        seeds[s] = opt && opt->seeds_given ? opt->seeds[s] : (uint64_t)(s + 1);
 
     for (int i = 0; i < plan->nlaunches; i++)
         if (launch_ctas(&plan->launches[i]) > largest)
@@ -619,16 +523,29 @@ int gate_run(CudaCtx *c, const Plan *plan, CUmodule cand, CUmodule ref, const Ga
         snprintf(rep->check, sizeof(rep->check), "min_ctas");
         snprintf(rep->error, sizeof(rep->error), "largest launch has %llu CTAs, the task requires at least %d",
                  (unsigned long long)largest, plan->min_ctas);
+        return 0;
+    }
+    resident_begin(res);
+    /* whatever an earlier request may have written over is made again */
+    if (resident_verify(res, &resident_bad, &guard_bad, where, sizeof(where), &cu, &e) != 0) {
+        rep_cuda(rep, c, cu, &e, "verifying the resident state");
         goto done;
     }
-    if (cuda_plan_alloc(c, plan, &cp, &e) != 0) {
-        rep_cuda(rep, c, CUDA_ERROR_OUT_OF_MEMORY, &e, "candidate buffers");
-        rep->status = EVAL_RESOURCE;
+    brc = resident_bay_gate(res, plan, ref, ref_id, seeds, nseeds, &bay, rep, &cu, &e);
+    if (brc == 1)
+        goto done;
+    if (brc != 0) {
+        rep_cuda(rep, c, cu, &e, "resident state");
+        if (cu == CUDA_ERROR_OUT_OF_MEMORY || cu == CUDA_SUCCESS)
+            rep->status = EVAL_RESOURCE;
         goto done;
     }
-    if (cuda_launches_prepare(c, &cp, cand, plan->launches, plan->nlaunches, &cl, &cu, &e) != 0) {
-        rep_cuda(rep, c, cu, &e, "candidate");
-        goto done;
+    for (int set = 0; set < 2; set++) {
+        resident_plan(bay, set, plan, &cp[set]);
+        if (cuda_launches_prepare(c, &cp[set], cand, plan->launches, plan->nlaunches, &cl[set], &cu, &e) != 0) {
+            rep_cuda(rep, c, cu, &e, "candidate");
+            goto done;
+        }
     }
     if ((cu = api->cuEventCreate(&e0, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
         (cu = api->cuEventCreate(&e1, CU_EVENT_DEFAULT)) != CUDA_SUCCESS) {
@@ -636,134 +553,59 @@ int gate_run(CudaCtx *c, const Plan *plan, CUmodule cand, CUmodule ref, const Ga
         rep_cuda(rep, c, cu, &e, "events");
         goto done;
     }
-
-    for (int s = 0; s < nseeds; s++) {
-        uint64_t seed = opt && opt->seeds_given ? opt->seeds[s] : (uint64_t)(s + 1);
-        double ms = 0;
-        void **want;
-        CacheEntry *ce;
-        rep->seed = seed;
-        gen_inputs(plan, seed, host_in);
-
-        /* run 1 */
-        rep->run = 1;
-        if (upload(c, &cp, host_in, 0, &cu, &e) != 0 || run_timed(c, &cl, e0, e1, &ms, &cu, &e) != 0 ||
-            download(c, &cp, ROLE_OUTPUT, c1, &cu, &e) != 0 || download(c, &cp, ROLE_INPUT, in_after, &cu, &e) != 0) {
-            rep_cuda(rep, c, cu, &e, "candidate");
+    if (resident_sums_reset(res, nseeds * plan->nbuffers * SUM_PER_BUF, &sums, &cu, &e) != 0) {
+        rep_cuda(rep, c, cu, &e, "summaries");
+        goto done;
+    }
+    /* every seed's runs and comparisons go out at once; one sync */
+    for (int k = 0; k < nseeds; k++) {
+        rep->seed = seeds[k];
+        if (enqueue_seed(c, res, bay, k, plan, cp, cl, e0, e1, sums, &rep->run, &cu, &e) != 0) {
+            rep_cuda(rep, c, cu, &e, rep->run == 2 ? "candidate (second run)" : "candidate");
             goto done;
         }
-        if (s == 0)
-            rep->cand_ms = ms;
-        for (int i = 0; i < plan->nbuffers; i++) {
-            const PlanBuffer *b = &plan->buffers[i];
-            if (b->role != ROLE_INPUT || !b->for_cand || !host_in[i] || !in_after[i])
-                continue;
-            if (gate_checksum(host_in[i], cp.bytes[i]) != gate_checksum(in_after[i], cp.bytes[i])) {
-                uint64_t k = 0;
-                while (k < cp.bytes[i] && ((unsigned char *)host_in[i])[k] == ((unsigned char *)in_after[i])[k])
-                    k++;
-                rep->status = EVAL_INCORRECT;
-                snprintf(rep->check, sizeof(rep->check), "inputs_modified");
-                snprintf(rep->buffer, sizeof(rep->buffer), "%s", b->name);
-                rep->first_bad = (int64_t)(k / (uint64_t)dtype_size(b->dtype));
-                rep->got = gate_load(b->dtype, in_after[i], (uint64_t)rep->first_bad);
-                rep->want = gate_load(b->dtype, host_in[i], (uint64_t)rep->first_bad);
-                rep->nbad = 1;
-                snprintf(rep->error, sizeof(rep->error), "the candidate wrote its input '%s' (checksum changed)",
-                         b->name);
-                goto done;
-            }
-        }
-
-        /* reference */
-        free(ckey);
-        ckey = key ? xasprintf("%s|seed=%llu", key, (unsigned long long)seed) : NULL;
-        ce = cache_find(cache, ckey);
-        if (ce) {
-            want = ce->out;
-        } else {
-            double rms = 0;
-            for (int i = 0; i < plan->nbuffers; i++) {
-                free(fresh_ref[i]);
-                fresh_ref[i] = NULL;
-            }
-            if (run_reference(c, plan, ref, host_in, e0, e1, fresh_ref, &rms, rep) != 0)
-                goto done;
-            if (rms > rep->ref_ms)
-                rep->ref_ms = rms;
-            want = fresh_ref;
-            /* the reference itself must be complete and finite */
-            for (int i = 0; i < plan->nbuffers; i++) {
-                const PlanBuffer *b = &plan->buffers[i];
-                GateCmp cmp;
-                if (b->role != ROLE_OUTPUT || !want[i])
-                    continue;
-                if (!gate_compare(b->dtype, want[i], want[i], b->count, 0, 0, &cmp) &&
-                    strcmp(cmp.check, "zero_output") != 0) {
-                    rep->status = EVAL_INVALID;
-                    snprintf(rep->check, sizeof(rep->check), "reference");
-                    snprintf(rep->buffer, sizeof(rep->buffer), "%s", b->name);
-                    snprintf(rep->error, sizeof(rep->error),
-                             "the reference's output '%s' has %llu unwritten and %llu NaN/Inf elements", b->name,
-                             (unsigned long long)cmp.nunwritten, (unsigned long long)cmp.nnan);
-                    goto done;
-                }
-            }
-            if (cache && ckey) {
-                CacheEntry *slot = &cache->e[cache->next];
-                cache->next = (cache->next + 1) % CACHE_CAP;
-                entry_free(slot);
-                slot->key = xstrdup(ckey);
-                slot->nbuf = plan->nbuffers;
-                slot->out = xcalloc((size_t)nb, sizeof(void *));
-                for (int i = 0; i < plan->nbuffers; i++) {
-                    slot->out[i] = fresh_ref[i];
-                    fresh_ref[i] = NULL;
-                }
-                slot->ref_ms = rms;
-                want = slot->out;
-            }
-        }
-
-        /* run 2 on re-initialized buffers */
-        rep->run = 2;
-        if (upload(c, &cp, host_in, 0, &cu, &e) != 0 || run_timed(c, &cl, e0, e1, &ms, &cu, &e) != 0 ||
-            download(c, &cp, ROLE_OUTPUT, c2, &cu, &e) != 0) {
-            rep_cuda(rep, c, cu, &e, "candidate (second run)");
-            goto done;
-        }
-        rep->run = 1;
-        if (!check_outputs(plan, c1, want, NULL, 1.0, rep))
-            goto done;
-        rep->run = 2;
-        if (!check_outputs(plan, c2, want, "stale", 1.0, rep))
-            goto done;
-        if (!check_outputs(plan, c2, c1, "nondeterministic", 2.0, rep))
-            goto done;
-        rep->run = 0;
+    }
+    if (resident_sums_read(res, nseeds * plan->nbuffers * SUM_PER_BUF, &hs, &cu, &e) != 0) {
+        rep_cuda(rep, c, cu, &e, "candidate");
+        goto done;
+    }
+    if (api->EventElapsedTime(&ms, e0, e1) == CUDA_SUCCESS)
+        rep->cand_ms = ms;
+    for (int k = 0; k < nseeds; k++) {
+        rep->seed = seeds[k];
+        if (!judge_seed(c, bay, k, plan, cp, hs, rep))
+            goto verify;
         rep->seeds_run++;
     }
     rep->status = EVAL_OK;
+    rep->run = 0;
     rep->first_bad = -1;
+verify:
+    /* nothing outside the candidate's own buffers may have changed */
+    if (resident_verify(res, &resident_bad, &guard_bad, where, sizeof(where), &cu, &e) != 0) {
+        rep_cuda(rep, c, cu, &e, "verifying the resident state");
+        goto done;
+    }
+    if (rep->status == EVAL_OK && (resident_bad || guard_bad)) {
+        rep->status = EVAL_INCORRECT;
+        rep->first_bad = -1;
+        snprintf(rep->check, sizeof(rep->check), "%s", resident_bad ? "resident_modified" : "out_of_bounds");
+        if (resident_bad)
+            snprintf(rep->error, sizeof(rep->error),
+                     "the candidate wrote outside its buffers: the resident inputs or reference outputs of %d "
+                     "shape%s changed (they are made again)", resident_bad, resident_bad == 1 ? "" : "s");
+        else
+            snprintf(rep->error, sizeof(rep->error), "the candidate wrote outside its buffers: %d red zone%s changed, "
+                     "first %s", guard_bad, guard_bad == 1 ? "" : "s", where);
+    }
 done:
     if (e0)
         api->cuEventDestroy(e0);
     if (e1)
         api->cuEventDestroy(e1);
-    cuda_launches_free(&cl);
-    cuda_plan_free(c, &cp);
-    for (int i = 0; i < nb; i++) {
-        free(host_in[i]);
-        free(c1[i]);
-        free(c2[i]);
-        free(in_after[i]);
-        free(fresh_ref[i]);
+    for (int set = 0; set < 2; set++) {
+        cuda_launches_free(&cl[set]);
+        resident_plan_free(&cp[set]);
     }
-    free(host_in);
-    free(c1);
-    free(c2);
-    free(in_after);
-    free(fresh_ref);
-    free(ckey);
     return 0;
 }

@@ -2,35 +2,39 @@
  * gate: the correctness gate, built so that a wrong kernel cannot pass.
  *
  * For every plan (correctness shapes and the benchmark shape) and every
- * seed (>= 3):
- *   1. inputs are generated on the host from (seed, buffer.seed_salt) and
- *      uploaded; outputs are filled with a NaN sentinel (0xFFFF for
- *      f16/bf16, 0x7FFFFFFF for f32, GATE_SENTINEL_I32 for i32); scratch
- *      is zeroed;
- *   2. the candidate runs; its outputs are read back and the inputs are
- *      checksummed (FNV-1a 64) against the uploaded data: a kernel that
- *      writes its inputs fails `inputs_modified`;
- *   3. the reference runs on freshly allocated buffers (or comes from the
- *      worker's cache for (reference module, shape, seed)); its outputs are
- *      scrubbed with the sentinel before the buffers are freed, so that a
- *      kernel reading a freed or stale reference result reads NaN;
- *   4. the candidate runs again on re-initialized buffers (fresh sentinel).
- * Checks, in order: `min_ctas` (largest launch too small), run 1 vs the
- * reference (`unwritten`, `nan`, `zero_output`, `mismatch`), run 2 vs the
- * reference (`stale`: the second run differs, e.g. state kept between
- * runs), run 2 vs run 1 within twice the tolerance (`nondeterministic`:
- * each run may sit on either side of the reference). The two runs are
- * compared within tolerance, not bitwise, because float atomics (split-K,
- * split-KV) legitimately reorder sums.
+ * seed (>= 3), on the worker's resident state (resident.h):
+ *   1. the inputs are the seed's pristine copies, generated once on the
+ *      device from (seed, buffer.seed_salt) and copied into a working set;
+ *      outputs are filled with a NaN sentinel (0xFFFF for f16/bf16,
+ *      0x7FFFFFFF for f32, GATE_SENTINEL_I32 for i32); scratch is zeroed;
+ *   2. the candidate runs on working set A, then again on the fresh
+ *      working set B (fresh sentinel, fresh copies of the inputs);
+ *   3. the reference outputs were computed once per (shape, seed) and are
+ *      kept on the device, hashed; nothing of them is ever freed unscrubbed;
+ *   4. on the device, both sets' inputs are compared exactly with the
+ *      pristine copies (a kernel that writes its inputs fails
+ *      `inputs_modified`), and the outputs with the reference;
+ *   5. afterwards the resident inputs and references and the red zones
+ *      around every working buffer are re-hashed: a kernel that wrote
+ *      outside its buffers fails `resident_modified` or `out_of_bounds`.
+ * Checks, in order: `min_ctas` (largest launch too small), inputs, run 1
+ * vs the reference (`unwritten`, `nan`, `zero_output`, `mismatch`), run 2
+ * vs the reference (`stale`: the second run differs, e.g. state kept
+ * between runs), run 2 vs run 1 within twice the tolerance
+ * (`nondeterministic`: each run may sit on either side of the reference),
+ * then the red zones and the resident state. The two runs are compared
+ * within tolerance, not bitwise, because float atomics (split-K, split-KV)
+ * legitimately reorder sums.
  *
  * An element passes when |got - ref| <= atol + rtol * |ref|. Any NaN/Inf
  * in an output fails. An output whose reference is far from zero
  * (max|ref| > 10 * atol) while the output is ~0 everywhere
  * (max|got| <= atol) fails `zero_output`.
  *
- * The host-side math (generation, sentinels, comparison, checksums, half
- * conversions) is pure and unit-tested on the CPU; gate_run() is the
- * device part and runs inside the worker.
+ * The host-side math (generation, sentinels, comparison, half conversions)
+ * is pure and unit-tested on the CPU, and is the mirror of the device
+ * kernels (devkern.h) that the GPU tests compare with it; gate_run() is
+ * the device part and runs inside the worker.
  */
 #ifndef EVO_GATE_H
 #define EVO_GATE_H
@@ -82,16 +86,21 @@ float    gate_bf16_to_f32(uint16_t h);
 /* Element i of a typed buffer as a double. */
 double gate_load(DType t, const void *buf, uint64_t i);
 
-/* Fill dst (b->count elements of b->dtype) deterministically from
- * (seed, b->seed_salt) according to b->init: normal (Box-Muller, mean a,
- * stddev b), uniform [a, b), zero, const a. Same inputs, same bytes. */
+/* The input generator, counter-based: element i of buffer b for a seed is
+ * gate_gen_value(b, gate_seed_key(seed, b->seed_salt), i), by init:
+ * normal (Box-Muller in double over the pair i/2: cos for even i, sin for
+ * odd; mean a, stddev b), uniform [a, b), zero, const a; then rounded to
+ * the dtype (through float, nearest even). The worker makes the same
+ * values on the device (devkern.c: evo_fill). */
+uint64_t gate_seed_key(uint64_t seed, uint64_t salt);
+double   gate_gen_value(const PlanBuffer *b, uint64_t key, uint64_t i);
+
+/* Fill dst (b->count elements of b->dtype) with the generator's values for
+ * (seed, b->seed_salt) on the host. Same inputs, same bytes. */
 void gate_fill_host(const PlanBuffer *b, uint64_t seed, void *dst);
 
 /* Fill n elements of dtype t with the NaN sentinel. */
 void gate_fill_sentinel(DType t, void *dst, uint64_t n);
-
-/* FNV-1a 64 of len bytes. */
-uint64_t gate_checksum(const void *data, size_t len);
 
 /* Result of comparing one output buffer. */
 typedef struct GateCmp {
@@ -149,24 +158,20 @@ void    gate_report_format(const GateReport *r, char *buf, size_t cap);
 
 /* ---- device part (worker only) ---------------------------------------- */
 
-/* The worker's cache of reference outputs, keyed by a string the worker
- * builds from (reference module, plan, seed). */
-typedef struct GateRefCache GateRefCache;
-void gate_cache_open(GateRefCache **out);
-void gate_cache_close(GateRefCache **c);
+typedef struct Resident Resident;   /* resident.h */
 
-/* Run the gate of one plan: candidate module cand against reference module
- * ref, for every seed of opt. key identifies (ref module, plan) for the
- * cache (may be NULL: no caching). Fills *rep. Returns 0 when a verdict
- * was reached (rep->status says which, rep->fatal says whether the
- * context died), -1 only for an internal failure (err). */
-int gate_run(CudaCtx *c, const Plan *plan, CUmodule cand, CUmodule ref, const GateOptions *opt, GateRefCache *cache,
-             const char *key, GateReport *rep, EvoErr *err);
-
-/* Upload the inputs generated for seed, fill outputs with the sentinel and
- * zero scratch, for buffers used by the candidate (which=0) or the
- * reference (which=1). Used by gate_run and by the timing requests.
- * Returns 0 or -1 (err; *cu_err gets the CUresult). */
-int gate_prepare_buffers(CudaCtx *c, const CudaPlan *cp, uint64_t seed, int which, CUresult *cu_err, EvoErr *err);
+/* Run the gate of one plan on the worker's resident state: candidate
+ * module cand against reference module ref (worker module id ref_id, part
+ * of the resident key), for every seed of opt. The pristine inputs and
+ * the reference outputs come from the plan's bay (made on first use); the
+ * candidate runs on working set A, then again on the fresh set B; every
+ * comparison runs on the device and only summaries are read back. After
+ * the runs, the resident state and the red zones are re-hashed: a
+ * candidate that wrote outside its buffers fails `resident_modified` or
+ * `out_of_bounds`. Fills *rep. Returns 0 when a verdict was reached
+ * (rep->status says which, rep->fatal whether the context died), -1 only
+ * for an internal failure (err). */
+int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodule ref, int ref_id,
+             const GateOptions *opt, GateReport *rep, EvoErr *err);
 
 #endif

@@ -1,0 +1,360 @@
+/*
+ * worker_main: the worker process itself (`evoeng __worker IN OUT`): it
+ * owns the CUDA context, the loaded modules and the resident evaluation
+ * state (resident.h), and answers the orchestrator's requests (worker.h
+ * has the protocol). After a sticky CUDA error it replies, marks the reply
+ * fatal and exits without touching the context again.
+ */
+#include "worker.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_api.h"
+#include "proto.h"
+#include "resident.h"
+
+/* =======================================================================
+ * Worker process
+ * ======================================================================= */
+
+typedef struct WMod {
+    int      id;
+    CUmodule mod;
+} WMod;
+
+typedef struct WState {
+    CudaApi      *api;
+    CudaCtx       ctx;
+    int           have_ctx;
+    WMod         *mods;
+    int           nmods, capmods;
+    Resident     *res;     /* resident evaluation state, made on first use */
+    int           fatal;   /* set by a handler: reply, then exit */
+} WState;
+
+static CUmodule wmod_find(WState *s, int id)
+{
+    for (int i = 0; i < s->nmods; i++)
+        if (s->mods[i].id == id)
+            return s->mods[i].mod;
+    return NULL;
+}
+
+static void wmod_drop(WState *s, int id)
+{
+    for (int i = 0; i < s->nmods; i++)
+        if (s->mods[i].id == id) {
+            s->api->cuModuleUnload(s->mods[i].mod);
+            s->mods[i] = s->mods[--s->nmods];
+            return;
+        }
+}
+
+static json_t *reply_error(const char *status, const char *fmt, ...) EVO_PRINTF(2, 3);
+static json_t *reply_error(const char *status, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return json_pack("{s:b, s:s, s:s}", "ok", 0, "status", status, "error", buf);
+}
+
+static json_t *w_hello(WState *s, const json_t *req)
+{
+    EvoErr e = {{0}};
+    if (!s->have_ctx) {
+        if (!s->api && cuda_load(&s->api, &e) != 0)
+            return reply_error("invalid", "%s", e.msg);
+        if (cuda_context_open(s->api, (int)proto_get_int(req, "device", 0), &s->ctx, &e) != 0)
+            return reply_error("invalid", "%s", e.msg);
+        s->have_ctx = 1;
+    }
+    return json_pack("{s:b, s:o}", "ok", 1, "device", proto_device_to_json(&s->ctx.info));
+}
+
+static json_t *w_load(WState *s, const json_t *req, const ProtoMsg *m)
+{
+    EvoErr e = {{0}};
+    int id = (int)proto_get_int(req, "module", -1);
+    const json_t *ents = json_object_get(req, "entries");
+    unsigned char *img;
+    CUmodule mod = NULL;
+    CUresult r;
+    json_t *fs;
+    if (!m->bin || m->bin_len == 0)
+        return reply_error("invalid", "%s", "load: no module image attached");
+    img = xmalloc(m->bin_len + 1); /* NUL-terminated in case it is PTX */
+    memcpy(img, m->bin, m->bin_len);
+    img[m->bin_len] = 0;
+    r = s->api->cuModuleLoadData(&mod, img);
+    free(img);
+    if (r != CUDA_SUCCESS) {
+        cuda_check(s->api, r, "cuModuleLoadData", &e);
+        s->fatal = cuda_error_is_sticky(r);
+        json_t *j = reply_error("compile_error", "%s", e.msg);
+        json_object_set_new(j, "fatal", json_boolean(s->fatal));
+        return j;
+    }
+    fs = json_array();
+    for (size_t i = 0; json_is_array(ents) && i < json_array_size(ents); i++) {
+        const char *name = json_string_value(json_array_get(ents, i));
+        CUfunction f;
+        int regs = 0, smem = 0, local = 0, maxt = 0;
+        if (!name || (r = s->api->cuModuleGetFunction(&f, mod, name)) != CUDA_SUCCESS) {
+            s->api->cuModuleUnload(mod);
+            json_decref(fs);
+            return reply_error("invalid", "load: kernel entry '%s' not found in the module (is it extern \"C\"?)",
+                               name ? name : "?");
+        }
+        s->api->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+        s->api->cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+        s->api->cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+        s->api->cuFuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+        json_array_append_new(fs, json_pack("{s:s, s:i, s:i, s:i, s:i}", "name", name, "registers", regs,
+                                            "static_smem", smem, "local_bytes", local, "max_threads", maxt));
+    }
+    wmod_drop(s, id);
+    if (s->nmods == s->capmods) {
+        s->capmods = s->capmods ? 2 * s->capmods : 16;
+        s->mods = xrealloc(s->mods, (size_t)s->capmods * sizeof(*s->mods));
+    }
+    s->mods[s->nmods].id = id;
+    s->mods[s->nmods].mod = mod;
+    s->nmods++;
+    return json_pack("{s:b, s:o}", "ok", 1, "functions", fs);
+}
+
+/* The resident state, made on the first request that needs it (it
+ * compiles evoeng's own kernels). NULL with err on failure. */
+static Resident *resident(WState *s, EvoErr *err)
+{
+    if (!s->res && resident_open(&s->res, &s->ctx, err) != 0)
+        return NULL;
+    return s->res;
+}
+
+static json_t *w_gate(WState *s, const json_t *req)
+{
+    EvoErr e = {{0}};
+    Plan plan;
+    GateOptions opt;
+    GateReport rep;
+    const json_t *seeds = json_object_get(req, "seeds");
+    int cand = (int)proto_get_int(req, "cand", -1), ref = (int)proto_get_int(req, "ref", -1);
+    CUmodule mc = wmod_find(s, cand), mr = wmod_find(s, ref);
+    json_t *out;
+    Resident *res;
+    if (!mc || !mr)
+        return reply_error("invalid", "gate: module %s not loaded", !mc ? "cand" : "ref");
+    if (proto_plan_from_json(json_object_get(req, "plan"), &plan, &e) != 0)
+        return reply_error("invalid", "%s", e.msg);
+    gate_options_default(&opt);
+    if (json_is_array(seeds) && json_array_size(seeds) > 0) {
+        opt.nseeds = (int)(json_array_size(seeds) > 16 ? 16 : json_array_size(seeds));
+        opt.seeds_given = 1;
+        for (int i = 0; i < opt.nseeds; i++)
+            opt.seeds[i] = (uint64_t)json_integer_value(json_array_get(seeds, (size_t)i));
+    }
+    if (!(res = resident(s, &e))) {
+        plan_free(&plan);
+        return reply_error("invalid", "%s", e.msg);
+    }
+    gate_run(&s->ctx, res, &plan, mc, mr, ref, &opt, &rep, &e);
+    plan_free(&plan);
+    s->fatal = rep.fatal;
+    out = json_pack("{s:b, s:o, s:b}", "ok", 1, "report", gate_report_to_json(&rep), "fatal", rep.fatal);
+    return out;
+}
+
+/* One side of a timing request: its plan, launches on working set A of
+ * the bay holding its inputs (two sides with the same inputs share the
+ * buffers, so an A/B compares kernels, not allocations). */
+typedef struct Side {
+    Plan         plan;
+    CudaPlan     cp;
+    CudaLaunches cl;
+    int          have_plan;
+} Side;
+
+static void side_free(Side *sd)
+{
+    cuda_launches_free(&sd->cl);
+    resident_plan_free(&sd->cp);
+    if (sd->have_plan)
+        plan_free(&sd->plan);
+}
+
+/* Returns NULL on success, or an error reply. */
+static json_t *side_open(WState *s, Side *sd, const json_t *plan_json, int module, const char *which, uint64_t seed)
+{
+    EvoErr e = {{0}};
+    CUresult cu = CUDA_SUCCESS;
+    CUmodule m = wmod_find(s, module);
+    int ref = which && strcmp(which, "ref") == 0;
+    Resident *res;
+    Bay *bay = NULL;
+    memset(sd, 0, sizeof(*sd));
+    if (!m)
+        return reply_error("invalid", "timing: module %d not loaded", module);
+    if (proto_plan_from_json(plan_json, &sd->plan, &e) != 0)
+        return reply_error("invalid", "%s", e.msg);
+    sd->have_plan = 1;
+    if (!(res = resident(s, &e)))
+        return reply_error("invalid", "%s", e.msg);
+    if (resident_bay_time(res, &sd->plan, seed, &bay, &cu, &e) != 0)
+        goto fail;
+    resident_plan(bay, 0, &sd->plan, &sd->cp);
+    if (resident_reset(res, bay, 0, resident_seed_index(bay, seed), &sd->plan, ref, &cu, &e) != 0 ||
+        cuda_launches_prepare(&s->ctx, &sd->cp, m, ref ? sd->plan.ref_launches : sd->plan.launches,
+                              ref ? sd->plan.nref_launches : sd->plan.nlaunches, &sd->cl, &cu, &e) != 0)
+        goto fail;
+    return NULL;
+fail:;
+    json_t *j = reply_error(cu == CUDA_SUCCESS ? "invalid" : gate_status_name(gate_status_from_cuda(cu)), "%s", e.msg);
+    s->fatal = cuda_error_is_sticky(cu);
+    json_object_set_new(j, "fatal", json_boolean(s->fatal));
+    return j;
+}
+
+static json_t *w_time(WState *s, const json_t *req, int metrics_only)
+{
+    EvoErr e = {{0}};
+    BenchOptions o;
+    BenchResult res;
+    Side sd;
+    json_t *bad;
+    bench_options_from_json(json_object_get(req, "bench"), &o);
+    memset(&res, 0, sizeof(res));
+    if (s->res)
+        resident_begin(s->res);
+    bad = side_open(s, &sd, json_object_get(req, "plan"), (int)proto_get_int(req, "module", -1),
+                    proto_get_str(req, "which", "cand"), o.seed);
+    if (bad) {
+        side_free(&sd);
+        return bad;
+    }
+    if (bench_metrics(&s->ctx, &sd.cl, &res, &e) != 0) {
+        side_free(&sd);
+        return reply_error("launch_error", "%s", e.msg);
+    }
+    if (!metrics_only)
+        bench_time(&s->ctx, &sd.cl, &o, &res, &e);
+    bench_fill_throughput(&res, &sd.plan, &s->ctx.info);
+    side_free(&sd);
+    s->fatal = res.fatal;
+    return json_pack("{s:b, s:o, s:b}", "ok", 1, "result", bench_result_to_json(&res), "fatal", res.fatal);
+}
+
+static json_t *w_compare(WState *s, const json_t *req)
+{
+    EvoErr e = {{0}};
+    BenchOptions o;
+    CompareResult res;
+    Side a, b;
+    json_t *bad;
+    bench_options_from_json(json_object_get(req, "bench"), &o);
+    memset(&b, 0, sizeof(b));
+    if (s->res)
+        resident_begin(s->res);
+    bad = side_open(s, &a, json_object_get(req, "plan_a"), (int)proto_get_int(req, "module_a", -1),
+                    proto_get_str(req, "which_a", "cand"), o.seed);
+    if (!bad)
+        bad = side_open(s, &b, json_object_get(req, "plan_b"), (int)proto_get_int(req, "module_b", -1),
+                        proto_get_str(req, "which_b", "cand"), o.seed);
+    if (bad) {
+        side_free(&a);
+        side_free(&b);
+        return bad;
+    }
+    bench_compare(&s->ctx, &a.cl, &b.cl, &o, &res, &e);
+    side_free(&a);
+    side_free(&b);
+    s->fatal = res.fatal;
+    return json_pack("{s:b, s:o, s:b}", "ok", 1, "result", bench_compare_to_json(&res), "fatal", res.fatal);
+}
+
+int worker_main(int in_fd, int out_fd)
+{
+    WState s;
+    int code = 0;
+    memset(&s, 0, sizeof(s));
+    for (;;) {
+        ProtoMsg m;
+        EvoErr e = {{0}};
+        json_t *reply = NULL;
+        int rc = proto_read(in_fd, &m, -1, &e);
+        if (rc == PROTO_EOF)
+            break;
+        if (rc != 0) {
+            fprintf(stderr, "evoeng worker: %s\n", e.msg);
+            code = 1;
+            break;
+        }
+        if (m.type == PROTO_QUIT) {
+            reply = json_pack("{s:b}", "ok", 1);
+            proto_write(out_fd, PROTO_REPLY, reply, NULL, 0, &e);
+            json_decref(reply);
+            proto_msg_free(&m);
+            break;
+        }
+        if (m.type == PROTO_HELLO)
+            reply = w_hello(&s, m.json);
+        else if (!s.have_ctx)
+            reply = reply_error("invalid", "%s", "no CUDA context: send hello first");
+        else if (m.type == PROTO_LOAD)
+            reply = w_load(&s, m.json, &m);
+        else if (m.type == PROTO_GATE)
+            reply = w_gate(&s, m.json);
+        else if (m.type == PROTO_TIME)
+            reply = w_time(&s, m.json, 0);
+        else if (m.type == PROTO_METRICS)
+            reply = w_time(&s, m.json, 1);
+        else if (m.type == PROTO_COMPARE)
+            reply = w_compare(&s, m.json);
+        else if (m.type == PROTO_UNLOAD) {
+            wmod_drop(&s, (int)proto_get_int(m.json, "module", -1));
+            reply = json_pack("{s:b}", "ok", 1);
+        } else {
+            reply = reply_error("invalid", "unknown request type %s", proto_type_name(m.type));
+        }
+        proto_msg_free(&m);
+        if (s.fatal)
+            json_object_set_new(reply, "fatal", json_true());
+        rc = proto_write(out_fd, PROTO_REPLY, reply, NULL, 0, &e);
+        json_decref(reply);
+        if (rc != 0 || s.fatal) {
+            code = s.fatal ? 1 : 0;
+            break;
+        }
+    }
+    /* After a fatal error the context is poisoned: do not touch it. */
+    if (!s.fatal && s.have_ctx) {
+        resident_close(&s.res);
+        for (int i = 0; i < s.nmods; i++)
+            s.api->cuModuleUnload(s.mods[i].mod);
+        cuda_context_close(&s.ctx);
+    }
+    free(s.mods);
+    if (!s.fatal)
+        cuda_close(&s.api);
+    return code;
+}
+
+int worker_dispatch(int argc, char **argv, int *exit_code)
+{
+    long in_fd, out_fd;
+    if (argc < 4 || strcmp(argv[1], "__worker") != 0)
+        return 0;
+    if (parse_long(argv[2], 0, 1 << 20, &in_fd) != 0 || parse_long(argv[3], 0, 1 << 20, &out_fd) != 0) {
+        fprintf(stderr, "evoeng __worker: bad file descriptors '%s' '%s'\n", argv[2], argv[3]);
+        *exit_code = 2;
+        return 1;
+    }
+    *exit_code = worker_main((int)in_fd, (int)out_fd);
+    return 1;
+}
