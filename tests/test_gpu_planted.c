@@ -138,6 +138,26 @@ static void test_planted(void)
     gate_expect("p_rows", EVAL_INCORRECT, "mismatch", NULL, 0, 0, 256, 0);
     gate_expect("p_magic", EVAL_INCORRECT, "mismatch", NULL, 1, first, 256, 0);
     gate_expect("p_stale", EVAL_INCORRECT, NULL, NULL, 0, 0, 256, 0);
+    gate_expect("p_oob", EVAL_INCORRECT, "out_of_bounds", NULL, 0, 0, 256, 0);
+    gate_expect("p_corrupt", EVAL_INCORRECT, "resident_modified", NULL, 0, 0, 256, 0);
+    /* right only at the benchmark shape (n = 100000): passes there, fails
+     * every other shape: why nothing is accepted before the full gate */
+    {
+        unsigned ns[] = {100000, 4099, 1000};
+        for (size_t i = 0; i < EVO_ARRAY_LEN(ns); i++) {
+            Plan p;
+            GateReport rep;
+            EvoErr err = {{0}};
+            char line[2048];
+            make_plan(&p, "p_benchonly", ns[i], 0, 0, 256, 0);
+            CHECK(worker_gate(w, &p, mod, mod, NULL, &rep, &err) == 0);
+            gate_report_format(&rep, line, sizeof(line));
+            printf("  p_benchonly n=%-6u -> %s\n", ns[i], line);
+            CHECK_MSG(i == 0 ? rep.status == EVAL_OK : rep.status == EVAL_INCORRECT && strcmp(rep.check, "mismatch") == 0,
+                      "p_benchonly n=%u: %s", ns[i], line);
+            plan_free(&p);
+        }
+    }
     gate_expect("no_such_entry", EVAL_INVALID, NULL, NULL, 0, 0, 256, 0);
     gate_expect("vadd", EVAL_RESOURCE, NULL, NULL, 0, 0, 256, 16u << 20);   /* smem over the opt-in limit */
     gate_expect("vadd", EVAL_LAUNCH_ERROR, NULL, NULL, 0, 0, 2048, 0);     /* 2048 threads per block */

@@ -586,8 +586,10 @@ verify:
         rep_cuda(rep, c, cu, &e, "verifying the resident state");
         goto done;
     }
-    if (rep->status == EVAL_OK && (resident_bad || guard_bad)) {
+    /* writing outside its buffers explains (and outranks) any mismatch it caused */
+    if ((rep->status == EVAL_OK || rep->status == EVAL_INCORRECT) && (resident_bad || guard_bad)) {
         rep->status = EVAL_INCORRECT;
+        rep->nbad = 0;
         rep->first_bad = -1;
         snprintf(rep->check, sizeof(rep->check), "%s", resident_bad ? "resident_modified" : "out_of_bounds");
         if (resident_bad)

@@ -105,3 +105,34 @@ extern "C" __global__ void p_stale(const float *a, const float *b, float *out, i
     if (threadIdx.x == 0)
         atomicAdd(&stale_blocks_done, 1u);
 }
+
+// incorrect (out_of_bounds): right answer, plus writes past the end of its
+// output (beyond the 256-byte alignment slack) into the red zone
+extern "C" __global__ void p_oob(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = a[i] + 2.0f * b[i];
+    if (i < 16)
+        out[((n + 63) & ~63) + 64 + i] = 1.0f;
+}
+
+// incorrect (resident_modified): right answer, plus a write far below its
+// first input, over the red zone, into whatever the worker keeps there
+extern "C" __global__ void p_corrupt(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = a[i] + 2.0f * b[i];
+    if (i < 64)
+        ((float *)a)[-(4096 / 4) - 1 - i] = 12345.0f;
+}
+
+// correct only at the benchmark shape (n = 100000): a kernel tuned to pass
+// where it is timed; the gate of any other shape must catch it
+extern "C" __global__ void p_benchonly(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = n == 100000 ? a[i] + 2.0f * b[i] : a[i] + b[i];
+}
