@@ -202,6 +202,8 @@ json_t *bench_compare_to_json(const CompareResult *r)
     json_object_set_new(o, "attempts", json_integer(r->attempts));
     json_object_set_new(o, "noisy", json_boolean(r->noisy));
     json_object_set_new(o, "batch", json_integer(r->batch));
+    json_object_set_new(o, "batch_a", json_integer(r->batch_a));
+    json_object_set_new(o, "batch_b", json_integer(r->batch_b));
     json_object_set_new(o, "graph", json_boolean(r->graph));
     return o;
 }
@@ -220,6 +222,8 @@ void bench_compare_from_json(const json_t *j, CompareResult *r)
     r->attempts = (int)proto_get_int(j, "attempts", 0);
     r->noisy = (int)proto_get_int(j, "noisy", 0);
     r->batch = (int)proto_get_int(j, "batch", 0);
+    r->batch_a = (int)proto_get_int(j, "batch_a", 0);
+    r->batch_b = (int)proto_get_int(j, "batch_b", 0);
     r->graph = (int)proto_get_int(j, "graph", 0);
 }
 
@@ -382,11 +386,11 @@ static int timer_sample(Timer *t, const Runner *r, int cold, double *ms)
 
 /* Size the batch so a sample lasts >= min_sample_ms: from the first runs
  * (loads, caches), then timed single runs. Sets r->batch. */
-static int timer_calibrate(Timer *t, Runner *r, const BenchOptions *o)
+static int timer_calibrate(Timer *t, Runner *r, const BenchOptions *o, int known)
 {
     double ms = 0, best = INFINITY;
-    r->batch = 1;
-    if (o->cold)
+    r->batch = known > 0 ? known : 1;
+    if (o->cold || known > 0)
         return 0;
     for (int i = 0; i < 3; i++) {
         if (timer_sample(t, r, 0, &ms) != 0)
@@ -428,7 +432,8 @@ static void fail_status(EvalStatus *st, char *error, size_t ecap, char *cuda_err
     snprintf(cuda_error, ccap, "%s", t->cu == CUDA_SUCCESS ? "" : cuda_error_name(t->c->api, t->cu));
 }
 
-int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, BenchResult *r, EvoErr *err)
+int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, int known_batch, BenchResult *r,
+               EvoErr *err)
 {
     Timer t;
     Runner run = {cl, NULL, 1};
@@ -437,7 +442,7 @@ int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, BenchR
     (void)err;
     r->status = EVAL_OK;
     r->cold = o->cold;
-    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, &run, o) != 0 ||
+    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, &run, o, known_batch) != 0 ||
         runner_ready(&t, &run, run.batch, o) != 0)
         goto fail;
     for (int i = 0; i < n; i++)
@@ -459,7 +464,7 @@ fail:
 }
 
 int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, const BenchOptions *o,
-                  CompareResult *r, EvoErr *err)
+                  const int *known, CompareResult *r, EvoErr *err)
 {
     Timer t;
     Runner ra_ = {a, NULL, 1}, rb_ = {b, NULL, 1};
@@ -472,8 +477,11 @@ int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, cons
     memset(r, 0, sizeof(*r));
     r->status = EVAL_OK;
     r->pairs = pairs;
-    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, &ra_, o) != 0 || timer_calibrate(&t, &rb_, o) != 0)
+    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, &ra_, o, known ? known[0] : 0) != 0 ||
+        timer_calibrate(&t, &rb_, o, known ? known[1] : 0) != 0)
         goto fail;
+    r->batch_a = ra_.batch;
+    r->batch_b = rb_.batch;
     /* the same batch for both, so that each sample covers a similar span */
     {
         int m = ra_.batch > rb_.batch ? ra_.batch : rb_.batch;

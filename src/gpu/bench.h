@@ -108,6 +108,7 @@ typedef struct CompareResult {
     int        attempts;
     int        noisy;
     int        batch;        /* runs per sample, both sides */
+    int        batch_a, batch_b; /* each side's own calibration */
     int        graph;        /* 1 when samples were CUDA-graph replays */
 } CompareResult;
 
@@ -133,13 +134,20 @@ void bench_fill_throughput(BenchResult *r, const Plan *plan, const DeviceInfo *d
 int bench_metrics(CudaCtx *c, const CudaLaunches *cl, BenchResult *r, EvoErr *err);
 
 /* Time the prepared launches cl on cp (buffers already initialized).
- * Fills r->ms, batch, cold and status (ok, or the CUDA failure with
- * fatal). Returns 0 when r says what happened, -1 on internal failure. */
-int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, BenchResult *r, EvoErr *err);
+ * known_batch > 0: runs per sample from an earlier calibration (the
+ * worker caches them per module and shape); 0: calibrate. Fills r->ms,
+ * batch (the calibrated one), cold and status (ok, or the CUDA failure
+ * with fatal). Returns 0 when r says what happened, -1 on internal
+ * failure. */
+int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, int known_batch, BenchResult *r,
+               EvoErr *err);
 
-/* Interleaved A/B of prepared launches a and b. Fills *r. Returns 0 when r
- * says what happened, -1 on internal failure. */
+/* Interleaved A/B of prepared launches a and b. known[0], known[1]: as
+ * known_batch above for each side (known may be NULL). Both sides sample
+ * the larger batch; r->batch_a and r->batch_b give each side's own
+ * calibration. Fills *r. Returns 0 when r says what happened, -1 on
+ * internal failure. */
 int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, const BenchOptions *o,
-                  CompareResult *r, EvoErr *err);
+                  const int *known, CompareResult *r, EvoErr *err);
 
 #endif
