@@ -47,3 +47,14 @@ int dtype_parse(const char *s)
             return i;
     return -1;
 }
+
+const char *const tmap_swizzle_names[] = {"none", "32B", "64B", "128B", NULL};
+const char *const tmap_l2_names[] = {"none", "64B", "128B", "256B", NULL};
+
+int tmap_name_index(const char *const *names, const char *s)
+{
+    for (int i = 0; s && names[i]; i++)
+        if (strcmp(names[i], s) == 0)
+            return i;
+    return -1;
+}

@@ -14,7 +14,7 @@
 typedef enum DType { DT_F16 = 0, DT_BF16, DT_F32, DT_I32 } DType;
 typedef enum BufRole { ROLE_INPUT = 0, ROLE_OUTPUT, ROLE_SCRATCH } BufRole;
 typedef enum InitKind { INIT_NORMAL = 0, INIT_UNIFORM, INIT_ZERO, INIT_CONST } InitKind;
-typedef enum ArgKind { ARG_BUFFER = 0, ARG_I32, ARG_I64, ARG_F32, ARG_F64 } ArgKind;
+typedef enum ArgKind { ARG_BUFFER = 0, ARG_I32, ARG_I64, ARG_F32, ARG_F64, ARG_TMAP } ArgKind;
 
 typedef struct PlanBuffer {
     char     *name;
@@ -29,12 +29,36 @@ typedef struct PlanBuffer {
     int       for_cand;   /* 1 when the candidate launches use it */
 } PlanBuffer;
 
+#define TMAP_MAX_RANK 5
+
+/* ARG_TMAP: a CUDA tensor map (CUtensorMap, 128 bytes) over a buffer,
+ * built by the worker with cuTensorMapEncodeTiled and passed by value
+ * (the kernel takes it as `const __grid_constant__`). Dimensions are
+ * innermost first, as the driver wants them. */
+typedef struct PlanTmap {
+    int      rank;                         /* 1..5 */
+    uint64_t dims[TMAP_MAX_RANK];          /* elements */
+    uint64_t strides[TMAP_MAX_RANK - 1];   /* bytes, of dims 1..rank-1 */
+    uint32_t box[TMAP_MAX_RANK];           /* elements per copy */
+    uint32_t elem_strides[TMAP_MAX_RANK];  /* 1 = every element */
+    int      swizzle;                      /* 0 none, 1 32B, 2 64B, 3 128B */
+    int      l2_promotion;                 /* 0 none, 1 64B, 2 128B, 3 256B */
+    int      oob_nan;                      /* out-of-bounds fill: 0 zero, 1 NaN */
+} PlanTmap;
+
 typedef struct PlanArg {
-    ArgKind kind;
-    int     buffer;       /* ARG_BUFFER: index into Plan.buffers */
-    int64_t i;            /* ARG_I32, ARG_I64 */
-    double  f;            /* ARG_F32, ARG_F64 */
+    ArgKind  kind;
+    int      buffer;      /* ARG_BUFFER, ARG_TMAP: index into Plan.buffers */
+    int64_t  i;           /* ARG_I32, ARG_I64 */
+    double   f;           /* ARG_F32, ARG_F64 */
+    PlanTmap tmap;        /* ARG_TMAP */
 } PlanArg;
+
+/* The names of PlanTmap's enumerations as task specs write them
+ * ("none", "32B", ...), and the reverse lookups (-1 when unknown). */
+extern const char *const tmap_swizzle_names[];     /* 4 entries + NULL */
+extern const char *const tmap_l2_names[];          /* 4 entries + NULL */
+int tmap_name_index(const char *const *names, const char *s);
 
 typedef struct PlanLaunch {
     char     *entry;      /* extern "C" __global__ name */

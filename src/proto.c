@@ -216,6 +216,47 @@ void proto_copy_str(const json_t *o, const char *key, char *dst, size_t cap)
 
 /* ---- Plan ------------------------------------------------------------- */
 
+static json_t *u64_array(const uint64_t *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer((json_int_t)v[i]));
+    return a;
+}
+
+static json_t *tmap_to_json(const PlanTmap *t)
+{
+    uint64_t box[TMAP_MAX_RANK], es[TMAP_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) {
+        box[d] = t->box[d];
+        es[d] = t->elem_strides[d];
+    }
+    return json_pack("{s:i, s:o, s:o, s:o, s:o, s:i, s:i, s:i}", "rank", t->rank, "dims", u64_array(t->dims, t->rank),
+                     "strides", u64_array(t->strides, t->rank > 0 ? t->rank - 1 : 0), "box", u64_array(box, t->rank),
+                     "es", u64_array(es, t->rank), "swizzle", t->swizzle, "l2", t->l2_promotion, "oob_nan",
+                     t->oob_nan);
+}
+
+/* Read a tensor map; -1 when it is malformed. */
+static int tmap_from_json(const json_t *j, PlanTmap *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->rank = (int)proto_get_int(j, "rank", 0);
+    if (t->rank < 1 || t->rank > TMAP_MAX_RANK)
+        return -1;
+    for (int d = 0; d < t->rank; d++) {
+        t->dims[d] = (uint64_t)json_integer_value(json_array_get(json_object_get(j, "dims"), (size_t)d));
+        t->box[d] = (uint32_t)json_integer_value(json_array_get(json_object_get(j, "box"), (size_t)d));
+        t->elem_strides[d] = (uint32_t)json_integer_value(json_array_get(json_object_get(j, "es"), (size_t)d));
+        if (d > 0)
+            t->strides[d - 1] = (uint64_t)json_integer_value(json_array_get(json_object_get(j, "strides"), (size_t)d - 1));
+    }
+    t->swizzle = (int)proto_get_int(j, "swizzle", 0);
+    t->l2_promotion = (int)proto_get_int(j, "l2", 0);
+    t->oob_nan = (int)proto_get_int(j, "oob_nan", 0);
+    return 0;
+}
+
 static json_t *launches_to_json(const PlanLaunch *l, int n)
 {
     json_t *arr = json_array();
@@ -226,6 +267,8 @@ static json_t *launches_to_json(const PlanLaunch *l, int n)
             json_t *ja = json_pack("{s:i}", "k", (int)pa->kind);
             if (pa->kind == ARG_BUFFER)
                 json_object_set_new(ja, "b", json_integer(pa->buffer));
+            else if (pa->kind == ARG_TMAP)
+                json_object_set_new(ja, "b", json_integer(pa->buffer)), json_object_set_new(ja, "t", tmap_to_json(&pa->tmap));
             else if (pa->kind == ARG_I32 || pa->kind == ARG_I64)
                 json_object_set_new(ja, "i", json_integer(pa->i));
             else
@@ -289,15 +332,17 @@ static int launches_from_json(const json_t *arr, const char *what, int nbuf, Pla
             const json_t *ja = json_array_get(args, (size_t)a);
             PlanArg *pa = &l->args[a];
             long long k = proto_get_int(ja, "k", -1);
-            if (k < ARG_BUFFER || k > ARG_F64)
+            if (k < ARG_BUFFER || k > ARG_TMAP)
                 return err_set(err, "plan: %s[%zu] argument %d: bad kind %lld", what, i, a, k);
             pa->kind = (ArgKind)k;
             pa->buffer = (int)proto_get_int(ja, "b", -1);
             pa->i = (int64_t)proto_get_int(ja, "i", 0);
             pa->f = proto_get_num(ja, "f", 0);
-            if (pa->kind == ARG_BUFFER && (pa->buffer < 0 || pa->buffer >= nbuf))
+            if ((pa->kind == ARG_BUFFER || pa->kind == ARG_TMAP) && (pa->buffer < 0 || pa->buffer >= nbuf))
                 return err_set(err, "plan: %s[%zu] argument %d: buffer index %d out of range", what, i, a,
                                pa->buffer);
+            if (pa->kind == ARG_TMAP && tmap_from_json(json_object_get(ja, "t"), &pa->tmap) != 0)
+                return err_set(err, "plan: %s[%zu] argument %d: malformed tensor map", what, i, a);
         }
     }
     return 0;

@@ -60,10 +60,19 @@ typedef struct TBuffer {
     int      nshape;
 } TBuffer;
 
+/* A tensor_map argument as written: expressions per dimension. */
+typedef struct TTmap {
+    int   rank, nstrides, nestr;
+    TExpr dims[TMAP_MAX_RANK], strides[TMAP_MAX_RANK - 1], box[TMAP_MAX_RANK], estr[TMAP_MAX_RANK];
+    int   swizzle, l2, oob_nan;
+    char *path;
+} TTmap;
+
 typedef struct TArg {
     ArgKind kind;
-    int     buffer;    /* ARG_BUFFER */
+    int     buffer;    /* ARG_BUFFER, ARG_TMAP */
     TExpr   x;         /* scalars */
+    TTmap  *tm;        /* ARG_TMAP */
 } TArg;
 
 typedef struct TLaunch {
@@ -791,10 +800,88 @@ static int load_buffers(Loader *L, json_t *root)
     return 0;
 }
 
+/* A list of 1..max expressions at p into x[]; *n gets the count. */
+static int load_exprs(Loader *L, json_t *v, const char *p, int min, int max, TExpr *x, int *n)
+{
+    char q[PATH_MAX_LEN];
+    if (!json_is_array(v) || (int)json_array_size(v) < min || (int)json_array_size(v) > max)
+        return lerr(L, p, "expected an array of %d to %d expressions", min, max);
+    *n = (int)json_array_size(v);
+    for (int i = 0; i < *n; i++) {
+        idxpath(q, p, i);
+        if (parse_texpr(L, json_array_get(v, (size_t)i), q, SCOPE_ALL, 0, &x[i]) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* {"tensor_map": {"buffer": NAME, "dims": [..], "box": [..], "strides":
+ * [..], "element_strides": [..], "swizzle": S, "l2_promotion": P,
+ * "oob_fill": "zero"|"nan"}} */
+static int load_tmap(Loader *L, json_t *v, const char *p, TArg *a)
+{
+    static const char *const keys[] = {"buffer", "dims", "box", "strides", "element_strides", "swizzle",
+                                       "l2_promotion", "oob_fill", NULL};
+    char q[PATH_MAX_LEN];
+    json_t *x;
+    int n = 0;
+    TTmap *tm = a->tm = xcalloc(1, sizeof(*tm));
+    a->kind = ARG_TMAP;
+    tm->path = xstrdup(p);
+    if (!json_is_object(v))
+        return lerr(L, p, "expected an object {\"buffer\", \"dims\", \"box\", ...}");
+    if (check_keys(L, v, p, keys) < 0)
+        return -1;
+    subpath(q, p, "buffer");
+    x = json_object_get(v, "buffer");
+    if (!json_is_string(x) || (a->buffer = buffer_find(L->t, json_string_value(x))) < 0)
+        return lerr(L, q, "expected the name of a buffer");
+    subpath(q, p, "dims");
+    if (load_exprs(L, json_object_get(v, "dims"), q, 1, TMAP_MAX_RANK, tm->dims, &tm->rank) < 0)
+        return -1;
+    subpath(q, p, "box");
+    if (load_exprs(L, json_object_get(v, "box"), q, tm->rank, tm->rank, tm->box, &n) < 0)
+        return -1;
+    if ((x = json_object_get(v, "strides"))) {
+        subpath(q, p, "strides");
+        if (tm->rank < 2)
+            return lerr(L, q, "a rank-1 map has no strides");
+        if (load_exprs(L, x, q, tm->rank - 1, tm->rank - 1, tm->strides, &tm->nstrides) < 0)
+            return -1;
+    }
+    if ((x = json_object_get(v, "element_strides"))) {
+        subpath(q, p, "element_strides");
+        if (load_exprs(L, x, q, tm->rank, tm->rank, tm->estr, &tm->nestr) < 0)
+            return -1;
+    }
+    {
+        static const char *const oob[] = {"zero", "nan", NULL};
+        const char *const *names[3] = {tmap_swizzle_names, tmap_l2_names, oob};
+        const char *const what[3] = {"swizzle", "l2_promotion", "oob_fill"};
+        int *dst[3] = {&tm->swizzle, &tm->l2, &tm->oob_nan};
+        for (int k = 0; k < 3; k++) {
+            if (!(x = json_object_get(v, what[k])))
+                continue;
+            subpath(q, p, what[k]);
+            if (!json_is_string(x) || (*dst[k] = tmap_name_index(names[k], json_string_value(x))) < 0)
+                return lerr(L, q, "expected one of %s, %s, %s%s%s", names[k][0], names[k][1], names[k][2],
+                            names[k][3] ? ", " : "", names[k][3] ? names[k][3] : "");
+        }
+    }
+    return 0;
+}
+
 static int load_arg(Loader *L, json_t *v, const char *p, TArg *a)
 {
     Task *t = L->t;
     a->buffer = -1;
+    if (json_is_object(v) && json_object_get(v, "tensor_map")) {
+        char q[PATH_MAX_LEN];
+        if (json_object_size(v) != 1)
+            return lerr(L, p, "a tensor_map argument is an object with the one key \"tensor_map\"");
+        subpath(q, p, "tensor_map");
+        return load_tmap(L, json_object_get(v, "tensor_map"), q, a);
+    }
     if (json_is_string(v) && (a->buffer = buffer_find(t, json_string_value(v))) >= 0) {
         a->kind = ARG_BUFFER;
         return 0;
@@ -809,7 +896,8 @@ static int load_arg(Loader *L, json_t *v, const char *p, TArg *a)
         json_t *e;
         char q[PATH_MAX_LEN];
         if (json_object_size(v) != 1)
-            return lerr(L, p, "expected one of {\"i32\": e}, {\"i64\": e}, {\"f32\": e}, {\"f64\": e}");
+            return lerr(L, p, "expected one of {\"i32\": e}, {\"i64\": e}, {\"f32\": e}, {\"f64\": e}, "
+                        "{\"tensor_map\": {...}}");
         if (check_keys(L, v, p, kinds) < 0)
             return -1;
         json_object_foreach(v, key, e) {
@@ -1075,8 +1163,20 @@ static void launches_free(TLaunch *l, int n)
         }
         texpr_free(&l[i].smem);
         texpr_free(&l[i].when);
-        for (int k = 0; k < l[i].nargs; k++)
+        for (int k = 0; k < l[i].nargs; k++) {
+            TTmap *tm = l[i].args[k].tm;
             texpr_free(&l[i].args[k].x);
+            for (int d = 0; tm && d < TMAP_MAX_RANK; d++) {
+                texpr_free(&tm->dims[d]);
+                texpr_free(&tm->box[d]);
+                texpr_free(&tm->estr[d]);
+                if (d < TMAP_MAX_RANK - 1)
+                    texpr_free(&tm->strides[d]);
+            }
+            if (tm)
+                free(tm->path);
+            free(tm);
+        }
         free(l[i].args);
     }
     free(l);
@@ -1522,6 +1622,64 @@ int task_check(const Task *t, const int64_t *vals, const DeviceInfo *dev, char *
     return rc < 0 ? -1 : rc == 1 ? 0 : 1;
 }
 
+/* Evaluate a tensor_map argument and check that it stays inside its
+ * buffer and meets the driver's rules (strides multiples of 16 bytes, box
+ * at most 256 per dimension, the inner box row a multiple of 16 bytes and
+ * within the swizzle span). */
+static int resolve_tmap(Env *env, const TTmap *tm, const PlanBuffer *b, PlanTmap *out, EvoErr *err)
+{
+    int64_t v;
+    uint64_t es = (uint64_t)dtype_size(b->dtype), end = es, row;
+    memset(out, 0, sizeof(*out));
+    out->rank = tm->rank;
+    out->swizzle = tm->swizzle;
+    out->l2_promotion = tm->l2;
+    out->oob_nan = tm->oob_nan;
+    for (int d = 0; d < tm->rank; d++) {
+        if (eval_int(env, &tm->dims[d], 1, (int64_t)1 << 32, &v, err) < 0)
+            return -1;
+        out->dims[d] = (uint64_t)v;
+        if (eval_int(env, &tm->box[d], 1, 256, &v, err) < 0)
+            return -1;
+        out->box[d] = (uint32_t)v;
+        out->elem_strides[d] = 1;
+        if (tm->nestr) {
+            if (eval_int(env, &tm->estr[d], 1, 8, &v, err) < 0)
+                return -1;
+            out->elem_strides[d] = (uint32_t)v;
+        }
+    }
+    for (int d = 1; d < tm->rank; d++) {
+        if (tm->nstrides) {
+            if (eval_int(env, &tm->strides[d - 1], 16, (int64_t)1 << 40, &v, err) < 0)
+                return -1;
+            out->strides[d - 1] = (uint64_t)v;
+        } else {
+            out->strides[d - 1] = (d == 1 ? out->dims[0] * es : out->strides[d - 2] * out->dims[d - 1]);
+        }
+        if (out->strides[d - 1] % 16) {
+            err_set(err, "tensor_map stride %d is %llu bytes: must be a multiple of 16", d - 1,
+                    (unsigned long long)out->strides[d - 1]);
+            return rt_fail(env, tm->path, err);
+        }
+    }
+    end += (out->dims[0] - 1) * es;
+    for (int d = 1; d < tm->rank; d++)
+        end += (out->dims[d] - 1) * out->strides[d - 1];
+    if (end > b->count * es) {
+        err_set(err, "tensor_map reaches byte %llu of buffer '%s', which holds %llu bytes",
+                (unsigned long long)end, b->name, (unsigned long long)(b->count * es));
+        return rt_fail(env, tm->path, err);
+    }
+    row = out->box[0] * es;
+    if (row % 16 || (out->swizzle && row > (16u << out->swizzle))) {
+        err_set(err, "tensor_map box row is %llu bytes: it must be a multiple of 16%s", (unsigned long long)row,
+                out->swizzle ? " and at most the swizzle span" : "");
+        return rt_fail(env, tm->path, err);
+    }
+    return 0;
+}
+
 static int resolve_launches(Env *env, const TLaunch *ls, int n, Plan *plan, int is_ref, PlanLaunch **out,
                             int *nout, EvoErr *err)
 {
@@ -1561,11 +1719,14 @@ static int resolve_launches(Env *env, const TLaunch *ls, int n, Plan *plan, int 
             pa->buffer = -1;
             switch (a->kind) {
             case ARG_BUFFER:
+            case ARG_TMAP:
                 pa->buffer = a->buffer;
                 if (is_ref)
                     plan->buffers[a->buffer].for_ref = 1;
                 else
                     plan->buffers[a->buffer].for_cand = 1;
+                if (a->kind == ARG_TMAP && resolve_tmap(env, a->tm, &plan->buffers[a->buffer], &pa->tmap, err) < 0)
+                    return -1;
                 break;
             case ARG_I32:
                 if (eval_int(env, &a->x, INT32_MIN, INT32_MAX, &pa->i, err) < 0)

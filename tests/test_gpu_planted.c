@@ -49,12 +49,12 @@ static void make_plan(Plan *p, const char *entry, unsigned n, int with_magic, fl
         l->smem = k == 0 ? smem : 0;
         l->nargs = 4 + extra;
         l->args = xcalloc((size_t)l->nargs, sizeof(PlanArg));
-        l->args[0] = (PlanArg){ARG_BUFFER, BUF_A, 0, 0};
-        l->args[1] = (PlanArg){ARG_BUFFER, BUF_B, 0, 0};
-        l->args[2] = (PlanArg){ARG_BUFFER, BUF_OUT, 0, 0};
-        l->args[3] = (PlanArg){ARG_I32, 0, n, 0};
+        l->args[0] = (PlanArg){.kind = ARG_BUFFER, .buffer = BUF_A};
+        l->args[1] = (PlanArg){.kind = ARG_BUFFER, .buffer = BUF_B};
+        l->args[2] = (PlanArg){.kind = ARG_BUFFER, .buffer = BUF_OUT};
+        l->args[3] = (PlanArg){.kind = ARG_I32, .i = n};
         if (extra)
-            l->args[4] = (PlanArg){ARG_F32, 0, 0, magic};
+            l->args[4] = (PlanArg){.kind = ARG_F32, .f = magic};
         if (k == 0) {
             p->launches = l;
             p->nlaunches = 1;
@@ -176,6 +176,42 @@ static void test_planted(void)
     }
 }
 
+/* A launch argument that is a tensor map (ARG_TMAP): the worker encodes a
+ * CUtensorMap over buffer a and the kernel loads its tiles with TMA. */
+static void test_tma(void)
+{
+    Plan p;
+    GateReport rep;
+    EvoErr err = {{0}};
+    char line[2048];
+    PlanLaunch *l;
+    if (worker_device(w)->cc_major < 9) {
+        printf("  (tensor maps need sm_90: not tested on %s)\n", worker_device(w)->arch);
+        return;
+    }
+    make_plan(&p, "tma_vadd", 100000, 0, 0, 256, 0);
+    l = &p.launches[0];
+    l->args[0] = (PlanArg){.kind = ARG_TMAP, .buffer = BUF_A};
+    l->args[0].tmap.rank = 1;
+    l->args[0].tmap.dims[0] = 100000;
+    l->args[0].tmap.box[0] = 256;
+    l->args[0].tmap.elem_strides[0] = 1;
+    l->args[1] = (PlanArg){.kind = ARG_BUFFER, .buffer = BUF_B};
+    l->args[2] = (PlanArg){.kind = ARG_BUFFER, .buffer = BUF_OUT};
+    l->args[3] = (PlanArg){.kind = ARG_I32, .i = 100000};
+    CHECK(worker_gate(w, &p, mod, mod, NULL, &rep, &err) == 0);
+    gate_report_format(&rep, line, sizeof(line));
+    printf("  tma_vadd (tensor map over a) -> %s\n", line);
+    CHECK_MSG(rep.status == EVAL_OK, "%s", line);
+    /* a map that does not fit the driver's rules is refused, not launched */
+    l->args[0].tmap.box[0] = 300;
+    CHECK(worker_gate(w, &p, mod, mod, NULL, &rep, &err) == 0);
+    gate_report_format(&rep, line, sizeof(line));
+    printf("  tma_vadd with box 300 -> %s\n", line);
+    CHECK(rep.status != EVAL_OK && strstr(rep.error, "cuTensorMapEncodeTiled") != NULL);
+    plan_free(&p);
+}
+
 static void test_time(void)
 {
     Plan p;
@@ -276,6 +312,7 @@ int main(int argc, char **argv)
            funcs[1].registers, funcs[1].max_threads);
     RUN(test_good_shapes);
     RUN(test_planted);
+    RUN(test_tma);
     RUN(test_time);
     RUN(test_aa);
     nvrtc_result_free(&res);

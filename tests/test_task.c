@@ -376,6 +376,50 @@ static void test_render(void)
     task_free(&t);
 }
 
+/* A tensor_map launch argument resolves to a PlanTmap (innermost dims
+ * first, packed strides by default) and is refused where it would reach
+ * past its buffer. */
+static void test_tmap(void)
+{
+    EvoErr err = {{0}};
+    Task *t = NULL;
+    Plan p;
+    char *path = data_path("good_tmap_task.json");
+    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
+    free(path);
+    if (t) {
+        int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
+        DeviceInfo dev;
+        CHECK(device_profile("sm_90", &dev, &err) == 0);
+        task_defaults(t, vals);
+        CHECK_MSG(task_resolve(t, vals, 0, &dev, &p, &err) == 0, "%s", err.msg);
+        const PlanArg *a = &p.launches[0].args[4];
+        CHECK(a->kind == ARG_TMAP && strcmp(p.buffers[a->buffer].name, "X") == 0);
+        CHECK(a->tmap.rank == 2 && a->tmap.dims[0] == 1024 && a->tmap.dims[1] == 3);
+        CHECK(a->tmap.strides[0] == 1024 * 4 && a->tmap.box[0] == 32 && a->tmap.box[1] == 1);
+        CHECK(a->tmap.swizzle == 3 && a->tmap.l2_promotion == 3 && a->tmap.oob_nan == 1);
+        CHECK(a->tmap.elem_strides[0] == 1 && a->tmap.elem_strides[1] == 1);
+        CHECK(p.buffers[a->buffer].for_cand);
+        plan_free(&p);
+        free(vals);
+        task_free(&t);
+    }
+    path = data_path("good_tmap_oob.json");
+    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
+    free(path);
+    if (t) {
+        int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
+        DeviceInfo dev;
+        CHECK(device_profile("sm_90", &dev, &err) == 0);
+        task_defaults(t, vals);
+        CHECK(task_resolve(t, vals, 0, &dev, &p, &err) != 0);
+        printf("     %s\n", err.msg);
+        CHECK_CONTAINS(err.msg, "launch[0].args[4].tensor_map: tensor_map reaches byte 16384 of buffer 'X', which holds 12288 bytes");
+        free(vals);
+        task_free(&t);
+    }
+}
+
 static void test_load_text(void)
 {
     char *path = data_path("good_task.json"), *text = NULL;
@@ -458,6 +502,7 @@ int main(void)
     RUN(test_set_dim);
     RUN(test_render);
     RUN(test_load_text);
+    RUN(test_tmap);
     RUN(test_missing_file);
     RUN(test_targets);
     RUN(test_shipped_tasks);

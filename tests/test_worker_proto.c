@@ -116,10 +116,10 @@ static void make_plan(Plan *p, const char *shape)
     p->launches[0].smem = 65536;
     p->launches[0].nargs = 4;
     p->launches[0].args = xcalloc(4, sizeof(PlanArg));
-    p->launches[0].args[0] = (PlanArg){ARG_BUFFER, 0, 0, 0};
-    p->launches[0].args[1] = (PlanArg){ARG_BUFFER, 1, 0, 0};
-    p->launches[0].args[2] = (PlanArg){ARG_I32, 0, 1000, 0};
-    p->launches[0].args[3] = (PlanArg){ARG_F32, 0, 0, 0.125};
+    p->launches[0].args[0] = (PlanArg){.kind = ARG_BUFFER};
+    p->launches[0].args[1] = (PlanArg){.kind = ARG_BUFFER, .buffer = 1};
+    p->launches[0].args[2] = (PlanArg){.kind = ARG_I32, .i = 1000};
+    p->launches[0].args[3] = (PlanArg){.kind = ARG_F32, .f = 0.125};
     p->nref_launches = 1;
     p->ref_launches = xcalloc(1, sizeof(PlanLaunch));
     p->ref_launches[0].entry = xstrdup("ref");
@@ -127,7 +127,7 @@ static void make_plan(Plan *p, const char *shape)
     p->ref_launches[0].block[0] = 32; p->ref_launches[0].block[1] = 1; p->ref_launches[0].block[2] = 1;
     p->ref_launches[0].nargs = 1;
     p->ref_launches[0].args = xcalloc(1, sizeof(PlanArg));
-    p->ref_launches[0].args[0] = (PlanArg){ARG_I64, 0, -5000000000LL, 0};
+    p->ref_launches[0].args[0] = (PlanArg){.kind = ARG_I64, .i = -5000000000LL};
     p->flops = 2e6;
     p->bytes = 6e3;
     p->min_ctas = 2;

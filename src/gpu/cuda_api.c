@@ -69,6 +69,7 @@ static const Sym syms[] = {
     SYM(cuGraphExecDestroy, "cuGraphExecDestroy", 1),
     SYM(cuGraphDestroy, "cuGraphDestroy", 1),
     SYM(cuMemGetInfo, "cuMemGetInfo_v2", 0),
+    SYM(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 0),
 };
 
 int cuda_load_from(const char *path, CudaApi **out, EvoErr *err)
@@ -302,6 +303,48 @@ void cuda_plan_free(CudaCtx *c, CudaPlan *cp)
     memset(cp, 0, sizeof(*cp));
 }
 
+/* Encode a tiled tensor map over the buffer at addr. Returns the
+ * CUresult (CUDA_ERROR_NOT_SUPPORTED when the driver has no tensor maps),
+ * with err filled on failure. */
+static CUresult tmap_encode(const CudaApi *api, const PlanTmap *t, DType dt, CUdeviceptr addr, CUtensorMap *map,
+                            EvoErr *err)
+{
+    static const CUtensorMapDataType types[] = {CU_TENSOR_MAP_DATA_TYPE_FLOAT16, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                                                CU_TENSOR_MAP_DATA_TYPE_FLOAT32, CU_TENSOR_MAP_DATA_TYPE_INT32};
+    static const CUtensorMapSwizzle sw[] = {CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_SWIZZLE_32B,
+                                            CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_SWIZZLE_128B};
+    static const CUtensorMapL2promotion l2[] = {CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+                                                CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B};
+    cuuint64_t dims[TMAP_MAX_RANK], strides[TMAP_MAX_RANK];
+    cuuint32_t box[TMAP_MAX_RANK], es[TMAP_MAX_RANK];
+    CUresult r;
+    if (!api->cuTensorMapEncodeTiled) {
+        err_set(err, "cuTensorMapEncodeTiled: the driver has no tensor maps (CUDA 12 or later is needed)");
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (t->rank < 1 || t->rank > TMAP_MAX_RANK || t->swizzle < 0 || t->swizzle > 3 || t->l2_promotion < 0 ||
+        t->l2_promotion > 3) {
+        err_set(err, "tensor map: rank %d, swizzle %d or L2 promotion %d out of range", t->rank, t->swizzle,
+                t->l2_promotion);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (int d = 0; d < t->rank; d++) {
+        dims[d] = t->dims[d];
+        box[d] = t->box[d];
+        es[d] = t->elem_strides[d] ? t->elem_strides[d] : 1;
+        if (d > 0)
+            strides[d - 1] = t->strides[d - 1];
+    }
+    r = api->cuTensorMapEncodeTiled(map, types[dt], (cuuint32_t)t->rank, (void *)(uintptr_t)addr, dims, strides, box,
+                                    es, CU_TENSOR_MAP_INTERLEAVE_NONE, sw[t->swizzle], l2[t->l2_promotion],
+                                    t->oob_nan ? CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
+                                               : CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+        cuda_check(api, r, "cuTensorMapEncodeTiled", err);
+    return r;
+}
+
 int cuda_launches_prepare(CudaCtx *c, const CudaPlan *cp, CUmodule m, const PlanLaunch *l, int n,
                           CudaLaunches *out, CUresult *cu_err, EvoErr *err)
 {
@@ -314,8 +357,9 @@ int cuda_launches_prepare(CudaCtx *c, const CudaPlan *cp, CUmodule m, const Plan
     out->fn = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*out->fn));
     out->params = xcalloc((size_t)(n > 0 ? n : 1), sizeof(*out->params));
     for (int i = 0; i < n; i++)
-        total += 8 * (size_t)(l[i].nargs > 0 ? l[i].nargs : 0);
-    out->storage = xcalloc(total > 0 ? total : 8, 1);
+        for (int a = 0; a < l[i].nargs; a++)
+            total += l[i].args[a].kind == ARG_TMAP ? sizeof(CUtensorMap) + 64 : 8;
+    out->storage = xcalloc(total + 64, 1);
     for (int i = 0; i < n; i++) {
         const PlanLaunch *li = &l[i];
         r = api->cuModuleGetFunction(&out->fn[i], m, li->entry);
@@ -343,7 +387,12 @@ int cuda_launches_prepare(CudaCtx *c, const CudaPlan *cp, CUmodule m, const Plan
         for (int a = 0; a < li->nargs; a++) {
             const PlanArg *pa = &li->args[a];
             unsigned char *slot = out->storage + off;
-            off += 8;
+            if (pa->kind == ARG_TMAP) {
+                slot += (64 - (uintptr_t)slot % 64) % 64;   /* CUtensorMap is 64-byte aligned */
+                off = (size_t)(slot - out->storage) + sizeof(CUtensorMap);
+            } else {
+                off += 8;
+            }
             switch (pa->kind) {
             case ARG_BUFFER: {
                 if (pa->buffer < 0 || pa->buffer >= cp->plan->nbuffers) {
@@ -360,6 +409,20 @@ int cuda_launches_prepare(CudaCtx *c, const CudaPlan *cp, CUmodule m, const Plan
             case ARG_I64: { int64_t v = pa->i; memcpy(slot, &v, 8); break; }
             case ARG_F32: { float v = (float)pa->f; memcpy(slot, &v, 4); break; }
             case ARG_F64: { double v = pa->f; memcpy(slot, &v, 8); break; }
+            case ARG_TMAP:
+                if (pa->buffer < 0 || pa->buffer >= cp->plan->nbuffers) {
+                    r = CUDA_SUCCESS;
+                    err_set(err, "launch %d entry '%s' argument %d: buffer index %d out of range", i, li->entry, a,
+                            pa->buffer);
+                    goto fail;
+                }
+                if ((r = tmap_encode(api, &pa->tmap, cp->plan->buffers[pa->buffer].dtype, cp->dptr[pa->buffer],
+                                     (CUtensorMap *)slot, err)) != CUDA_SUCCESS) {
+                    err_prefix(err, "launch %d entry '%s' argument %d (tensor map over '%s')", i, li->entry, a,
+                               cp->plan->buffers[pa->buffer].name);
+                    goto fail;
+                }
+                break;
             }
             out->params[i][a] = slot;
         }

@@ -84,6 +84,11 @@ typedef struct CudaApi {
     CUresult (*cuGraphDestroy)(CUgraph g);
     /* optional (NULL when the driver lacks them) */
     CUresult (*cuMemGetInfo)(size_t *free_b, size_t *total_b);
+    CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *addr,
+                                       const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                       const cuuint32_t *elem_strides, CUtensorMapInterleave interleave,
+                                       CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                       CUtensorMapFloatOOBfill oob);
 } CudaApi;
 
 /* dlopen("libcuda.so.1") and resolve the table. *out gets a new table the
@@ -180,7 +185,9 @@ typedef struct CudaLaunches {
 /* Prepare launches l[0..n) of cp's plan with module m. Resolves each
  * entry (cuModuleGetFunction), sets CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_
  * SIZE_BYTES when a launch asks for more than 48 KiB, and packs the
- * arguments (ARG_BUFFER becomes the buffer's device pointer). Returns 0,
+ * arguments (ARG_BUFFER becomes the buffer's device pointer, ARG_TMAP a
+ * CUtensorMap encoded over the buffer with cuTensorMapEncodeTiled, passed
+ * by value, 64-byte aligned). Returns 0,
  * or -1 with err (unknown entry, bad buffer index); *cu_err (may be NULL)
  * gets the failing CUresult or CUDA_SUCCESS for a non-driver failure
  * (unknown entry, bad buffer index). Dynamic shared memory above the

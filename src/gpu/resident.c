@@ -204,11 +204,16 @@ static char *gate_key(const Plan *p, int ref_id, const uint64_t *seeds, int nsee
                   pl->block[1], pl->block[2], pl->smem);
         for (int a = 0; a < pl->nargs; a++) {
             const PlanArg *pa = &pl->args[a];
-            if (pa->kind == ARG_BUFFER)
+            if (pa->kind == ARG_BUFFER || pa->kind == ARG_TMAP)
                 sb_printf(&sb, "%s,", pa->buffer >= 0 && pa->buffer < p->nbuffers ? p->buffers[pa->buffer].name : "?");
+            if (pa->kind == ARG_TMAP)
+                for (int d = 0; d < pa->tmap.rank; d++)
+                    sb_printf(&sb, "t%llu/%llu/%u/%u,", (unsigned long long)pa->tmap.dims[d],
+                              (unsigned long long)(d ? pa->tmap.strides[d - 1] : 0), pa->tmap.box[d],
+                              pa->tmap.elem_strides[d]);
             else if (pa->kind == ARG_I32 || pa->kind == ARG_I64)
                 sb_printf(&sb, "%d:%lld,", (int)pa->kind, (long long)pa->i);
-            else
+            else if (pa->kind == ARG_F32 || pa->kind == ARG_F64)
                 sb_printf(&sb, "%d:%.17g,", (int)pa->kind, pa->f);
         }
         sb_append(&sb, ")");

@@ -136,3 +136,32 @@ extern "C" __global__ void p_benchonly(const float *a, const float *b, float *ou
     if (i < n)
         out[i] = n == 100000 ? a[i] + 2.0f * b[i] : a[i] + b[i];
 }
+
+// correct, through a tensor map (ARG_TMAP): each CTA's tile of a comes in
+// by one TMA bulk tensor copy completing on an mbarrier (sm_90)
+struct alignas(64) TmaDesc { unsigned long long v[16]; };
+extern "C" __global__ void tma_vadd(const __grid_constant__ TmaDesc amap, const float *b, float *out, int n)
+{
+#if __CUDA_ARCH__ >= 900
+    __shared__ alignas(128) float tile[256];
+    __shared__ alignas(8) unsigned long long bar;
+    int base = blockIdx.x * 256;
+    unsigned sbar = (unsigned)__cvta_generic_to_shared(&bar);
+    unsigned stile = (unsigned)__cvta_generic_to_shared(tile);
+    unsigned done = 0;
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(sbar));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sbar), "r"(1024) : "memory");
+        asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2}], [%3];"
+                     ::"r"(stile), "l"(&amap), "r"(base), "r"(sbar) : "memory");
+    }
+    __syncthreads();
+    while (!done)
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(sbar) : "memory");
+    int i = base + threadIdx.x;
+    if (i < n)
+        out[i] = tile[threadIdx.x] + 2.0f * b[i];
+#endif
+}
