@@ -71,6 +71,7 @@ void bench_options_default(BenchOptions *o)
     o->samples = 25;
     o->min_sample_ms = 0.5;
     o->graph = 1;
+    o->shared = 1;
     o->pairs = 15;
     o->retries = 3;
     o->noise_threshold = 0.01;
@@ -79,9 +80,10 @@ void bench_options_default(BenchOptions *o)
 
 json_t *bench_options_to_json(const BenchOptions *o)
 {
-    return json_pack("{s:i, s:i, s:f, s:b, s:b, s:i, s:i, s:f, s:I}", "warmup", o->warmup, "samples", o->samples,
-                     "min_sample_ms", o->min_sample_ms, "cold", o->cold, "graph", o->graph, "pairs", o->pairs,
-                     "retries", o->retries, "noise_threshold", o->noise_threshold, "seed", (json_int_t)o->seed);
+    return json_pack("{s:i, s:i, s:f, s:b, s:b, s:b, s:i, s:i, s:f, s:I}", "warmup", o->warmup, "samples",
+                     o->samples, "min_sample_ms", o->min_sample_ms, "cold", o->cold, "graph", o->graph, "shared",
+                     o->shared, "pairs", o->pairs, "retries", o->retries, "noise_threshold", o->noise_threshold,
+                     "seed", (json_int_t)o->seed);
 }
 
 void bench_options_from_json(const json_t *j, BenchOptions *o)
@@ -92,6 +94,7 @@ void bench_options_from_json(const json_t *j, BenchOptions *o)
     o->min_sample_ms = proto_get_num(j, "min_sample_ms", o->min_sample_ms);
     o->cold = (int)proto_get_int(j, "cold", 0);
     o->graph = (int)proto_get_int(j, "graph", o->graph);
+    o->shared = (int)proto_get_int(j, "shared", o->shared);
     o->pairs = (int)proto_get_int(j, "pairs", o->pairs);
     o->retries = (int)proto_get_int(j, "retries", o->retries);
     o->noise_threshold = proto_get_num(j, "noise_threshold", o->noise_threshold);

@@ -57,6 +57,7 @@ typedef struct BenchOptions {
     double   min_sample_ms;   /* batch calibration target (default 0.5) */
     int      cold;            /* 1: flush L2 before each run, time runs singly */
     int      graph;           /* 1 (default): a sample replays a CUDA graph of the batch; 0: host launches */
+    int      shared;          /* A/B: 1 (default) both sides on the same buffers; 0: each on its own */
     int      pairs;           /* A/B pairs (default 15) */
     int      retries;         /* A/B attempts in all (default 3) */
     double   noise_threshold; /* relative; default 0.01 */

@@ -194,8 +194,10 @@ static void side_free(Side *sd)
         plan_free(&sd->plan);
 }
 
-/* Returns NULL on success, or an error reply. */
-static json_t *side_open(WState *s, Side *sd, const json_t *plan_json, int module, const char *which, uint64_t seed)
+/* Set up a side on working set `set` of its bay. Returns NULL on
+ * success, or an error reply. */
+static json_t *side_open(WState *s, Side *sd, const json_t *plan_json, int module, const char *which, uint64_t seed,
+                         int set)
 {
     EvoErr e = {{0}};
     CUresult cu = CUDA_SUCCESS;
@@ -213,8 +215,8 @@ static json_t *side_open(WState *s, Side *sd, const json_t *plan_json, int modul
         return reply_error("invalid", "%s", e.msg);
     if (resident_bay_time(res, &sd->plan, seed, &bay, &cu, &e) != 0)
         goto fail;
-    resident_plan(bay, 0, &sd->plan, &sd->cp);
-    if (resident_reset(res, bay, 0, resident_seed_index(bay, seed), &sd->plan, ref, &cu, &e) != 0 ||
+    resident_plan(bay, set, &sd->plan, &sd->cp);
+    if (resident_reset(res, bay, set, resident_seed_index(bay, seed), &sd->plan, ref, &cu, &e) != 0 ||
         cuda_launches_prepare(&s->ctx, &sd->cp, m, ref ? sd->plan.ref_launches : sd->plan.launches,
                               ref ? sd->plan.nref_launches : sd->plan.nlaunches, &sd->cl, &cu, &e) != 0)
         goto fail;
@@ -268,7 +270,7 @@ static json_t *w_time(WState *s, const json_t *req, int metrics_only)
     if (s->res)
         resident_begin(s->res);
     bad = side_open(s, &sd, json_object_get(req, "plan"), (int)proto_get_int(req, "module", -1),
-                    proto_get_str(req, "which", "cand"), o.seed);
+                    proto_get_str(req, "which", "cand"), o.seed, 0);
     if (bad) {
         side_free(&sd);
         return bad;
@@ -299,11 +301,13 @@ static json_t *w_compare(WState *s, const json_t *req)
     memset(&b, 0, sizeof(b));
     if (s->res)
         resident_begin(s->res);
+    /* shared (the default): both sides on working set A of their bay, so the
+     * same buffers when their inputs match; else B on set B */
     bad = side_open(s, &a, json_object_get(req, "plan_a"), (int)proto_get_int(req, "module_a", -1),
-                    proto_get_str(req, "which_a", "cand"), o.seed);
+                    proto_get_str(req, "which_a", "cand"), o.seed, 0);
     if (!bad)
         bad = side_open(s, &b, json_object_get(req, "plan_b"), (int)proto_get_int(req, "module_b", -1),
-                        proto_get_str(req, "which_b", "cand"), o.seed);
+                        proto_get_str(req, "which_b", "cand"), o.seed, o.shared ? 0 : 1);
     if (bad) {
         side_free(&a);
         side_free(&b);
