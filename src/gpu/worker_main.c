@@ -258,6 +258,27 @@ static void calib_put(WState *s, char *key, int batch)
     s->calib_next = (s->calib_next + 1) % CALIB_CAP;
 }
 
+/* After a timing request: did a timed kernel write outside its buffers
+ * (the resident inputs or references, or a red zone)? Then the timing is
+ * not to be trusted either: status incorrect with the reason; the damage
+ * is made again on next use. */
+static void timing_verify(WState *s, EvalStatus *st, char *error, size_t cap)
+{
+    EvoErr e = {{0}};
+    CUresult cu;
+    int rbad = 0, gbad = 0;
+    char where[160];
+    if (resident_verify(s->res, &rbad, &gbad, where, sizeof(where), &cu, &e) != 0) {
+        *st = gate_status_from_cuda(cu);
+        s->fatal = cuda_error_is_sticky(cu);
+        snprintf(error, cap, "after timing: %s", e.msg);
+    } else if (rbad || gbad) {
+        *st = EVAL_INCORRECT;
+        snprintf(error, cap, "a timed kernel wrote outside its buffers: %s",
+                 rbad ? "the resident inputs or reference outputs changed" : where);
+    }
+}
+
 static json_t *w_time(WState *s, const json_t *req, int metrics_only)
 {
     EvoErr e = {{0}};
@@ -283,6 +304,8 @@ static json_t *w_time(WState *s, const json_t *req, int metrics_only)
         char *key = calib_key(&sd, (int)proto_get_int(req, "module", -1), proto_get_str(req, "which", "cand"), &o);
         bench_time(&s->ctx, &sd.cl, &o, calib_get(s, key), &res, &e);
         calib_put(s, key, res.status == EVAL_OK ? res.batch : 0);
+        if (res.status == EVAL_OK)
+            timing_verify(s, &res.status, res.error, sizeof(res.error));
     }
     bench_fill_throughput(&res, &sd.plan, &s->ctx.info);
     side_free(&sd);
@@ -321,6 +344,8 @@ static json_t *w_compare(WState *s, const json_t *req)
         calib_put(s, ka, res.status == EVAL_OK ? res.batch_a : 0);
         calib_put(s, kb, res.status == EVAL_OK ? res.batch_b : 0);
     }
+    if (res.status == EVAL_OK)
+        timing_verify(s, &res.status, res.error, sizeof(res.error));
     side_free(&a);
     side_free(&b);
     s->fatal = res.fatal;
