@@ -212,6 +212,30 @@ static void test_tma(void)
     plan_free(&p);
 }
 
+/* A kernel clean in the gate that writes outside its buffers later,
+ * while it is timed: the timing request comes back incorrect. */
+static void test_late_corruption(void)
+{
+    Plan p;
+    GateReport rep;
+    BenchResult r;
+    EvoErr err = {{0}};
+    char line[2048];
+    make_plan(&p, "p_late", 100000, 0, 0, 256, 0);
+    CHECK(worker_gate(w, &p, mod, mod, NULL, &rep, &err) == 0);
+    gate_report_format(&rep, line, sizeof(line));
+    printf("  p_late gate -> %s\n", line);
+    CHECK_MSG(rep.status == EVAL_OK, "%s", line);
+    CHECK(worker_time(w, &p, mod, 0, NULL, &r, &err) == 0);
+    printf("  p_late timing -> %s: %s\n", gate_status_name(r.status), r.error);
+    CHECK(r.status == EVAL_INCORRECT && strstr(r.error, "outside its buffers") != NULL);
+    plan_free(&p);
+    make_plan(&p, "vadd", 100000, 0, 0, 256, 0);
+    CHECK(worker_gate(w, &p, mod, mod, NULL, &rep, &err) == 0);
+    CHECK_MSG(rep.status == EVAL_OK, "vadd after p_late: %s", rep.error);
+    plan_free(&p);
+}
+
 static void test_time(void)
 {
     Plan p;
@@ -313,6 +337,7 @@ int main(int argc, char **argv)
     RUN(test_good_shapes);
     RUN(test_planted);
     RUN(test_tma);
+    RUN(test_late_corruption);
     RUN(test_time);
     RUN(test_aa);
     nvrtc_result_free(&res);

@@ -165,3 +165,15 @@ extern "C" __global__ void tma_vadd(const __grid_constant__ TmaDesc amap, const 
         out[i] = tile[threadIdx.x] + 2.0f * b[i];
 #endif
 }
+
+// passes the gate (its first calls are clean), then writes over the
+// worker's resident state from its 9th call on: caught after timing
+__device__ unsigned int late_calls;
+extern "C" __global__ void p_late(const float *a, const float *b, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = a[i] + 2.0f * b[i];
+    if (i == 0 && atomicAdd(&late_calls, 1u) >= 8)
+        ((float *)a)[-(4096 / 4) - 1] = 7.0f;
+}
