@@ -15,6 +15,7 @@
 typedef struct PoolTask {
     void           (*fn)(void *);
     void            *arg;
+    PoolJob         *job;      /* marked done after fn returns, or NULL */
     struct PoolTask *next;
 } PoolTask;
 
@@ -22,6 +23,7 @@ struct Pool {
     pthread_mutex_t lock;
     pthread_cond_t  work;      /* signalled when a task is queued or on close */
     pthread_cond_t  idle;      /* broadcast when pending reaches 0 */
+    pthread_cond_t  jobdone;   /* broadcast when a task with a PoolJob finishes */
     PoolTask       *head;      /* next task to run */
     PoolTask       *tail;      /* last queued task */
     long            pending;   /* queued + running tasks */
@@ -46,9 +48,14 @@ static void *pool_worker(void *p)
         pthread_mutex_unlock(&pool->lock);
 
         t->fn(t->arg);
+        PoolJob *job = t->job;
         free(t);
 
         pthread_mutex_lock(&pool->lock);
+        if (job) {
+            job->done = 1;
+            pthread_cond_broadcast(&pool->jobdone);
+        }
         if (--pool->pending == 0)
             pthread_cond_broadcast(&pool->idle);
     }
@@ -69,6 +76,7 @@ int pool_open(Pool **out, int threads, EvoErr *err)
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->work, NULL);
     pthread_cond_init(&pool->idle, NULL);
+    pthread_cond_init(&pool->jobdone, NULL);
     pool->tids = xcalloc((size_t)threads, sizeof(pthread_t));
     for (int i = 0; i < threads; i++) {
         int rc = pthread_create(&pool->tids[i], NULL, pool_worker, pool);
@@ -93,11 +101,19 @@ int pool_threads(const Pool *pool)
 
 int pool_submit(Pool *pool, void (*fn)(void *), void *arg)
 {
+    return pool_submit_job(pool, NULL, fn, arg);
+}
+
+int pool_submit_job(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg)
+{
     PoolTask *t = xmalloc(sizeof(*t));
     t->fn = fn;
     t->arg = arg;
+    t->job = job;
     t->next = NULL;
     pthread_mutex_lock(&pool->lock);
+    if (job)
+        job->done = 0;
     if (pool->closing) {
         pthread_mutex_unlock(&pool->lock);
         free(t);
@@ -122,6 +138,14 @@ void pool_wait(Pool *pool)
     pthread_mutex_unlock(&pool->lock);
 }
 
+void pool_job_wait(Pool *pool, PoolJob *job)
+{
+    pthread_mutex_lock(&pool->lock);
+    while (!job->done)
+        pthread_cond_wait(&pool->jobdone, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+}
+
 void pool_close(Pool **pp)
 {
     if (!pp || !*pp)
@@ -135,6 +159,7 @@ void pool_close(Pool **pp)
         pthread_join(pool->tids[i], NULL);
     /* With no workers (pool_open failed before starting any), queued tasks
      * cannot exist: pool_submit is only reachable on an opened pool. */
+    pthread_cond_destroy(&pool->jobdone);
     pthread_cond_destroy(&pool->idle);
     pthread_cond_destroy(&pool->work);
     pthread_mutex_destroy(&pool->lock);

@@ -32,6 +32,23 @@ int pool_threads(const Pool *pool);
  * Returns 0, or -1 when the pool is closing. */
 int pool_submit(Pool *pool, void (*fn)(void *), void *arg);
 
+/* A caller-owned completion handle for one submitted task. Its fields
+ * belong to the pool while the task is queued or running. */
+typedef struct PoolJob {
+    int done;   /* 1 once the task's fn has returned (read under the pool's lock) */
+} PoolJob;
+
+/* Like pool_submit, and job (caller-owned, may be NULL) is marked done
+ * once fn(arg) has returned, so pool_job_wait can wait for this task
+ * alone. job must stay valid until then. Returns 0, or -1 when the pool
+ * is closing (job is then left not done: do not wait on it). */
+int pool_submit_job(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg);
+
+/* Block until the task submitted with job has finished; other tasks may
+ * still be queued or running. Returns at once when it already has. Must
+ * not be called from a task of the same pool. */
+void pool_job_wait(Pool *pool, PoolJob *job);
+
 /* Block until every task submitted before this call (and any they
  * submitted) has finished. Returns at once when nothing is pending.
  * Reusable: submit more afterwards and wait again. */

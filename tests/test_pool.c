@@ -147,6 +147,48 @@ static void test_thread_counts(void)
     pool_close(&pool);
 }
 
+/* A task that holds its worker until `release` is set (at most ~5 s),
+ * then records whether it was released or gave up. */
+static atomic_int release, held_done, held_timed_out;
+
+static void held(void *arg)
+{
+    (void)arg;
+    struct timespec ts = {0, 1000000}; /* 1 ms */
+    int i = 0;
+    while (!atomic_load(&release) && i++ < 5000)
+        nanosleep(&ts, NULL);
+    atomic_store(&held_timed_out, !atomic_load(&release));
+    atomic_store(&held_done, 1);
+}
+
+/* pool_job_wait returns when its own task is done, while a later task
+ * still runs: had it waited for the whole pool, `held` would have given
+ * up (timed out) before release was set, and held_done would read 1. */
+static void test_job_wait_own_task(void)
+{
+    Pool *pool = NULL;
+    EvoErr err = {{0}};
+    CHECK(pool_open(&pool, 2, &err) == 0);
+    reset();
+    atomic_store(&release, 0);
+    atomic_store(&held_done, 0);
+    atomic_store(&held_timed_out, 0);
+    PoolJob quick, slow;
+    CHECK(pool_submit_job(pool, &slow, held, NULL) == 0);
+    CHECK(pool_submit_job(pool, &quick, nap_bump, &slots[0]) == 0);
+    pool_job_wait(pool, &quick);
+    CHECK(quick.done == 1);
+    CHECK(atomic_load(&slots[0]) == 1);
+    CHECK(atomic_load(&held_done) == 0);
+    atomic_store(&release, 1);
+    pool_job_wait(pool, &slow);
+    CHECK(atomic_load(&held_done) == 1);
+    CHECK(atomic_load(&held_timed_out) == 0);
+    pool_job_wait(pool, &quick);   /* already done: returns at once */
+    pool_close(&pool);
+}
+
 int main(void)
 {
     RUN(test_exactly_once);
@@ -154,5 +196,6 @@ int main(void)
     RUN(test_tasks_submit_tasks);
     RUN(test_close_drains);
     RUN(test_thread_counts);
+    RUN(test_job_wait_own_task);
     return test_report();
 }
