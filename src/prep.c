@@ -143,39 +143,45 @@ static void static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, const
     }
 }
 
+int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *p, EvoErr *err)
+{
+    int nshapes = task_nshapes(t);
+    memset(p, 0, sizeof(*p));
+    char *why = NULL;
+    int v = task_check(t, in->vals, dev, &why, err);
+    if (v < 0)
+        return -1;
+    if (v == 0) {
+        set_status(p, "invalid", "%s", why ? why : "a constraint fails");
+        free(why);
+        return 0;
+    }
+    free(why);
+    p->shape_unit = xcalloc((size_t)nshapes, sizeof(int));
+    p->plans = xcalloc((size_t)nshapes, sizeof(Plan));
+    p->nplans = nshapes;
+    const char *text = in->custom_source ? in->custom_source : task_template_text(t);
+    const char *file = in->custom_source ? "candidate.cu" : task_template_path(t);
+    for (int s = 0; s < nshapes; s++) {
+        EvoErr e2;
+        char *src = NULL;
+        if (task_resolve(t, in->vals, s, dev, &p->plans[s], &e2) || render(t, text, file, in->vals, s, &src, &e2)) {
+            set_status(p, "invalid", "%s", e2.msg);
+            break;
+        }
+        p->shape_unit[s] = add_unit(&p->units, &p->nunits, src);
+    }
+    return 0;
+}
+
 int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *out, int n, int jobs,
               EvoErr *err)
 {
     int nshapes = task_nshapes(t);
     /* 1. constraints, rendering and plans, serially (cheap). */
-    for (int i = 0; i < n; i++) {
-        Prepared *p = &out[i];
-        memset(p, 0, sizeof(*p));
-        char *why = NULL;
-        int v = task_check(t, in[i].vals, dev, &why, err);
-        if (v < 0)
+    for (int i = 0; i < n; i++)
+        if (prep_render(t, dev, &in[i], &out[i], err))
             return -1;
-        if (v == 0) {
-            set_status(p, "invalid", "%s", why ? why : "a constraint fails");
-            free(why);
-            continue;
-        }
-        free(why);
-        p->shape_unit = xcalloc((size_t)nshapes, sizeof(int));
-        p->plans = xcalloc((size_t)nshapes, sizeof(Plan));
-        p->nplans = nshapes;
-        const char *text = in[i].custom_source ? in[i].custom_source : task_template_text(t);
-        const char *file = in[i].custom_source ? "candidate.cu" : task_template_path(t);
-        for (int s = 0; s < nshapes; s++) {
-            EvoErr e2;
-            char *src = NULL;
-            if (task_resolve(t, in[i].vals, s, dev, &p->plans[s], &e2) || render(t, text, file, in[i].vals, s, &src, &e2)) {
-                set_status(p, "invalid", "%s", e2.msg);
-                break;
-            }
-            p->shape_unit[s] = add_unit(&p->units, &p->nunits, src);
-        }
-    }
     /* 2. compile every unit of every candidate in one parallel batch. */
     int total = 0;
     for (int i = 0; i < n; i++)

@@ -54,6 +54,14 @@ typedef struct PrepRef {
     int       nshapes;
 } PrepRef;
 
+/* Step one of preparing a candidate, with no compilation: check in's
+ * configuration against the constraints, resolve its plan and render its
+ * source for every shape, one PrepUnit per distinct source (res not yet
+ * filled). *p is overwritten (release with prep_free). Returns 0 with
+ * p->status "invalid" when a constraint or a plan fails, 0 with status ""
+ * when it may be compiled, or -1 when the check itself errs (err). */
+int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *p, EvoErr *err);
+
 /* Prepare n candidates: out[i] for in[i]. jobs = compile threads (0: one
  * per core). Returns 0 (individual failures are in out[i].status), or -1
  * when the work could not run at all (err). */
