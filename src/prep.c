@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "template.h"
 
@@ -101,9 +102,10 @@ static void res_max(KernelResources *a, const KernelResources *b)
     if (b->smem > a->smem) a->smem = b->smem;
 }
 
-/* The static gate on a compiled unit against one shape's launches. */
-static void static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, const PrepUnit *u, const Plan *plan)
+void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s)
 {
+    const PrepUnit *u = &p->units[p->shape_unit[s]];
+    const Plan *plan = &p->plans[s];
     int max_spill = task_max_spill_bytes(t);
     for (int k = 0; k < u->res.nkernels; k++) {
         const KernelResources *kr = &u->res.kernels[k];
@@ -162,6 +164,7 @@ int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepa
     p->nplans = nshapes;
     const char *text = in->custom_source ? in->custom_source : task_template_text(t);
     const char *file = in->custom_source ? "candidate.cu" : task_template_path(t);
+    p->file = file;
     for (int s = 0; s < nshapes; s++) {
         EvoErr e2;
         char *src = NULL;
@@ -174,6 +177,85 @@ int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepa
     return 0;
 }
 
+/* ---- staged compilation ---------------------------------------------- */
+
+struct PrepCompile {
+    Pool          *pool;
+    PoolJob        job;
+    CompileRequest req;
+    CompileResult  res;
+    EvoErr         err;
+    int            rc;
+};
+
+static void compile_task(void *arg)
+{
+    PrepCompile *c = arg;
+    c->rc = nvrtc_compile(&c->req, &c->res, &c->err);
+}
+
+int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err)
+{
+    PrepUnit *pu = &p->units[u];
+    if (pu->state != PREP_UNIT_RENDERED)
+        return 0;
+    PrepCompile *c = xcalloc(1, sizeof(*c));
+    c->pool = pool;
+    fill_request(t, dev, pu, p->file, &c->req);
+    if (pool_submit_job(pool, &c->job, compile_task, c)) {
+        free(c);
+        return err_set(err, "prep: the compile pool is closing");
+    }
+    pu->job = c;
+    pu->state = PREP_UNIT_QUEUED;
+    return 0;
+}
+
+/* Wait for a queued unit and move its result in; returns the compile's rc. */
+static int unit_join(PrepUnit *pu, EvoErr *err)
+{
+    PrepCompile *c = pu->job;
+    pool_job_wait(c->pool, &c->job);
+    pu->res = c->res;
+    int rc = c->rc;
+    if (rc)
+        *err = c->err;
+    free(c);
+    pu->job = NULL;
+    pu->state = PREP_UNIT_DONE;
+    return rc;
+}
+
+/* Fold a finished unit into p: compile time, resources, compile errors. */
+static void unit_take(Prepared *p, const PrepUnit *pu)
+{
+    const CompileResult *r = &pu->res;
+    p->compile_ms += r->compile_ms;
+    if (!r->ok) {
+        char *line = first_error_line(r->log ? r->log : "");
+        set_status(p, "compile_error", "%s: %s", r->error[0] ? r->error : "NVRTC failed", line);
+        free(line);
+        return;
+    }
+    KernelResources m;
+    nvrtc_max_resources(r, &m);
+    res_max(&p->maxres, &m);
+}
+
+int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err)
+{
+    PrepUnit *pu = &p->units[u];
+    if (pu->state == PREP_UNIT_DONE)
+        return 0;
+    if (pu->state == PREP_UNIT_RENDERED)
+        return err_set(err, "prep: unit %d was never submitted", u);
+    (void)pool;
+    if (unit_join(pu, err))
+        return -1;
+    unit_take(p, pu);
+    return 0;
+}
+
 int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *out, int n, int jobs,
               EvoErr *err)
 {
@@ -182,52 +264,53 @@ int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepare
     for (int i = 0; i < n; i++)
         if (prep_render(t, dev, &in[i], &out[i], err))
             return -1;
-    /* 2. compile every unit of every candidate in one parallel batch. */
+    /* 2. compile every unit of every candidate on one pool. */
+    Pool *pool = NULL;
     int total = 0;
     for (int i = 0; i < n; i++)
         if (!out[i].status[0])
             total += out[i].nunits;
-    CompileRequest *reqs = xcalloc((size_t)total + 1, sizeof(*reqs));
-    CompileResult *res = xcalloc((size_t)total + 1, sizeof(*res));
-    int k = 0;
-    for (int i = 0; i < n; i++)
+    if (total == 0)
+        return 0;
+    long threads = jobs > 0 ? jobs : sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1 || threads > total)
+        threads = total;
+    if (pool_open(&pool, (int)threads, err))
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++)
         if (!out[i].status[0])
-            for (int u = 0; u < out[i].nunits; u++)
-                fill_request(t, dev, &out[i].units[u], in[i].custom_source ? "candidate.cu" : task_template_path(t),
-                             &reqs[k++]);
-    int rc = total ? nvrtc_compile_many(reqs, res, total, jobs, err) : 0;
-    k = 0;
+            for (int u = 0; u < out[i].nunits && rc == 0; u++)
+                rc = prep_unit_submit(pool, t, dev, &out[i], u, err);
     for (int i = 0; i < n; i++) {
         Prepared *p = &out[i];
         if (p->status[0])
             continue;
         for (int u = 0; u < p->nunits; u++) {
-            p->units[u].res = res[k++];
-            CompileResult *r = &p->units[u].res;
-            p->compile_ms += r->compile_ms;
-            if (!r->ok) {
-                char *line = first_error_line(r->log ? r->log : "");
-                set_status(p, "compile_error", "%s: %s", r->error[0] ? r->error : "NVRTC failed", line);
-                free(line);
-                continue;
+            if (p->units[u].state == PREP_UNIT_QUEUED) {
+                EvoErr e2;
+                if (prep_unit_wait(pool, p, u, &e2) && rc == 0) {
+                    *err = e2;
+                    rc = -1;
+                }
             }
-            KernelResources m;
-            nvrtc_max_resources(r, &m);
-            res_max(&p->maxres, &m);
         }
-        if (p->status[0])
+        if (p->status[0] || rc)
             continue;
         for (int s = 0; s < nshapes; s++)
-            static_gate(t, dev, p, &p->units[p->shape_unit[s]], &p->plans[s]);
+            prep_static_gate(t, dev, p, s);
     }
-    free(reqs);
-    free(res);
+    pool_close(&pool);
     return rc;
 }
 
 void prep_free(Prepared *p)
 {
     for (int u = 0; u < p->nunits; u++) {
+        if (p->units[u].job) {
+            EvoErr e2;
+            unit_join(&p->units[u], &e2);
+        }
         free(p->units[u].source);
         nvrtc_result_free(&p->units[u].res);
     }

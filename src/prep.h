@@ -18,8 +18,11 @@
 #include "device.h"
 #include "nvrtc.h"
 #include "plan.h"
+#include "pool.h"
 #include "store.h"
 #include "task.h"
+
+typedef struct PrepCompile PrepCompile;   /* a compilation in flight (prep.c) */
 
 /* One distinct rendered source and its compilation. */
 typedef struct PrepUnit {
@@ -27,7 +30,13 @@ typedef struct PrepUnit {
     char           hash[65];
     CompileResult  res;
     const char    *target;    /* the NVRTC target it was compiled for (static storage or the DeviceInfo's) */
+    PrepCompile   *job;       /* queued or running compilation, NULL when none */
+    int            state;     /* PREP_UNIT_* */
 } PrepUnit;
+
+#define PREP_UNIT_RENDERED 0   /* source only */
+#define PREP_UNIT_QUEUED   1   /* compilation submitted (prep_unit_submit) */
+#define PREP_UNIT_DONE     2   /* res filled (prep_unit_wait) */
 
 typedef struct PrepInput {
     const int64_t *vals;           /* params (task_nparams) */
@@ -44,6 +53,7 @@ typedef struct Prepared {
     int         nplans;
     KernelResources maxres;  /* per-field maximum over every kernel of every unit */
     double      compile_ms;  /* NVRTC wall time, summed over units (0 on cache hits) */
+    const char *file;        /* NVRTC program name of its units (borrowed) */
 } Prepared;
 
 /* The reference kernels, compiled once per distinct compile-dims shape. */
@@ -62,11 +72,36 @@ typedef struct PrepRef {
  * when it may be compiled, or -1 when the check itself errs (err). */
 int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *p, EvoErr *err);
 
+/* Staged compilation, one unit at a time, so a caller can gate a
+ * candidate's benchmark shape while its other units (or other candidates)
+ * compile.
+ *
+ * prep_unit_submit queues the NVRTC compilation of unit u of a rendered p
+ * (status "") on pool and returns at once; a unit already queued or done
+ * is left alone. Returns 0, or -1 when the pool refuses (err).
+ *
+ * prep_unit_wait blocks until unit u's compilation (submitted, or
+ * submitted now when it was not) has finished, then takes its result:
+ * compile_ms and maxres grow, and a failed compilation sets p->status to
+ * "compile_error" with the first error line of the log. Returns 0 (look
+ * at p->status), or -1 when NVRTC could not run at all (err). Not to be
+ * called from a task of the same pool.
+ *
+ * prep_static_gate applies the static gate of shape s (its unit done):
+ * spills over the task's limit, threads, shared memory and registers over
+ * the device's, a missing entry point. It sets p->status ("resource",
+ * "compile_error") and keeps the first failure. */
+int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err);
+int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err);
+void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s);
+
 /* Prepare n candidates: out[i] for in[i]. jobs = compile threads (0: one
  * per core). Returns 0 (individual failures are in out[i].status), or -1
  * when the work could not run at all (err). */
 int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *out, int n, int jobs,
               EvoErr *err);
+/* Release p, first waiting for any compilation of its units still in
+ * flight. */
 void prep_free(Prepared *p);
 
 /* Compile the task's reference for every shape. Returns 0, or -1 with err
