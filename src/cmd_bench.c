@@ -67,13 +67,10 @@ static void print_json(const Task *t, const Child *c, const DeviceInfo *dev)
     json_decref(o);
 }
 
-/* Prepare and evaluate one child. 0, or -1 with err. */
+/* Evaluate one child completely. 0, or -1 with err. */
 static int bench_one(GpuEval *ge, Child *c, EvoErr *err)
 {
-    Child *one = c;
-    if (gpueval_ops.prepare(ge, &one, 1, err))
-        return -1;
-    return c->rec.status ? 0 : gpueval_ops.evaluate(ge, c, err);
+    return evolve_evaluate(&gpueval_ops, ge, c, err);
 }
 
 /* --against: the reference configuration, then an interleaved A/B. */

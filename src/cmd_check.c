@@ -92,10 +92,7 @@ static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride
         memcpy(c.vals, vals + (size_t)i * (size_t)stride, (size_t)task_nparams(t) * sizeof(int64_t));
         c.op = "check";
         c.params_key = xstrdup(keys[i]);
-        Child *one = &c;
-        int rc = gpueval_ops.prepare(ge, &one, 1, &err);
-        if (rc == 0 && !c.rec.status)
-            rc = gpueval_ops.evaluate(ge, &c, &err);
+        int rc = evolve_evaluate(&gpueval_ops, ge, &c, &err);
         if (rc) {
             errorf("%s", err.msg);
             evolve_child_clear(&c, &gpueval_ops, ge);

@@ -18,6 +18,7 @@
 #define MAX_ATTEMPTS 64   /* proposals tried per child slot before giving up */
 #define LLM_STREAM 0x6c6c6d2d70617265ULL  /* "llm-pare": the LLM parents' RNG stream */
 #define LLM_BATCH 8       /* answers taken (and compiled together) at a time */
+#define PARENT_CACHE 16   /* parents kept compiled and loaded for their children's A/B */
 
 typedef struct Loop {
     Store              *st;
@@ -37,6 +38,10 @@ typedef struct Loop {
     /* the exhaustive strategy's cursor over the space */
     int64_t             exh_index;
     char               *base_kernel;   /* the baseline's raw kernel when not the template, else NULL */
+    /* parents kept prepared (compiled, loaded), least recently used out */
+    Child               parents[PARENT_CACHE];
+    uint64_t            parent_used[PARENT_CACHE];
+    uint64_t            parent_tick;
 } Loop;
 
 int evolve_should_revert(double ratio, double threshold)
@@ -56,6 +61,14 @@ int evolve_tournament(Rng *rng, int n, int k)
 }
 
 /* ---- children -------------------------------------------------------- */
+
+int evolve_evaluate(const EvaluatorOps *ev, void *ctx, Child *kid, EvoErr *err)
+{
+    if (ev->submit(ctx, kid, 1, err) || ev->gate(ctx, kid, 1, err) || ev->submit(ctx, kid, 2, err) ||
+        ev->gate(ctx, kid, 2, err) || ev->time(ctx, kid, err))
+        return -1;
+    return 0;
+}
 
 void evolve_child_init(Child *c, int nparams)
 {
@@ -108,8 +121,9 @@ static int child_from_record(Loop *L, const CandidateRecord *r, Child *c, EvoErr
             c->own_source = store_source_get(L->st, r->source_hash, err);
         c->custom_source = c->own_source;
     }
-    Child *one = c;
-    if (L->ev->prepare(L->ev_ctx, &one, 1, err))
+    /* A parent passed the full gate when it was committed: it only needs its
+     * benchmark-shape unit, for the A/B. */
+    if (L->ev->submit(L->ev_ctx, c, 1, err))
         return -1;
     if (c->rec.status)
         return err_set(err, "candidate %lld no longer prepares: %s: %s", (long long)r->id, c->rec.status,
@@ -237,33 +251,87 @@ static int commit_child(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
     return 0;
 }
 
-/* Gate, time and decide a prepared child against its parent (NULL for the
- * baseline), then commit it. */
-static int decide_child(Loop *L, Child *c, Child *parent, GenerationRecord *g, EvoErr *err)
+/* Does the child go through the full gate whatever its A/B says? The
+ * baseline, generation 0 and the children of the random and exhaustive
+ * strategies (ground truth for comparing strategies) do. */
+static int needs_full_gate(const Child *c, const Child *parent)
 {
-    live_line(L, "gen %lld: evaluating %s child (%s)", (long long)g->generation, c->op, c->params_key);
-    if (!c->rec.status) {
-        if (L->ev->evaluate(L->ev_ctx, c, err))
-            return -1;
-    }
-    if (!c->rec.status)
-        c->rec.status = xstrdup("crashed");
-    int ok = strcmp(c->rec.status, "ok") == 0;
-    if (!ok) {
-        c->rec.decision = xstrdup("failed");
-    } else if (c->parent_id == 0 && strcmp(c->op, "baseline") == 0) {
-        c->rec.decision = xstrdup("baseline");
-    } else if (!parent) {
-        c->rec.decision = xstrdup("accepted");   /* generation 0: the initial population */
-    } else {
+    return !parent || strcmp(c->op, "baseline") == 0 || strcmp(c->op, "random") == 0 ||
+           strcmp(c->op, "exhaustive") == 0;
+}
+
+/* Stage A of a submitted child: the gate on the benchmark shape, then the
+ * A/B against its parent. Returns 0 with *next = 1 when the child goes on
+ * to stage B (its other units are then queued), 0 with *next = 0 when it
+ * is decided (failed, or reverted and not needing the full gate), -1 on
+ * an error. */
+static int stage_a(Loop *L, Child *c, Child *parent, GenerationRecord *g, int *next, EvoErr *err)
+{
+    *next = 0;
+    live_line(L, "gen %lld: gating %s child (%s)", (long long)g->generation, c->op, c->params_key);
+    if (L->ev->gate(L->ev_ctx, c, 1, err))
+        return -1;
+    if (!c->rec.status && parent) {
         double ratio = NAN, spread = NAN;
         live_line(L, "gen %lld: A/B %s child vs parent %lld", (long long)g->generation, c->op,
                   (long long)parent->rec.id);
         if (L->ev->compare(L->ev_ctx, parent, c, &ratio, &spread, err))
             return -1;
-        c->rec.ratio_to_parent = ratio;
-        c->rec.ratio_spread = spread;
-        c->rec.decision = xstrdup(evolve_should_revert(ratio, L->cfg->revert_threshold) ? "reverted" : "accepted");
+        if (!c->rec.status)
+            c->rec.status = xstrdup("crashed");   /* an evaluator that judged nothing */
+        if (strcmp(c->rec.status, "ok") == 0) {
+            c->rec.ratio_to_parent = ratio;
+            c->rec.ratio_spread = spread;
+            c->rec.decision =
+                xstrdup(evolve_should_revert(ratio, L->cfg->revert_threshold) ? "reverted" : "accepted");
+            if (strcmp(c->rec.decision, "reverted") == 0 && !needs_full_gate(c, parent))
+                return 0;
+        }
+    }
+    if (c->rec.status && strcmp(c->rec.status, "ok") != 0)
+        return 0;
+    *next = 1;
+    return L->ev->submit(L->ev_ctx, c, 2, err);
+}
+
+/* Stage B of a child that passed stage A: the gate on every other shape,
+ * and the timing of a child with no parent. Sets its decision. */
+static int stage_b(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
+{
+    live_line(L, "gen %lld: full gate of %s child (%s)", (long long)g->generation, c->op, c->params_key);
+    char *ab_status = c->rec.status;   /* "ok" after an A/B, NULL without one */
+    c->rec.status = NULL;
+    if (L->ev->gate(L->ev_ctx, c, 2, err)) {
+        free(ab_status);
+        return -1;
+    }
+    if (!c->rec.status && ab_status) {
+        c->rec.status = ab_status;
+        ab_status = NULL;
+    }
+    free(ab_status);
+    if (!c->rec.status && L->ev->time(L->ev_ctx, c, err))
+        return -1;
+    if (!c->rec.status)
+        c->rec.status = xstrdup("crashed");
+    if (strcmp(c->rec.status, "ok") != 0) {
+        free(c->rec.decision);
+        c->rec.decision = NULL;
+    } else if (!c->rec.decision) {
+        /* no parent: the baseline, or a member of the initial population */
+        c->rec.decision = xstrdup(c->parent_id == 0 && strcmp(c->op, "baseline") == 0 ? "baseline" : "accepted");
+    }
+    return 0;
+}
+
+/* Decide and commit a child whose stages are over. */
+static int finish_child(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
+{
+    if (!c->rec.status)
+        c->rec.status = xstrdup("crashed");
+    if (strcmp(c->rec.status, "ok") != 0) {
+        free(c->rec.decision);
+        c->rec.decision = xstrdup("failed");
     }
     return commit_child(L, c, g, err);
 }
@@ -462,12 +530,12 @@ static int time_limit_hit(Loop *L)
     return 0;
 }
 
-/* Load the Child that candidate parent_id is, as the A/B reference of a
- * child: the baseline itself, or a candidate prepared again into *loaded
- * (*have_loaded = 1: the caller frees it). *parent is NULL for no parent. */
-static int load_parent(Loop *L, int64_t parent_id, Child *loaded, int *have_loaded, Child **parent, EvoErr *err)
+/* The prepared Child that candidate parent_id is, as the A/B reference of
+ * a child: the baseline itself, or a candidate kept in the parent cache
+ * (prepared into it on a miss, evicting the least recently used). *parent
+ * is NULL for no parent. */
+static int load_parent(Loop *L, int64_t parent_id, Child **parent, EvoErr *err)
 {
-    *have_loaded = 0;
     *parent = NULL;
     if (parent_id == 0)
         return 0;
@@ -475,52 +543,104 @@ static int load_parent(Loop *L, int64_t parent_id, Child *loaded, int *have_load
         *parent = &L->baseline;
         return 0;
     }
+    int slot = -1;
+    for (int i = 0; i < PARENT_CACHE; i++) {
+        if (L->parents[i].vals && L->parents[i].rec.id == parent_id) {
+            L->parent_used[i] = ++L->parent_tick;
+            *parent = &L->parents[i];
+            return 0;
+        }
+    }
+    for (int i = 0; i < PARENT_CACHE && slot < 0; i++)
+        if (!L->parents[i].vals)
+            slot = i;
+    if (slot < 0) {
+        slot = 0;
+        for (int i = 1; i < PARENT_CACHE; i++)
+            if (L->parent_used[i] < L->parent_used[slot])
+                slot = i;
+    }
+    Child *c = &L->parents[slot];
+    if (c->vals)
+        child_free(L, c);
     CandidateRecord pr;
     int got = store_candidate_get(L->st, parent_id, &pr, err);
     if (got != 1)
         return got == 0 ? err_set(err, "parent candidate %lld is missing", (long long)parent_id) : -1;
-    int prc = child_from_record(L, &pr, loaded, err);
+    int prc = child_from_record(L, &pr, c, err);
     candidate_record_free(&pr);
-    *have_loaded = 1;
-    if (prc)
+    if (prc) {
+        child_free(L, c);
         return -1;
-    *parent = loaded;
+    }
+    L->parent_used[slot] = ++L->parent_tick;
+    *parent = c;
     return 0;
 }
 
-/* Decide (gate, time, compare with its parent, commit) each prepared
- * child of kids[0..n) not marked done. Stops early (0) on *stop or the
- * time limit; -1 on an error. */
+/* Commit child i of a batch and link it to its LLM request, if any. */
+static int commit_one(Loop *L, Child *c, int64_t req_id, GenerationRecord *g, EvoErr *err)
+{
+    if (finish_child(L, c, g, err))
+        return -1;
+    if (req_id) {
+        if (store_llm_request_link(L->st, req_id, c->rec.id, err))
+            return -1;
+        L->sum->llm_children++;
+        if (strcmp(c->rec.decision, "accepted") == 0)
+            L->sum->llm_accepted++;
+    }
+    return 0;
+}
+
+/* Evaluate and commit each child of kids[0..n) not marked done, as a
+ * pipeline: every child's benchmark-shape unit is queued for compilation
+ * at once; the GPU gates and compares each child as soon as its unit is
+ * built while the rest compile; a child that goes on to stage B has its
+ * other units queued then, and its full gate runs after the batch's stage
+ * A. Stops early (0) on *stop (what is not committed is evaluated again
+ * on resume) or the time limit (children already in stage B are
+ * finished); -1 on an error. */
 static int decide_all(Loop *L, Child *kids, const int *done, int n, GenerationRecord *g, int64_t *req_ids,
                       EvoErr *err)
 {
+    int *later = xcalloc((size_t)n + 1, sizeof(int));
+    int nlater = 0, rc = -1;
+    for (int i = 0; i < n; i++)
+        if (!(done && done[i]) && L->ev->submit(L->ev_ctx, &kids[i], 1, err))
+            goto out;
     for (int i = 0; i < n; i++) {
         if (done && done[i])
             continue;
         if (L->cfg->stop && *L->cfg->stop) {
             L->sum->interrupted = 1;
-            return 0;
+            rc = 0;
+            goto out;
         }
-        Child *parent = NULL, loaded;
-        int have_loaded = 0;
-        int drc = load_parent(L, kids[i].parent_id, &loaded, &have_loaded, &parent, err);
-        if (!drc)
-            drc = decide_child(L, &kids[i], parent, g, err);
-        if (have_loaded)
-            child_free(L, &loaded);
-        if (drc)
-            return -1;
-        if (req_ids && req_ids[i]) {
-            if (store_llm_request_link(L->st, req_ids[i], kids[i].rec.id, err))
-                return -1;
-            L->sum->llm_children++;
-            if (strcmp(kids[i].rec.decision, "accepted") == 0)
-                L->sum->llm_accepted++;
-        }
+        Child *parent = NULL;
+        int next = 0;
+        if (load_parent(L, kids[i].parent_id, &parent, err) || stage_a(L, &kids[i], parent, g, &next, err))
+            goto out;
+        if (next)
+            later[nlater++] = i;
+        else if (commit_one(L, &kids[i], req_ids ? req_ids[i] : 0, g, err))
+            goto out;
         if (time_limit_hit(L))
-            return 0;
+            break;
     }
-    return 0;
+    for (int k = 0; k < nlater; k++) {
+        if (L->cfg->stop && *L->cfg->stop) {
+            L->sum->interrupted = 1;
+            break;
+        }
+        int i = later[k];
+        if (stage_b(L, &kids[i], g, err) || commit_one(L, &kids[i], req_ids ? req_ids[i] : 0, g, err))
+            goto out;
+    }
+    rc = 0;
+out:
+    free(later);
+    return rc;
 }
 
 /* ---- LLM children ---------------------------------------------------- */
@@ -578,7 +698,6 @@ static int llm_submit_generation(Loop *L, int64_t gen, CandidateRecord *pop, int
 static int llm_answers(Loop *L, int64_t gen, GenerationRecord *g, LlmOpAnswer *ans, int n, EvoErr *err)
 {
     Child *kids = xcalloc((size_t)n + 1, sizeof(Child));
-    Child **todo = xcalloc((size_t)n + 1, sizeof(Child *));
     int64_t *req_ids = xcalloc((size_t)n + 1, sizeof(int64_t));
     int nk = 0, rc = -1;
     for (int i = 0; i < n; i++) {
@@ -646,11 +765,7 @@ static int llm_answers(Loop *L, int64_t gen, GenerationRecord *g, LlmOpAnswer *a
         if (src)
             goto out;
     }
-    for (int i = 0; i < nk; i++)
-        todo[i] = &kids[i];
-    live_line(L, "gen %lld: compiling %d LLM children", (long long)gen, nk);
-    if (nk && L->ev->prepare(L->ev_ctx, todo, nk, err))
-        goto out;
+    live_line(L, "gen %lld: evaluating %d LLM children", (long long)gen, nk);
     rc = decide_all(L, kids, NULL, nk, g, req_ids, err);
 out:
     for (int i = 0; i < n; i++)
@@ -658,7 +773,6 @@ out:
     for (int i = 0; i < nk; i++)
         child_free(L, &kids[i]);
     free(kids);
-    free(todo);
     free(req_ids);
     return rc;
 }
@@ -709,19 +823,6 @@ static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
         n = 0;
         goto out;
     }
-
-    /* Compile every child not already committed, in parallel. */
-    Child **todo = xcalloc((size_t)n + 1, sizeof(Child *));
-    int nt = 0;
-    for (int i = 0; i < n; i++)
-        if (!done[i])
-            todo[nt++] = &kids[i];
-    live_line(L, "gen %lld: compiling %d children", (long long)gen, nt);
-    if (nt && L->ev->prepare(L->ev_ctx, todo, nt, err)) {
-        free(todo);
-        goto out;
-    }
-    free(todo);
     if (decide_all(L, kids, done, n, &g, NULL, err))
         goto out;
     if (nllm > 0 && !L->sum->interrupted && llm_collect_generation(L, gen, &g, err))
@@ -793,8 +894,10 @@ static int setup_baseline(Loop *L, EvoErr *err)
     }
     GenerationRecord g = {.run_id = L->run.id, .generation = 0};
     live_line(L, "baseline: compiling");
-    if (L->ev->prepare(L->ev_ctx, &b, 1, err) || decide_child(L, b, NULL, &g, err))
+    if (decide_all(L, b, NULL, 1, &g, NULL, err))
         return -1;
+    if (!b->rec.id)
+        return err_set(err, "the baseline was not evaluated (stopped)");
     if (strcmp(b->rec.status, "ok") != 0)
         return err_set(err, "the baseline (%s) failed: %s%s%s; see 'evoeng show %lld'", b->params_key,
                        b->rec.status, b->rec.error ? ": " : "", b->rec.error ? b->rec.error : "",
@@ -910,6 +1013,9 @@ out:
     summary->wall_ms = time_now_ms() - L.t0;
     if (L.baseline.vals)
         child_free(&L, &L.baseline);
+    for (int i = 0; i < PARENT_CACHE; i++)
+        if (L.parents[i].vals)
+            child_free(&L, &L.parents[i]);
     free(L.base_kernel);
     run_record_free(&L.run);
     return rc;

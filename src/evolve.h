@@ -75,22 +75,38 @@ typedef struct Child {
 
 typedef struct EvaluatorOps {
     const char *name;
-    /* Compile n children in parallel and apply the static gate. For each
-     * child, set rec.status to "invalid", "compile_error" or "resource"
-     * (with rec.error and the logs) when it fails, or leave it NULL when
-     * it may go on; fill source_text, rec.source_hash, comp. Returns 0, or
-     * -1 only when evaluation cannot go on at all. */
-    int (*prepare)(void *ctx, Child **kids, int n, EvoErr *err);
-    /* Gate and time one prepared child: set rec.status ("ok", "incorrect",
-     * "crashed", "timeout", "launch_error", "resource"), rec.error,
-     * gate_json, log, latency_us, p90_us, cv and the launch metrics. */
-    int (*evaluate)(void *ctx, Child *kid, EvoErr *err);
-    /* Interleaved A/B of kid against parent (both prepared): the median
-     * child/parent ratio and its spread. Returns 0 or -1 (then the child
-     * is kept undecided and the run stops: a comparison that cannot be
-     * made must not be guessed). */
+    /* Queue a child's work without waiting for it. Stage 1: check its
+     * configuration against the constraints, render it for every shape
+     * and queue the compilation of its benchmark-shape unit; a child that
+     * fails there gets rec.status "invalid" and rec.error. Stage 2: queue
+     * the compilation of its other units. A child with rec.status set is
+     * left alone. Returns 0, or -1 only when evaluation cannot go on at
+     * all. */
+    int (*submit)(void *ctx, Child *kid, int stage, EvoErr *err);
+    /* Wait for the stage's compilations, apply the static gate and run the
+     * correctness gate with every seed: stage 1 on the benchmark shape,
+     * stage 2 on every other shape. Fills source_text, rec.source_hash,
+     * comp (the benchmark-shape unit), compile_ms, gate_json, log and
+     * gate_ms; a failure sets rec.status ("compile_error", "resource",
+     * "incorrect", "crashed", "timeout", "launch_error") and rec.error.
+     * Once the stage's gate has run, rec.gate_stage is GATE_STAGE_BENCH
+     * (stage 1) or GATE_STAGE_FULL (stage 2). */
+    int (*gate)(void *ctx, Child *kid, int stage, EvoErr *err);
+    /* Time a gated child with no parent to compare with (the baseline,
+     * generation 0): rec.status "ok" with latency_us, p90_us, cv and the
+     * launch metrics, or the failure while timed. */
+    int (*time)(void *ctx, Child *kid, EvoErr *err);
+    /* Interleaved A/B of a gated kid against its (fully gated) parent: the
+     * median child/parent ratio and its spread. The child's latency_us,
+     * p90_us and cv come from its side of the samples; its launch metrics
+     * are filled too and rec.status becomes "ok". A failure of the child
+     * while compared (a crash, a timeout, a corrupted resident state) sets
+     * its rec.status and rec.error, with *ratio NaN. Returns -1 only when
+     * the comparison cannot be made at all (then the run stops: a
+     * comparison that cannot be made must not be guessed). */
     int (*compare)(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err);
-    /* Drop what prepare() kept for a child. */
+    /* Drop what the evaluator keeps for a child (waiting for its
+     * compilations still in flight). */
     void (*release)(void *ctx, Child *kid);
 } EvaluatorOps;
 
@@ -131,6 +147,11 @@ typedef struct EvolveSummary {
  * failure, no valid baseline). */
 int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps *ev, void *ev_ctx,
                const EvolveConfig *cfg, int64_t resume_run_id, EvolveSummary *summary, EvoErr *err);
+
+/* Evaluate one child completely, with no parent: both stages' gates and
+ * its timing (what `check` and `bench` do). Returns what the ops return;
+ * the outcome is in kid->rec. */
+int evolve_evaluate(const EvaluatorOps *ev, void *ev_ctx, Child *kid, EvoErr *err);
 
 /* A zeroed Child with room for nparams values and "NULL" records, and its
  * release: the evaluator's state (through ev->release, when ev is given)

@@ -6,6 +6,7 @@
 #include "evolve.h"
 #include "ops.h"
 #include "device.h"
+#include "fake_eval.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,14 +16,7 @@ static char tmpdir[256];
 static Task *task;
 static DeviceInfo dev;
 
-/* ---- a synthetic evaluator ------------------------------------------- */
-
-typedef struct Fake {
-    int    prepares, evaluates, compares;
-    char   seen[4096][64];   /* keys evaluated, to catch double evaluation */
-    int    nseen;
-    int    double_eval;
-} Fake;
+/* ---- a synthetic evaluator (fake_eval.h) ------------------------------ */
 
 static int64_t pval(const Child *c, const char *name)
 {
@@ -36,65 +30,26 @@ static double model_us(const Child *c)
     return 10.0 + fabs(log2(b / 256.0)) * 2.0 + (4.0 / u) + (s - 1) * 1.5;
 }
 
-static int fake_prepare(void *ctx, Child **kids, int n, EvoErr *err)
+static const char *compile_error(const Child *c)
 {
-    Fake *f = ctx;
-    for (int i = 0; i < n; i++) {
-        Child *c = kids[i];
-        f->prepares++;
-        char hex[65];
-        c->source_text = xasprintf("// %s\n", c->params_key);
-        sha256_hex(c->source_text, strlen(c->source_text), hex);
-        c->rec.source_hash = xstrdup(hex);
-        c->priv = c;   /* anything non-NULL: release() must be called */
-        if (pval(c, "BLOCK") == 64 && pval(c, "UNROLL") == 4) {
-            c->rec.status = xstrdup("compile_error");
-            c->rec.error = xstrdup("synthetic compile error");
-        }
-    }
-    (void)err;
-    return 0;
+    return pval(c, "BLOCK") == 64 && pval(c, "UNROLL") == 4 ? "synthetic compile error" : NULL;
 }
 
-static int fake_evaluate(void *ctx, Child *c, EvoErr *err)
+/* BLOCK=512, UNROLL=2 fails the gate at the benchmark shape; SPLITS=2 with
+ * UNROLL=1 passes it and fails on another shape (stage B). */
+static const char *gate_error(const Child *c, int stage)
 {
-    Fake *f = ctx;
-    f->evaluates++;
-    for (int i = 0; i < f->nseen; i++)
-        if (strcmp(f->seen[i], c->params_key) == 0)
-            f->double_eval++;
-    if (f->nseen < 4096)
-        snprintf(f->seen[f->nseen++], sizeof(f->seen[0]), "%s", c->params_key);
-    if (pval(c, "BLOCK") == 512 && pval(c, "UNROLL") == 2) {
-        c->rec.status = xstrdup("incorrect");
-        c->rec.error = xstrdup("mismatch: max abs err 0.5");
-        return 0;
-    }
-    c->rec.status = xstrdup("ok");
-    c->rec.latency_us = model_us(c);
-    c->rec.p90_us = c->rec.latency_us * 1.01;
-    c->rec.cv = 0.003;
-    (void)err;
-    return 0;
+    if (stage == 1 && pval(c, "BLOCK") == 512 && pval(c, "UNROLL") == 2)
+        return "mismatch: max abs err 0.5";
+    if (stage == 2 && pval(c, "SPLITS") == 2 && pval(c, "UNROLL") == 1)
+        return "mismatch on another shape";
+    return NULL;
 }
 
-static int fake_compare(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err)
+static FakeEval *fake_new(void)
 {
-    Fake *f = ctx;
-    f->compares++;
-    *ratio = model_us(kid) / model_us(parent);
-    *spread = 0.004;
-    (void)err;
-    return 0;
+    return fake_eval_new(model_us, compile_error, gate_error);
 }
-
-static void fake_release(void *ctx, Child *kid)
-{
-    (void)ctx;
-    kid->priv = NULL;
-}
-
-static const EvaluatorOps fake_ops = {"fake", fake_prepare, fake_evaluate, fake_compare, fake_release};
 
 static EvolveConfig config(const char *strategy, int gens)
 {
@@ -207,11 +162,11 @@ static void test_operators(void)
 static void test_run_bookkeeping(void)
 {
     Store *s = fresh_store("run.db");
-    Fake *f = xcalloc(1, sizeof(Fake));
+    FakeEval *f = fake_new();
     EvolveConfig c = config("evolve", 6);
     EvolveSummary sum;
     EvoErr err;
-    CHECK_MSG(evolve_run(s, task, &dev, &fake_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
     CHECK(sum.run_id > 0);
     CHECK(sum.generations_done == 7);
     CHECK(f->double_eval == 0);
@@ -279,22 +234,22 @@ static void test_run_bookkeeping(void)
 static void test_determinism(void)
 {
     Store *s1 = fresh_store("det1.db"), *s2 = fresh_store("det2.db");
-    Fake *f1 = xcalloc(1, sizeof(Fake)), *f2 = xcalloc(1, sizeof(Fake));
+    FakeEval *f1 = fake_new(), *f2 = fake_new();
     EvolveConfig c = config("evolve", 4);
     EvolveSummary a, b;
     EvoErr err;
-    CHECK(evolve_run(s1, task, &dev, &fake_ops, f1, &c, 0, &a, &err) == 0);
-    CHECK(evolve_run(s2, task, &dev, &fake_ops, f2, &c, 0, &b, &err) == 0);
+    CHECK(evolve_run(s1, task, &dev, &fake_eval_ops, f1, &c, 0, &a, &err) == 0);
+    CHECK(evolve_run(s2, task, &dev, &fake_eval_ops, f2, &c, 0, &b, &err) == 0);
     char *k1 = keys_of(s1, a.run_id), *k2 = keys_of(s2, b.run_id);
     CHECK_STR(k1, k2);
     free(k1);
     free(k2);
     /* Another seed proposes something else. */
     Store *s3 = fresh_store("det3.db");
-    Fake *f3 = xcalloc(1, sizeof(Fake));
+    FakeEval *f3 = fake_new();
     c.seed = 12345;
     EvolveSummary d;
-    CHECK(evolve_run(s3, task, &dev, &fake_ops, f3, &c, 0, &d, &err) == 0);
+    CHECK(evolve_run(s3, task, &dev, &fake_eval_ops, f3, &c, 0, &d, &err) == 0);
     char *k3 = keys_of(s3, d.run_id);
     k1 = keys_of(s1, a.run_id);
     CHECK(strcmp(k1, k3) != 0);
@@ -312,11 +267,11 @@ static void test_resume(void)
 {
     /* The reference: an uninterrupted run. */
     Store *ref = fresh_store("resume_ref.db");
-    Fake *fr = xcalloc(1, sizeof(Fake));
+    FakeEval *fr = fake_new();
     EvolveConfig c = config("evolve", 5);
     EvolveSummary rs;
     EvoErr err;
-    CHECK(evolve_run(ref, task, &dev, &fake_ops, fr, &c, 0, &rs, &err) == 0);
+    CHECK(evolve_run(ref, task, &dev, &fake_eval_ops, fr, &c, 0, &rs, &err) == 0);
     char *want = keys_of(ref, rs.run_id);
 
     /* Stopped after k commits (as if killed), at several points, then resumed. */
@@ -324,28 +279,41 @@ static void test_resume(void)
         char name[64];
         snprintf(name, sizeof(name), "resume_%d.db", k);
         Store *s = fresh_store(name);
-        Fake *f = xcalloc(1, sizeof(Fake));
+        FakeEval *f = fake_new();
         volatile int stop = 0;
         EvolveConfig c1 = c;
         c1.stop = &stop;
         c1.stop_after = k;
         EvolveSummary s1;
-        CHECK(evolve_run(s, task, &dev, &fake_ops, f, &c1, 0, &s1, &err) == 0);
+        CHECK(evolve_run(s, task, &dev, &fake_eval_ops, f, &c1, 0, &s1, &err) == 0);
         CHECK(s1.interrupted);
         RunRecord r;
         CHECK(store_run_get(s, s1.run_id, &r, &err) == 1);
         CHECK_STR(r.status, "interrupted");
         run_record_free(&r);
-        int evals_before = f->evaluates;
+        /* What the stop left gated but uncommitted (children between
+         * stage A and stage B) is lost, as after kill -9, and judged again. */
+        char *committed = keys_of(s, s1.run_id);
+        int inflight = f->nseen;
+        for (int i = 0; i < f->nseen; i++)
+            if (strstr(committed, f->seen[i]))
+                inflight--;
         EvolveSummary s2;
-        CHECK_MSG(evolve_run(s, task, &dev, &fake_ops, f, &c, s1.run_id, &s2, &err) == 0, "%s", err.msg);
+        CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, s1.run_id, &s2, &err) == 0, "%s", err.msg);
         CHECK(!s2.interrupted);
         CHECK(s2.run_id == s1.run_id);
-        CHECK_MSG(f->double_eval == 0, "k=%d: %d candidates evaluated twice", k, f->double_eval);
+        CHECK_MSG(f->double_eval == inflight, "k=%d: %d candidates evaluated twice, %d were in flight", k,
+                  f->double_eval, inflight);
+        for (int i = 0; i < f->nseen; i++)
+            for (int j = 0; j < i; j++)
+                if (strcmp(f->seen[i], f->seen[j]) == 0)
+                    CHECK_MSG(!strstr(committed, f->seen[i]), "k=%d: committed %s was judged again", k,
+                              f->seen[i]);
+        free(committed);
         char *got = keys_of(s, s1.run_id);
         CHECK_STR(got, want);
         free(got);
-        CHECK(f->evaluates - evals_before == fr->evaluates - evals_before);
+        CHECK(f->evaluates == fr->evaluates + inflight);
         store_close(&s);
         free(f);
     }
@@ -357,11 +325,11 @@ static void test_resume(void)
 static void test_exhaustive(void)
 {
     Store *s = fresh_store("exh.db");
-    Fake *f = xcalloc(1, sizeof(Fake));
+    FakeEval *f = fake_new();
     EvolveConfig c = config("exhaustive", 0);
     EvolveSummary sum;
     EvoErr err;
-    CHECK_MSG(evolve_run(s, task, &dev, &fake_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
     /* Count the valid space by brute force. */
     int valid = 0;
     double best = INFINITY;
@@ -397,7 +365,7 @@ static void test_bad_baseline(void)
 {
     /* A baseline that fails stops the run with a clear message. */
     Store *s = fresh_store("badbase.db");
-    Fake *f = xcalloc(1, sizeof(Fake));
+    FakeEval *f = fake_new();
     EvolveConfig c = config("evolve", 2);
     c.baseline_source = "extern \"C\" __global__ void scale_main() {}";
     /* The fake evaluator fails BLOCK=512/UNROLL=2: make that the default. */
@@ -411,7 +379,7 @@ static void test_bad_baseline(void)
     int64_t vals[8];
     task_defaults(t2, vals);
     EvolveSummary sum;
-    int rc = evolve_run(s, t2, &dev, &fake_ops, f, &c, 0, &sum, &err);
+    int rc = evolve_run(s, t2, &dev, &fake_eval_ops, f, &c, 0, &sum, &err);
     CHECK(rc == 0);   /* the default (BLOCK=128) is fine even with a custom source */
     RunRecord r;
     CHECK(store_run_get(s, sum.run_id, &r, &err) == 1);
@@ -422,6 +390,54 @@ static void test_bad_baseline(void)
     run_record_free(&r);
     task = saved;
     task_free(&t2);
+    store_close(&s);
+    free(f);
+}
+
+/* Staged evaluation: stage B (the other shapes) only for children that
+ * would be accepted and for parent-less ones; a child that passes the
+ * benchmark shape and fails another is never accepted nor a parent; a
+ * child's latency comes from its A/B (no timing request with a parent). */
+static void test_staged(void)
+{
+    Store *s = fresh_store("staged.db");
+    FakeEval *f = fake_new();
+    EvolveConfig c = config("evolve", 8);
+    EvolveSummary sum;
+    EvoErr err;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+    CandidateRecord *l;
+    int n;
+    CHECK(store_candidate_list(s, sum.run_id, STORE_ALL_BY_ID, 0, &l, &n, &err) == 0);
+    int parentless = 0, stage_b = 0, reverted = 0, late_fail = 0;
+    for (int i = 0; i < n; i++) {
+        if (l[i].parent_id == 0)
+            parentless++;
+        if (strcmp(l[i].decision, "reverted") == 0)
+            reverted++;
+        if (strcmp(l[i].decision, "accepted") == 0 || strcmp(l[i].decision, "baseline") == 0)
+            stage_b++;
+        if (l[i].error && strstr(l[i].error, "another shape")) {
+            late_fail++;
+            CHECK_STR(l[i].decision, "failed");
+            /* it was compared first and would have been accepted, or needed the full gate */
+            CHECK(l[i].parent_id == 0 || l[i].ratio_to_parent <= 1.02 || strcmp(l[i].operator, "random") == 0);
+        }
+        for (int j = 0; j < n; j++)
+            if (l[j].parent_id == l[i].id || l[j].parent2_id == l[i].id)
+                CHECK_MSG(strcmp(l[i].status, "ok") == 0 && strcmp(l[i].decision, "reverted") != 0,
+                          "candidate %lld (%s, %s) is a parent", (long long)l[i].id, l[i].status, l[i].decision);
+    }
+    CHECK(late_fail > 0);
+    CHECK(reverted > 0);
+    /* Stage-B gates: the accepted, the stage-B failures, nothing for the reverted. */
+    CHECK_MSG(f->gates[2] == stage_b + late_fail, "stage-B gates %d, accepted+baseline %d, late failures %d",
+              f->gates[2], stage_b, late_fail);
+    CHECK(f->gates[2] < f->gates[1]);
+    /* Timing requests only for parent-less candidates; the rest from the A/B. */
+    CHECK_MSG(f->times <= parentless, "%d timing requests for %d parent-less candidates", f->times, parentless);
+    CHECK(f->compares > 0);
+    store_candidates_free(l, n);
     store_close(&s);
     free(f);
 }
@@ -452,6 +468,7 @@ int main(void)
     RUN(test_resume);
     RUN(test_exhaustive);
     RUN(test_bad_baseline);
+    RUN(test_staged);
     task_free(&task);
     char *cmd = xasprintf("rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

@@ -34,8 +34,7 @@ static void child_drop(Child *c)
 static int eval(Child *c)
 {
     EvoErr err;
-    Child *one = c;
-    if (gpueval_ops.prepare(ge, &one, 1, &err) || (!c->rec.status && gpueval_ops.evaluate(ge, c, &err))) {
+    if (evolve_evaluate(&gpueval_ops, ge, c, &err)) {
         fprintf(stderr, "evaluate: %s\n", err.msg);
         return -1;
     }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "evolve.h"
+#include "fake_eval.h"
 #include "llmop.h"
 #include "msg.h"
 #include "ops.h"
@@ -40,11 +41,6 @@ static DeviceInfo dev;
  * times the kernel's "FAKE:FACTOR=x" marker (1 for the template). A kernel
  * with "#error" fails to compile; one with "FAKE:INCORRECT" fails the gate. */
 
-typedef struct Fake {
-    int  evaluates, double_eval, nseen;
-    char seen[1024][96];
-} Fake;
-
 static int64_t pval(const Child *c, const char *name)
 {
     return c->vals[task_param_index(task, name)];
@@ -60,65 +56,17 @@ static double model_us(const Child *c)
     return (10.0 + fabs(log2(b / 256.0)) * 2.0 + (4.0 / u) + (s - 1) * 1.5) * f;
 }
 
-static int fake_prepare(void *ctx, Child **kids, int n, EvoErr *err)
+static const char *compile_error(const Child *c)
 {
-    (void)ctx;
-    (void)err;
-    for (int i = 0; i < n; i++) {
-        Child *c = kids[i];
-        char hex[65];
-        c->source_text = xasprintf("// %s\n%s", c->params_key, c->custom_source ? c->custom_source : "template");
-        sha256_hex(c->source_text, strlen(c->source_text), hex);
-        c->rec.source_hash = xstrdup(hex);
-        c->priv = c;
-        if (c->custom_source && strstr(c->custom_source, "#error")) {
-            c->rec.status = xstrdup("compile_error");
-            c->rec.error = xstrdup("fake nvrtc: #error deliberate");
-        }
-    }
-    return 0;
+    return c->custom_source && strstr(c->custom_source, "#error") ? "fake nvrtc: #error deliberate" : NULL;
 }
 
-static int fake_evaluate(void *ctx, Child *c, EvoErr *err)
+static const char *gate_error(const Child *c, int stage)
 {
-    Fake *f = ctx;
-    (void)err;
-    f->evaluates++;
-    for (int i = 0; i < f->nseen; i++)
-        if (strcmp(f->seen[i], c->params_key) == 0)
-            f->double_eval++;
-    if (f->nseen < 1024)
-        snprintf(f->seen[f->nseen++], sizeof(f->seen[0]), "%s", c->params_key);
-    if (c->custom_source && strstr(c->custom_source, "FAKE:INCORRECT")) {
-        c->rec.status = xstrdup("incorrect");
-        c->rec.error = xstrdup("fake gate: mismatch at Y[101]");
-        return 0;
-    }
-    c->rec.status = xstrdup("ok");
-    c->rec.latency_us = model_us(c);
-    c->rec.ctas = 24;
-    c->rec.threads = pval(c, "BLOCK");
-    c->rec.occupancy = 4;
-    c->rec.registers = 32;
-    return 0;
+    return stage == 1 && c->custom_source && strstr(c->custom_source, "FAKE:INCORRECT")
+               ? "fake gate: mismatch at Y[101]"
+               : NULL;
 }
-
-static int fake_compare(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err)
-{
-    (void)ctx;
-    (void)err;
-    *ratio = model_us(kid) / model_us(parent);
-    *spread = 0.002;
-    return 0;
-}
-
-static void fake_release(void *ctx, Child *kid)
-{
-    (void)ctx;
-    kid->priv = NULL;
-}
-
-static const EvaluatorOps fake_ops = {"fake", fake_prepare, fake_evaluate, fake_compare, fake_release};
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -194,7 +142,7 @@ static void test_loop(void)
     Store *st = NULL;
     EvoErr err;
     CHECK(store_open(&st, dbp, &err) == 0);
-    Fake *f = xcalloc(1, sizeof(Fake));
+    FakeEval *f = fake_eval_new(model_us, compile_error, gate_error);
     EvolveConfig c = loop_config(7, op);
     EvolveSummary sum;
 
@@ -205,7 +153,7 @@ static void test_loop(void)
     dup2(fd, 2);
     close(fd);
     double t0 = time_now_ms();
-    int rc = evolve_run(st, task, &dev, &fake_ops, f, &c, 0, &sum, &err);
+    int rc = evolve_run(st, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err);
     double wall = time_now_ms() - t0;
     fflush(stderr);
     dup2(saved, 2);
@@ -353,17 +301,17 @@ static void test_resume(void)
     Store *st = NULL;
     EvoErr err;
     CHECK(store_open(&st, dbp, &err) == 0);
-    Fake *f = xcalloc(1, sizeof(Fake));
+    FakeEval *f = fake_eval_new(model_us, compile_error, gate_error);
     volatile int stop = 0;
     EvolveConfig c = loop_config(3, op);
     c.stop = &stop;
     c.stop_after = 7;   /* gen 0 commits 4, gen 1 two parametric, then the first LLM child */
     EvolveSummary s1, s2;
-    CHECK_MSG(evolve_run(st, task, &dev, &fake_ops, f, &c, 0, &s1, &err) == 0, "%s", err.msg);
+    CHECK_MSG(evolve_run(st, task, &dev, &fake_eval_ops, f, &c, 0, &s1, &err) == 0, "%s", err.msg);
     CHECK(s1.interrupted);
     c.stop = NULL;
     c.stop_after = 0;
-    CHECK_MSG(evolve_run(st, task, &dev, &fake_ops, f, &c, s1.run_id, &s2, &err) == 0, "%s", err.msg);
+    CHECK_MSG(evolve_run(st, task, &dev, &fake_eval_ops, f, &c, s1.run_id, &s2, &err) == 0, "%s", err.msg);
     CHECK(!s2.interrupted);
     CHECK(s2.generations_done == 4);
     CHECK(f->double_eval == 0);

@@ -1,0 +1,115 @@
+/* fake_eval: see fake_eval.h. */
+#include "fake_eval.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+FakeEval *fake_eval_new(double (*model_us)(const Child *), const char *(*compile_error)(const Child *),
+                        const char *(*gate_error)(const Child *, int))
+{
+    FakeEval *f = xcalloc(1, sizeof(*f));
+    f->model_us = model_us;
+    f->compile_error = compile_error;
+    f->gate_error = gate_error;
+    return f;
+}
+
+static void fail(Child *c, const char *status, const char *msg)
+{
+    c->rec.status = xstrdup(status);
+    c->rec.error = xstrdup(msg);
+}
+
+static int fake_submit(void *ctx, Child *c, int stage, EvoErr *err)
+{
+    FakeEval *f = ctx;
+    (void)err;
+    if (c->rec.status)
+        return 0;
+    f->submits[stage]++;
+    if (stage == 1 && !c->priv) {
+        char hex[65];
+        c->source_text = xasprintf("// %s\n%s", c->params_key, c->custom_source ? c->custom_source : "template");
+        sha256_hex(c->source_text, strlen(c->source_text), hex);
+        c->rec.source_hash = xstrdup(hex);
+        c->priv = c;   /* anything non-NULL: release() must be called */
+    }
+    return 0;
+}
+
+static int fake_gate(void *ctx, Child *c, int stage, EvoErr *err)
+{
+    FakeEval *f = ctx;
+    if (c->rec.status)
+        return 0;
+    if (!c->priv)
+        return err_set(err, "fake gate: stage %d of a child never submitted", stage);
+    f->gates[stage]++;
+    if (stage == 1) {
+        f->evaluates++;
+        for (int i = 0; i < f->nseen; i++)
+            if (strcmp(f->seen[i], c->params_key) == 0)
+                f->double_eval++;
+        if (f->nseen < 4096)
+            snprintf(f->seen[f->nseen++], sizeof(f->seen[0]), "%s", c->params_key);
+        const char *ce = f->compile_error ? f->compile_error(c) : NULL;
+        if (ce) {
+            fail(c, "compile_error", ce);
+            return 0;
+        }
+    }
+    const char *ge = f->gate_error ? f->gate_error(c, stage) : NULL;
+    c->rec.gate_stage = stage == 1 ? GATE_STAGE_BENCH : GATE_STAGE_FULL;
+    if (ge)
+        fail(c, "incorrect", ge);
+    return 0;
+}
+
+static void fill(FakeEval *f, Child *c)
+{
+    free(c->rec.status);
+    c->rec.status = xstrdup("ok");
+    c->rec.latency_us = f->model_us(c);
+    c->rec.p90_us = c->rec.latency_us * 1.01;
+    c->rec.cv = 0.003;
+    c->rec.ctas = 24;
+    c->rec.occupancy = 4;
+    c->rec.registers = 32;
+}
+
+static int fake_time(void *ctx, Child *c, EvoErr *err)
+{
+    FakeEval *f = ctx;
+    if (c->rec.status)
+        return 0;
+    if (c->rec.gate_stage < GATE_STAGE_BENCH)
+        return err_set(err, "fake time: a child that was not gated");
+    f->times++;
+    fill(f, c);
+    return 0;
+}
+
+static int fake_compare(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err)
+{
+    FakeEval *f = ctx;
+    *ratio = *spread = NAN;
+    if (kid->rec.status && strcmp(kid->rec.status, "ok") != 0)
+        return 0;
+    if (kid->rec.gate_stage < GATE_STAGE_BENCH || !parent->priv)
+        return err_set(err, "fake compare: a candidate that was not gated or prepared");
+    f->compares++;
+    *ratio = f->model_us(kid) / f->model_us(parent);
+    *spread = 0.004;
+    fill(f, kid);
+    return 0;
+}
+
+static void fake_release(void *ctx, Child *kid)
+{
+    (void)ctx;
+    kid->priv = NULL;
+}
+
+const EvaluatorOps fake_eval_ops = {"fake", fake_submit, fake_gate, fake_time, fake_compare, fake_release};
