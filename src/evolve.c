@@ -13,6 +13,7 @@
 
 #include "llmop.h"
 #include "msg.h"
+#include "nvrtc.h"
 #include "ops.h"
 
 #define MAX_ATTEMPTS 64   /* proposals tried per child slot before giving up */
@@ -42,6 +43,9 @@ typedef struct Loop {
     Child               parents[PARENT_CACHE];
     uint64_t            parent_used[PARENT_CACHE];
     uint64_t            parent_tick;
+    /* the next generation's likely children, compiling ahead (speculate()) */
+    Child              *spec;
+    int                 nspec;
 } Loop;
 
 int evolve_should_revert(double ratio, double threshold)
@@ -593,6 +597,75 @@ static int commit_one(Loop *L, Child *c, int64_t req_id, GenerationRecord *g, Ev
     return 0;
 }
 
+/* ---- speculation ------------------------------------------------------ */
+
+static void spec_free(Loop *L)
+{
+    for (int i = 0; i < L->nspec; i++)
+        child_free(L, &L->spec[i]);
+    free(L->spec);
+    L->spec = NULL;
+    L->nspec = 0;
+}
+
+static int by_latency(const void *a, const void *b)
+{
+    const CandidateRecord *x = a, *y = b;
+    return x->latency_us < y->latency_us ? -1 : x->latency_us > y->latency_us;
+}
+
+/* While generation gen's stage B runs (the GPU waiting for the other
+ * units of its would-be-accepted children), propose generation gen + 1 as
+ * if every one of those children passes, and queue the compilation of the
+ * proposals' benchmark-shape units. Nothing else is kept: generation
+ * gen + 1 waits for these compilations (spec_free), is proposed again
+ * from the committed state, and its children find their units in the
+ * compile cache. A wrong guess costs CPU, never a different proposal.
+ * Best effort: errors only mean no speculation. */
+static void speculate(Loop *L, int64_t gen, Child *kids, const int *later, int nlater)
+{
+    const EvolveConfig *cfg = L->cfg;
+    spec_free(L);
+    /* Without a stage B to wait for, the next generation starts at once;
+     * without the compile cache, nothing would be kept. */
+    if (nlater == 0 || !nvrtc_cache_enabled() || strcmp(cfg->strategy, "evolve") != 0 ||
+        gen + 1 > cfg->generations || cfg->children <= 0 || (cfg->stop && *cfg->stop) || time_limit_hit(L))
+        return;
+    EvoErr e;
+    CandidateRecord *pop = NULL;
+    int npop = 0;
+    if (load_population(L, gen + 1, &pop, &npop, &e))
+        return;
+    CandidateRecord *all = xcalloc((size_t)(npop + nlater) + 1, sizeof(*all));
+    int m = 0;
+    for (int i = 0; i < npop; i++)
+        all[m++] = pop[i];
+    for (int k = 0; k < nlater; k++) {
+        const Child *c = &kids[later[k]];
+        CandidateRecord *r = &all[m++];
+        candidate_record_init(r);
+        r->id = -1 - k;
+        r->generation = gen;
+        r->params_json = task_params_json(L->task, c->vals);
+        r->params_key = xstrdup(c->params_key);
+        r->latency_us = c->rec.latency_us;
+    }
+    qsort(all, (size_t)m, sizeof(*all), by_latency);
+    int keep = m < cfg->population ? m : cfg->population;
+    L->spec = xcalloc((size_t)cfg->children + 1, sizeof(Child));
+    int *done = xcalloc((size_t)cfg->children + 1, sizeof(int));
+    int n = propose(L, gen + 1, all, keep, L->spec, cfg->children, done, &e);
+    L->nspec = n > 0 ? n : 0;
+    for (int i = 0; i < L->nspec; i++)
+        if (!done[i] && L->ev->submit(L->ev_ctx, &L->spec[i], 1, &e))
+            break;
+    free(done);
+    for (int i = 0; i < m; i++)
+        candidate_record_free(&all[i]);
+    free(all);
+    free(pop);
+}
+
 /* Evaluate and commit each child of kids[0..n) not marked done, as a
  * pipeline: every child's benchmark-shape unit is queued for compilation
  * at once; the GPU gates and compares each child as soon as its unit is
@@ -602,7 +675,7 @@ static int commit_one(Loop *L, Child *c, int64_t req_id, GenerationRecord *g, Ev
  * on resume) or the time limit (children already in stage B are
  * finished); -1 on an error. */
 static int decide_all(Loop *L, Child *kids, const int *done, int n, GenerationRecord *g, int64_t *req_ids,
-                      EvoErr *err)
+                      int ahead, EvoErr *err)
 {
     int *later = xcalloc((size_t)n + 1, sizeof(int));
     int nlater = 0, rc = -1;
@@ -628,6 +701,8 @@ static int decide_all(Loop *L, Child *kids, const int *done, int n, GenerationRe
         if (time_limit_hit(L))
             break;
     }
+    if (ahead)
+        speculate(L, g->generation, kids, later, nlater);
     for (int k = 0; k < nlater; k++) {
         if (L->cfg->stop && *L->cfg->stop) {
             L->sum->interrupted = 1;
@@ -766,7 +841,7 @@ static int llm_answers(Loop *L, int64_t gen, GenerationRecord *g, LlmOpAnswer *a
             goto out;
     }
     live_line(L, "gen %lld: evaluating %d LLM children", (long long)gen, nk);
-    rc = decide_all(L, kids, NULL, nk, g, req_ids, err);
+    rc = decide_all(L, kids, NULL, nk, g, req_ids, 0, err);
 out:
     for (int i = 0; i < n; i++)
         llm_result_free(&ans[i].res);
@@ -801,6 +876,7 @@ static int llm_collect_generation(Loop *L, int64_t gen, GenerationRecord *g, Evo
 static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
 {
     double t0 = time_now_ms();
+    spec_free(L);   /* the speculative compilations land in the cache first */
     GenerationRecord g = {.run_id = L->run.id, .generation = gen, .best_latency_us = NAN};
     CandidateRecord *pop = NULL;
     int npop = 0;
@@ -823,7 +899,7 @@ static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
         n = 0;
         goto out;
     }
-    if (decide_all(L, kids, done, n, &g, NULL, err))
+    if (decide_all(L, kids, done, n, &g, NULL, 1, err))
         goto out;
     if (nllm > 0 && !L->sum->interrupted && llm_collect_generation(L, gen, &g, err))
         goto out;
@@ -894,7 +970,7 @@ static int setup_baseline(Loop *L, EvoErr *err)
     }
     GenerationRecord g = {.run_id = L->run.id, .generation = 0};
     live_line(L, "baseline: compiling");
-    if (decide_all(L, b, NULL, 1, &g, NULL, err))
+    if (decide_all(L, b, NULL, 1, &g, NULL, 0, err))
         return -1;
     if (!b->rec.id)
         return err_set(err, "the baseline was not evaluated (stopped)");
@@ -1016,6 +1092,7 @@ out:
     for (int i = 0; i < PARENT_CACHE; i++)
         if (L.parents[i].vals)
             child_free(&L, &L.parents[i]);
+    spec_free(&L);
     free(L.base_kernel);
     run_record_free(&L.run);
     return rc;

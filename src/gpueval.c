@@ -114,8 +114,8 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
 {
     GpuEval *g = ctx;
     Priv *pv = c->priv;
-    if (c->rec.status)
-        return 0;
+    if (c->rec.status && strcmp(c->rec.status, "ok") != 0)
+        return 0;   /* failed already ("ok": passed stage A and its A/B) */
     if (stage == 1 && !pv) {
         PrepInput in = {.vals = c->vals, .custom_source = c->custom_source};
         Prepared p;
@@ -278,11 +278,14 @@ static int ge_gate(void *ctx, Child *c, int stage, EvoErr *err)
     if (r->status)
         return 0;
     /* The correctness gate, every seed. */
+    double t1 = time_now_ms();
     json_t *gj = gate_json_load(r);
     StrBuf log = {0};
     int rc = 0;
     for (int s = s0; s < s1 && !r->status && rc == 0; s++)
         rc = gate_shape(g, c, pv, s, gj, &log, err);
+    sb_printf(&log, "stage %d: waited %.1f ms for compilation and loading, gate %.1f ms\n", stage, t1 - t0,
+              time_now_ms() - t1);
     char *gs = json_dumps(gj, JSON_COMPACT);
     set_str(&r->gate_json, gs);
     free(gs);

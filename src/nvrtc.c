@@ -101,6 +101,14 @@ static char *cache_dir_get(void)
     return dir;
 }
 
+int nvrtc_cache_enabled(void)
+{
+    pthread_mutex_lock(&g_dir_lock);
+    int on = g_cache_dir != NULL;
+    pthread_mutex_unlock(&g_dir_lock);
+    return on;
+}
+
 /* ---- options and cache key ---------------------------------------------- */
 
 /* "sm_<NN>", optionally with the arch-specific ("a") or family ("f")

@@ -63,6 +63,9 @@ int nvrtc_version(void);
  * only warns. */
 void nvrtc_set_cache_dir(const char *dir);
 
+/* 1 when a cache directory is set (compilations are kept), else 0. */
+int nvrtc_cache_enabled(void);
+
 /* Compile one request. Fills *res (caller frees with nvrtc_result_free).
  * Returns 0 when NVRTC ran (check res->ok for success: a compile error is
  * not a failure of this function), -1 when it could not run at all (err).

@@ -7,6 +7,7 @@
 #include "ops.h"
 #include "device.h"
 #include "fake_eval.h"
+#include "nvrtc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -442,6 +443,35 @@ static void test_staged(void)
     free(f);
 }
 
+/* Speculation (the next generation's units compiled during stage B) only
+ * queues work: the run proposes and commits exactly what it does without. */
+static void test_speculation(void)
+{
+    Store *s1 = fresh_store("spec_off.db"), *s2 = fresh_store("spec_on.db");
+    FakeEval *f1 = fake_new(), *f2 = fake_new();
+    EvolveConfig c = config("evolve", 8);
+    EvolveSummary a, b;
+    EvoErr err;
+    nvrtc_set_cache_dir(NULL);
+    CHECK(evolve_run(s1, task, &dev, &fake_eval_ops, f1, &c, 0, &a, &err) == 0);
+    char *dir = xasprintf("%s/speccache", tmpdir);
+    nvrtc_set_cache_dir(dir);
+    CHECK(evolve_run(s2, task, &dev, &fake_eval_ops, f2, &c, 0, &b, &err) == 0);
+    nvrtc_set_cache_dir(NULL);
+    free(dir);
+    char *k1 = keys_of(s1, a.run_id), *k2 = keys_of(s2, b.run_id);
+    CHECK_STR(k1, k2);
+    CHECK(f1->evaluates == f2->evaluates);
+    CHECK_MSG(f2->submits[1] > f1->submits[1], "speculative submits: %d with, %d without", f2->submits[1],
+              f1->submits[1]);
+    free(k1);
+    free(k2);
+    store_close(&s1);
+    store_close(&s2);
+    free(f1);
+    free(f2);
+}
+
 int main(void)
 {
     const char *root = getenv("EVO_SOURCE_ROOT");
@@ -469,6 +499,7 @@ int main(void)
     RUN(test_exhaustive);
     RUN(test_bad_baseline);
     RUN(test_staged);
+    RUN(test_speculation);
     task_free(&task);
     char *cmd = xasprintf("rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

@@ -175,5 +175,5 @@ extern "C" __global__ void p_late(const float *a, const float *b, float *out, in
     if (i < n)
         out[i] = a[i] + 2.0f * b[i];
     if (i == 0 && atomicAdd(&late_calls, 1u) >= 8)
-        ((float *)a)[-(4096 / 4) - 1] = 7.0f;
+        ((float *)a)[-(4096 / 4) - 4096] = 7.0f;   /* past the red zone, into the resident references */
 }
