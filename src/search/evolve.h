@@ -5,12 +5,28 @@
  * population by tournament (size 3, on latency rank; the population is
  * the P fastest survivors, so the best is always kept: elitist), makes
  * children with the operators of ops.h, skips configurations this run has
- * already evaluated (refilling), compiles the children in parallel, then
- * gates, times and compares each with its parent (interleaved A/B). A
- * child more than `revert_threshold` slower than its parent is `reverted`
- * and never becomes a parent; otherwise it is `accepted` and competes for
- * a place by latency. Every candidate is committed in its own transaction
- * as soon as it is decided.
+ * already evaluated (refilling), and judges each child in two stages:
+ *   stage A  its benchmark-shape unit is compiled, gated on the benchmark
+ *            shape with every seed, and compared with its parent by an
+ *            interleaved A/B (its latency is its side of the A/B);
+ *   stage B  only a child that would be accepted (and the baseline,
+ *            generation 0 and the children of the random and exhaustive
+ *            strategies) compiles its other units and passes the gate on
+ *            every other shape; only then is it accepted.
+ * A child more than `revert_threshold` slower than its parent is
+ * `reverted` (gated on the benchmark shape only: rec.gate_stage BENCH)
+ * and never becomes a parent; otherwise it is `accepted` (gate_stage FULL)
+ * and competes for a place by latency. Every candidate is committed in
+ * its own transaction as soon as it is decided.
+ *
+ * The work is pipelined: every child's benchmark unit is queued for
+ * compilation when the generation starts and the GPU takes each child as
+ * soon as its unit is built, while the rest compile; stage-B units are
+ * queued right after the child's A/B and its full gate runs after the
+ * batch's stage A. Parents stay compiled and loaded in an LRU cache.
+ * While stage B runs, the next generation is proposed as if every child
+ * in stage B passes, and its units compile into the compile cache; the
+ * real proposals are still made from the committed state.
  *
  * Proposals are a pure function of (seed, generation, the population at
  * the start of the generation), and the population only counts candidates

@@ -1,0 +1,387 @@
+/*
+ * evolve: the run and its generations, progress, and the public helpers
+ * of evolve.h. The loop's parts are in stages.c, propose.c and llmgen.c
+ * (loop.h).
+ */
+#include "loop.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "msg.h"
+#include "nvrtc.h"
+#include "ops.h"
+
+
+int evolve_should_revert(double ratio, double threshold)
+{
+    return !(ratio <= 1.0 + threshold);   /* NaN reverts too */
+}
+
+int evolve_tournament(Rng *rng, int n, int k)
+{
+    int best = n;
+    for (int i = 0; i < k; i++) {
+        int x = (int)rng_below(rng, (uint64_t)n);
+        if (x < best)
+            best = x;
+    }
+    return best;
+}
+
+/* ---- children -------------------------------------------------------- */
+
+int evolve_evaluate(const EvaluatorOps *ev, void *ctx, Child *kid, EvoErr *err)
+{
+    if (ev->submit(ctx, kid, 1, err) || ev->gate(ctx, kid, 1, err) || ev->submit(ctx, kid, 2, err) ||
+        ev->gate(ctx, kid, 2, err) || ev->time(ctx, kid, err))
+        return -1;
+    return 0;
+}
+
+void evolve_child_init(Child *c, int nparams)
+{
+    memset(c, 0, sizeof(*c));
+    c->vals = xcalloc((size_t)nparams + 1, sizeof(int64_t));
+    candidate_record_init(&c->rec);
+    compile_record_init(&c->comp);
+}
+
+void evolve_child_clear(Child *c, const EvaluatorOps *ev, void *ev_ctx)
+{
+    if (c->priv && ev && ev->release)
+        ev->release(ev_ctx, c);
+    free(c->vals);
+    free(c->params_key);
+    free(c->source_text);
+    free(c->own_source);
+    candidate_record_free(&c->rec);
+    compile_record_free(&c->comp);
+    memset(c, 0, sizeof(*c));
+}
+
+void loop_child_init(Loop *L, Child *c)
+{
+    evolve_child_init(c, L->np);
+}
+
+void loop_child_free(Loop *L, Child *c)
+{
+    evolve_child_clear(c, L->ev, L->ev_ctx);
+}
+
+/* Rebuild a prepared Child from a committed candidate (a parent). */
+/* ---- progress -------------------------------------------------------- */
+
+void loop_live_line(Loop *L, const char *fmt, ...)
+{
+    if (!L->tty || L->cfg->quiet || L->cfg->json)
+        return;
+    char buf[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\r\033[K%s", buf);
+    fflush(stderr);
+}
+
+void loop_live_clear(Loop *L)
+{
+    if (L->tty && !L->cfg->quiet && !L->cfg->json) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+}
+
+static void fmt_dur(char *buf, size_t n, double s)
+{
+    if (s < 0 || !isfinite(s))
+        snprintf(buf, n, "-");
+    else if (s < 60)
+        snprintf(buf, n, "%.0fs", s);
+    else if (s < 3600)
+        snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
+    else
+        snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
+}
+
+static void report_generation(Loop *L, const GenerationRecord *g, int total_gens)
+{
+    double el = (time_now_ms() - L->t0) / 1000.0;
+    double speed = L->base_latency > 0 && g->best_latency_us > 0 ? L->base_latency / g->best_latency_us : NAN;
+    int left = total_gens - (int)g->generation;
+    double eta = g->generation > 0 ? el / (double)(g->generation + 1) * left : NAN;
+    loop_live_clear(L);
+    if (L->cfg->json) {
+        json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "run", (json_int_t)L->run.id,
+                              "generation", (json_int_t)g->generation, "evaluated", (json_int_t)g->evaluated,
+                              "valid", (json_int_t)g->valid, "accepted", (json_int_t)g->accepted,
+                              "reverted", (json_int_t)g->reverted, "best_id", (json_int_t)g->best_id,
+                              "best_latency_us", g->best_latency_us, "speedup", isnan(speed) ? 0.0 : speed,
+                              "elapsed_s", el);
+        char *s = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", s);
+        free(s);
+        json_decref(o);
+        fflush(stdout);
+        return;
+    }
+    if (L->cfg->quiet)
+        return;
+    char e1[16], e2[16];
+    fmt_dur(e1, sizeof(e1), el);
+    fmt_dur(e2, sizeof(e2), eta);
+    printf("gen %3lld/%-3d  evaluated %3lld  valid %3lld  accepted %3lld  reverted %3lld  best %8.2f us  "
+           "%5.2fx  elapsed %s  eta %s\n",
+           (long long)g->generation, total_gens, (long long)g->evaluated, (long long)g->valid,
+           (long long)g->accepted, (long long)g->reverted, g->best_latency_us, isnan(speed) ? 0.0 : speed, e1, e2);
+    fflush(stdout);
+}
+
+/* ---- limits ---------------------------------------------------------- */
+
+int loop_time_limit_hit(Loop *L)
+{
+    if (L->cfg->time_limit_s > 0 && (time_now_ms() - L->t0) / 1000.0 >= L->cfg->time_limit_s) {
+        L->sum->interrupted = 1;
+        return 1;
+    }
+    if (L->cfg->stop && *L->cfg->stop) {
+        L->sum->interrupted = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- generations ----------------------------------------------------- */
+
+static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
+{
+    double t0 = time_now_ms();
+    loop_spec_free(L);   /* the speculative compilations land in the cache first */
+    GenerationRecord g = {.run_id = L->run.id, .generation = gen, .best_latency_us = NAN};
+    CandidateRecord *pop = NULL;
+    int npop = 0;
+    if (gen > 0 && loop_load_population(L, gen, &pop, &npop, err))
+        return -1;
+    int nllm = loop_llm_slots(L, gen, npop, err);
+    if (nllm < 0) {
+        store_candidates_free(pop, npop);
+        return -1;
+    }
+    int want = gen == 0 ? L->cfg->population - 1 : L->cfg->children - nllm;
+    Child *kids = xcalloc((size_t)want + 1, sizeof(Child));
+    int *done = xcalloc((size_t)want + 1, sizeof(int));
+    int rc = -1, n = 0;
+    /* The LLM requests go out first, to travel while the others compile and run. */
+    if (nllm > 0 && loop_llm_submit_generation(L, gen, pop, npop, nllm, err))
+        goto out;
+    n = want > 0 ? loop_propose(L, gen, pop, npop, kids, want, done, err) : 0;
+    if (n < 0) {
+        n = 0;
+        goto out;
+    }
+    if (loop_decide_all(L, kids, done, n, &g, NULL, 1, err))
+        goto out;
+    if (nllm > 0 && !L->sum->interrupted && loop_llm_collect_generation(L, gen, &g, err))
+        goto out;
+    rc = 0;
+out:
+    if (rc && L->cfg->llm)
+        llmop_discard(L->cfg->llm);
+    if (L->cfg->llm && L->sum->interrupted)
+        llmop_discard(L->cfg->llm);
+    for (int i = 0; i < n; i++)
+        loop_child_free(L, &kids[i]);
+    free(kids);
+    free(done);
+    store_candidates_free(pop, npop);
+    if (rc == 0 && !L->sum->interrupted) {
+        /* The generation's best counts everything committed in it (a resumed
+         * generation too), so read it back from the store. */
+        g.wall_ms = time_now_ms() - t0;
+        CandidateRecord *best = NULL;
+        int nb = 0;
+        if (store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 1, &best, &nb, err) == 0 && nb) {
+            g.best_id = best[0].id;
+            g.best_latency_us = best[0].latency_us;
+        }
+        store_candidates_free(best, nb);
+        if (store_generation_put(L->st, &g, err))
+            return -1;
+        L->run.generations_done = gen + 1;
+        if (store_run_update(L->st, &L->run, err))
+            return -1;
+        L->sum->generations_done = (int)gen + 1;
+        report_generation(L, &g, total_gens);
+    }
+    return rc;
+}
+
+/* ---- the run --------------------------------------------------------- */
+
+/* Evaluate and commit the baseline, or reload it on resume. */
+static int setup_baseline(Loop *L, EvoErr *err)
+{
+    if (L->run.baseline_id) {
+        CandidateRecord r;
+        if (store_candidate_get(L->st, L->run.baseline_id, &r, err) != 1)
+            return err_set(err, "run %lld: its baseline %lld is missing", (long long)L->run.id,
+                           (long long)L->run.baseline_id);
+        int rc = loop_child_from_record(L, &r, &L->baseline, err);
+        L->base_latency = r.latency_us;
+        candidate_record_free(&r);
+        if (rc == 0 && L->baseline.own_source)
+            L->base_kernel = xstrdup(L->baseline.own_source);
+        return rc;
+    }
+    Child *b = &L->baseline;
+    loop_child_init(L, b);
+    task_defaults(L->task, b->vals);
+    b->op = "baseline";
+    if (L->cfg->baseline_source) {
+        char hex[65];
+        sha256_hex(L->cfg->baseline_source, strlen(L->cfg->baseline_source), hex);
+        b->custom_source = L->cfg->baseline_source;
+        b->params_key = ops_params_key(L->task, b->vals, hex);
+        L->base_kernel = xstrdup(L->cfg->baseline_source);
+        if (store_kernel_put(L->st, L->cfg->baseline_source, "source", 0, err))
+            return -1;
+    } else {
+        b->params_key = ops_params_key(L->task, b->vals, NULL);
+    }
+    GenerationRecord g = {.run_id = L->run.id, .generation = 0};
+    loop_live_line(L, "baseline: compiling");
+    if (loop_decide_all(L, b, NULL, 1, &g, NULL, 0, err))
+        return -1;
+    if (!b->rec.id)
+        return err_set(err, "the baseline was not evaluated (stopped)");
+    if (strcmp(b->rec.status, "ok") != 0)
+        return err_set(err, "the baseline (%s) failed: %s%s%s; see 'evoeng show %lld'", b->params_key,
+                       b->rec.status, b->rec.error ? ": " : "", b->rec.error ? b->rec.error : "",
+                       (long long)b->rec.id);
+    L->base_latency = b->rec.latency_us;
+    L->run.baseline_id = b->rec.id;
+    L->sum->baseline_latency_us = L->base_latency;
+    return store_run_update(L->st, &L->run, err);
+}
+
+static char *dupnull(const char *s)
+{
+    return s ? xstrdup(s) : NULL;
+}
+
+int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps *ev, void *ev_ctx,
+               const EvolveConfig *cfg, int64_t resume_run_id, EvolveSummary *summary, EvoErr *err)
+{
+    Loop L = {.st = st, .task = task, .dev = dev, .ev = ev, .ev_ctx = ev_ctx, .cfg = cfg, .sum = summary};
+    memset(summary, 0, sizeof(*summary));
+    summary->best_latency_us = NAN;
+    L.np = task_nparams(task);
+    L.t0 = time_now_ms();
+    L.tty = isatty(STDERR_FILENO);
+    int rc = -1;
+
+    if (resume_run_id) {
+        int got = store_run_get(st, resume_run_id, &L.run, err);
+        if (got <= 0)
+            return got == 0 ? err_set(err, "%s: no run %lld to resume", store_path(st), (long long)resume_run_id) : -1;
+        if (strcmp(L.run.task_name, task_name(task)) != 0) {
+            err_set(err, "run %lld optimizes task '%s', not '%s'", (long long)L.run.id, L.run.task_name,
+                     task_name(task));
+            goto out;
+        }
+        free(L.run.status);
+        L.run.status = xstrdup("running");
+        free(L.run.finished_at);
+        L.run.finished_at = NULL;
+        if (store_run_update(st, &L.run, err))
+            goto out;
+    } else {
+        L.run.task_name = xstrdup(task_name(task));
+        L.run.task_path = xstrdup(cfg->task_path ? cfg->task_path : task_path(task));
+        L.run.task_json = xstrdup(task_json(task));
+        L.run.config_json = xstrdup(cfg->config_json ? cfg->config_json : "{}");
+        L.run.device_name = dupnull(cfg->device_name);
+        L.run.device_arch = dupnull(cfg->device_arch);
+        L.run.device_json = dupnull(cfg->device_json);
+        L.run.nvrtc_version = dupnull(cfg->nvrtc_version);
+        L.run.driver_version = dupnull(cfg->driver_version);
+        L.run.seed = (int64_t)cfg->seed;
+        L.run.strategy = xstrdup(cfg->strategy);
+        L.run.generations_done = 0;
+        if (store_run_insert(st, &L.run, err))
+            goto out;
+    }
+    summary->run_id = L.run.id;
+    if (cfg->llm) {
+        /* Answers of an earlier call are not this run's to use; answers
+         * recorded without a committed child are asked again. */
+        llmop_discard(cfg->llm);
+        if (resume_run_id && store_llm_requests_interrupt(st, L.run.id, err) < 0)
+            goto fail_run;
+    }
+
+    if (setup_baseline(&L, err))
+        goto fail_run;
+    summary->baseline_latency_us = L.base_latency;
+
+    int exhaustive = strcmp(cfg->strategy, "exhaustive") == 0;
+    int total = exhaustive ? 1 << 30 : cfg->generations;
+    /* The exhaustive cursor restarts at 0 on resume: what was evaluated is
+     * skipped as a duplicate, so nothing is done twice. */
+    for (int64_t gen = L.run.generations_done; gen <= total; gen++) {
+        if (loop_time_limit_hit(&L))
+            break;
+        int64_t before = summary->evaluated;
+        if (run_generation(&L, gen, exhaustive ? 0 : total, err))
+            goto fail_run;
+        if (summary->interrupted)
+            break;
+        if (exhaustive && gen > 0 && summary->evaluated == before && L.exh_index >= (int64_t)task_space_size(task))
+            break;
+    }
+
+    CandidateRecord *best = NULL;
+    int nb = 0;
+    if (store_candidate_list(st, L.run.id, STORE_SURVIVORS_BY_LATENCY, 1, &best, &nb, err) == 0 && nb) {
+        summary->best_id = best[0].id;
+        summary->best_latency_us = best[0].latency_us;
+    }
+    store_candidates_free(best, nb);
+    free(L.run.status);
+    L.run.status = xstrdup(summary->interrupted ? "interrupted" : "completed");
+    L.run.finished_at = time_iso8601();
+    if (store_run_update(st, &L.run, err))
+        goto out;
+    rc = 0;
+    goto out;
+
+fail_run:
+    {
+        EvoErr e2;
+        free(L.run.status);
+        L.run.status = xstrdup(cfg->stop && *cfg->stop ? "interrupted" : "failed");
+        free(L.run.finished_at);
+        L.run.finished_at = time_iso8601();
+        store_run_update(st, &L.run, &e2);
+    }
+out:
+    loop_live_clear(&L);
+    summary->wall_ms = time_now_ms() - L.t0;
+    if (L.baseline.vals)
+        loop_child_free(&L, &L.baseline);
+    for (int i = 0; i < PARENT_CACHE; i++)
+        if (L.parents[i].vals)
+            loop_child_free(&L, &L.parents[i]);
+    loop_spec_free(&L);
+    free(L.base_kernel);
+    run_record_free(&L.run);
+    return rc;
+}
+

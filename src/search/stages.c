@@ -1,0 +1,365 @@
+/*
+ * stages: a batch of children through the pipeline (stage A for all, then
+ * stage B for those that go on), their commits, the parent cache and the
+ * speculation on the next generation. See loop.h and evolve.h.
+ */
+#include "loop.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nvrtc.h"
+
+int loop_child_from_record(Loop *L, const CandidateRecord *r, Child *c, EvoErr *err)
+{
+    loop_child_init(L, c);
+    if (task_params_parse(L->task, r->params_json, c->vals, err))
+        return err_prefix(err, "candidate %lld: params", (long long)r->id);
+    c->params_key = xstrdup(r->params_key);
+    c->op = "parent";
+    c->rec.id = r->id;
+    c->rec.latency_us = r->latency_us;
+    if (strchr(r->params_key, '@')) {
+        /* Not the template: the evaluator needs the raw kernel (or, in a
+         * store from before the kernels table, the rendered source: its
+         * #defines repeat the same values, which the preprocessor allows). */
+        EvoErr e2;
+        c->own_source = store_kernel_get(L->st, r->params_key, &e2);
+        if (!c->own_source)
+            c->own_source = store_source_get(L->st, r->source_hash, err);
+        c->custom_source = c->own_source;
+    }
+    /* A parent passed the full gate when it was committed: it only needs its
+     * benchmark-shape unit, for the A/B. */
+    if (L->ev->submit(L->ev_ctx, c, 1, err))
+        return -1;
+    if (c->rec.status)
+        return err_set(err, "candidate %lld no longer prepares: %s: %s", (long long)r->id, c->rec.status,
+                       c->rec.error ? c->rec.error : "");
+    return 0;
+}
+
+/* ---- evaluating and committing one child ----------------------------- */
+
+static int commit_child(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
+{
+    CandidateRecord *r = &c->rec;
+    r->run_id = L->run.id;
+    r->generation = g->generation;
+    if (!r->params_json)
+        r->params_json = task_params_json(L->task, c->vals);
+    if (!r->params_key)
+        r->params_key = xstrdup(c->params_key);
+    if (!r->operator)
+        r->operator = xstrdup(c->op);
+    r->parent_id = c->parent_id;
+    r->parent2_id = c->parent2_id;
+    if (!r->status)
+        r->status = xstrdup("invalid");
+    if (!r->decision)
+        r->decision = xstrdup("failed");
+    if (strcmp(r->decision, "baseline") == 0 && r->latency_us > 0)
+        r->speedup = 1.0;
+    else if (L->base_latency > 0 && r->latency_us > 0)
+        r->speedup = L->base_latency / r->latency_us;
+    if (store_candidate_insert(L->st, r, c->source_text, c->comp.cache_key ? &c->comp : NULL, err))
+        return -1;
+    L->commits++;
+    g->evaluated++;
+    L->sum->evaluated++;
+    if (strcmp(r->status, "ok") == 0) {
+        g->valid++;
+        L->sum->valid++;
+    } else {
+        g->failed++;
+        L->sum->failed++;
+    }
+    if (strcmp(r->decision, "accepted") == 0)
+        g->accepted++;
+    if (strcmp(r->decision, "reverted") == 0) {
+        g->reverted++;
+        L->sum->reverted++;
+    }
+    if (strcmp(r->status, "ok") == 0 && strcmp(r->decision, "reverted") != 0 &&
+        (g->best_id == 0 || r->latency_us < g->best_latency_us)) {
+        g->best_id = r->id;
+        g->best_latency_us = r->latency_us;
+    }
+    if (L->cfg->stop_after && L->commits >= L->cfg->stop_after && L->cfg->stop)
+        *L->cfg->stop = 1;
+    return 0;
+}
+
+/* Does the child go through the full gate whatever its A/B says? The
+ * baseline, generation 0 and the children of the random and exhaustive
+ * strategies (ground truth for comparing strategies) do. */
+static int needs_full_gate(const Child *c, const Child *parent)
+{
+    return !parent || strcmp(c->op, "baseline") == 0 || strcmp(c->op, "random") == 0 ||
+           strcmp(c->op, "exhaustive") == 0;
+}
+
+/* Stage A of a submitted child: the gate on the benchmark shape, then the
+ * A/B against its parent. Returns 0 with *next = 1 when the child goes on
+ * to stage B (its other units are then queued), 0 with *next = 0 when it
+ * is decided (failed, or reverted and not needing the full gate), -1 on
+ * an error. */
+static int stage_a(Loop *L, Child *c, Child *parent, GenerationRecord *g, int *next, EvoErr *err)
+{
+    *next = 0;
+    loop_live_line(L, "gen %lld: gating %s child (%s)", (long long)g->generation, c->op, c->params_key);
+    if (L->ev->gate(L->ev_ctx, c, 1, err))
+        return -1;
+    if (!c->rec.status && parent) {
+        double ratio = NAN, spread = NAN;
+        loop_live_line(L, "gen %lld: A/B %s child vs parent %lld", (long long)g->generation, c->op,
+                  (long long)parent->rec.id);
+        if (L->ev->compare(L->ev_ctx, parent, c, &ratio, &spread, err))
+            return -1;
+        if (!c->rec.status)
+            c->rec.status = xstrdup("crashed");   /* an evaluator that judged nothing */
+        if (strcmp(c->rec.status, "ok") == 0) {
+            c->rec.ratio_to_parent = ratio;
+            c->rec.ratio_spread = spread;
+            c->rec.decision =
+                xstrdup(evolve_should_revert(ratio, L->cfg->revert_threshold) ? "reverted" : "accepted");
+            if (strcmp(c->rec.decision, "reverted") == 0 && !needs_full_gate(c, parent))
+                return 0;
+        }
+    }
+    if (c->rec.status && strcmp(c->rec.status, "ok") != 0)
+        return 0;
+    *next = 1;
+    return L->ev->submit(L->ev_ctx, c, 2, err);
+}
+
+/* Stage B of a child that passed stage A: the gate on every other shape,
+ * and the timing of a child with no parent. Sets its decision. */
+static int stage_b(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
+{
+    loop_live_line(L, "gen %lld: full gate of %s child (%s)", (long long)g->generation, c->op, c->params_key);
+    char *ab_status = c->rec.status;   /* "ok" after an A/B, NULL without one */
+    c->rec.status = NULL;
+    if (L->ev->gate(L->ev_ctx, c, 2, err)) {
+        free(ab_status);
+        return -1;
+    }
+    if (!c->rec.status && ab_status) {
+        c->rec.status = ab_status;
+        ab_status = NULL;
+    }
+    free(ab_status);
+    if (!c->rec.status && L->ev->time(L->ev_ctx, c, err))
+        return -1;
+    if (!c->rec.status)
+        c->rec.status = xstrdup("crashed");
+    if (strcmp(c->rec.status, "ok") != 0) {
+        free(c->rec.decision);
+        c->rec.decision = NULL;
+    } else if (!c->rec.decision) {
+        /* no parent: the baseline, or a member of the initial population */
+        c->rec.decision = xstrdup(c->parent_id == 0 && strcmp(c->op, "baseline") == 0 ? "baseline" : "accepted");
+    }
+    return 0;
+}
+
+/* Decide and commit a child whose stages are over. */
+static int finish_child(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
+{
+    if (!c->rec.status)
+        c->rec.status = xstrdup("crashed");
+    if (strcmp(c->rec.status, "ok") != 0) {
+        free(c->rec.decision);
+        c->rec.decision = xstrdup("failed");
+    }
+    return commit_child(L, c, g, err);
+}
+
+/* The prepared Child that candidate parent_id is, as the A/B reference of
+ * a child: the baseline itself, or a candidate kept in the parent cache
+ * (prepared into it on a miss, evicting the least recently used). *parent
+ * is NULL for no parent. */
+static int load_parent(Loop *L, int64_t parent_id, Child **parent, EvoErr *err)
+{
+    *parent = NULL;
+    if (parent_id == 0)
+        return 0;
+    if (parent_id == L->baseline.rec.id) {
+        *parent = &L->baseline;
+        return 0;
+    }
+    int slot = -1;
+    for (int i = 0; i < PARENT_CACHE; i++) {
+        if (L->parents[i].vals && L->parents[i].rec.id == parent_id) {
+            L->parent_used[i] = ++L->parent_tick;
+            *parent = &L->parents[i];
+            return 0;
+        }
+    }
+    for (int i = 0; i < PARENT_CACHE && slot < 0; i++)
+        if (!L->parents[i].vals)
+            slot = i;
+    if (slot < 0) {
+        slot = 0;
+        for (int i = 1; i < PARENT_CACHE; i++)
+            if (L->parent_used[i] < L->parent_used[slot])
+                slot = i;
+    }
+    Child *c = &L->parents[slot];
+    if (c->vals)
+        loop_child_free(L, c);
+    CandidateRecord pr;
+    int got = store_candidate_get(L->st, parent_id, &pr, err);
+    if (got != 1)
+        return got == 0 ? err_set(err, "parent candidate %lld is missing", (long long)parent_id) : -1;
+    int prc = loop_child_from_record(L, &pr, c, err);
+    candidate_record_free(&pr);
+    if (prc) {
+        loop_child_free(L, c);
+        return -1;
+    }
+    L->parent_used[slot] = ++L->parent_tick;
+    *parent = c;
+    return 0;
+}
+
+/* Commit child i of a batch and link it to its LLM request, if any. */
+static int commit_one(Loop *L, Child *c, int64_t req_id, GenerationRecord *g, EvoErr *err)
+{
+    if (finish_child(L, c, g, err))
+        return -1;
+    if (req_id) {
+        if (store_llm_request_link(L->st, req_id, c->rec.id, err))
+            return -1;
+        L->sum->llm_children++;
+        if (strcmp(c->rec.decision, "accepted") == 0)
+            L->sum->llm_accepted++;
+    }
+    return 0;
+}
+
+/* ---- speculation ------------------------------------------------------ */
+
+void loop_spec_free(Loop *L)
+{
+    for (int i = 0; i < L->nspec; i++)
+        loop_child_free(L, &L->spec[i]);
+    free(L->spec);
+    L->spec = NULL;
+    L->nspec = 0;
+}
+
+static int by_latency(const void *a, const void *b)
+{
+    const CandidateRecord *x = a, *y = b;
+    return x->latency_us < y->latency_us ? -1 : x->latency_us > y->latency_us;
+}
+
+/* While generation gen's stage B runs (the GPU waiting for the other
+ * units of its would-be-accepted children), propose generation gen + 1 as
+ * if every one of those children passes, and queue the compilation of the
+ * proposals' benchmark-shape units. Nothing else is kept: generation
+ * gen + 1 waits for these compilations (spec_free), is proposed again
+ * from the committed state, and its children find their units in the
+ * compile cache. A wrong guess costs CPU, never a different proposal.
+ * Best effort: errors only mean no speculation. */
+static void speculate(Loop *L, int64_t gen, Child *kids, const int *later, int nlater)
+{
+    const EvolveConfig *cfg = L->cfg;
+    loop_spec_free(L);
+    /* Without a stage B to wait for, the next generation starts at once;
+     * without the compile cache, nothing would be kept. */
+    if (nlater == 0 || !nvrtc_cache_enabled() || strcmp(cfg->strategy, "evolve") != 0 ||
+        gen + 1 > cfg->generations || cfg->children <= 0 || (cfg->stop && *cfg->stop) || loop_time_limit_hit(L))
+        return;
+    EvoErr e;
+    CandidateRecord *pop = NULL;
+    int npop = 0;
+    if (loop_load_population(L, gen + 1, &pop, &npop, &e))
+        return;
+    CandidateRecord *all = xcalloc((size_t)(npop + nlater) + 1, sizeof(*all));
+    int m = 0;
+    for (int i = 0; i < npop; i++)
+        all[m++] = pop[i];
+    for (int k = 0; k < nlater; k++) {
+        const Child *c = &kids[later[k]];
+        CandidateRecord *r = &all[m++];
+        candidate_record_init(r);
+        r->id = -1 - k;
+        r->generation = gen;
+        r->params_json = task_params_json(L->task, c->vals);
+        r->params_key = xstrdup(c->params_key);
+        r->latency_us = c->rec.latency_us;
+    }
+    qsort(all, (size_t)m, sizeof(*all), by_latency);
+    int keep = m < cfg->population ? m : cfg->population;
+    L->spec = xcalloc((size_t)cfg->children + 1, sizeof(Child));
+    int *done = xcalloc((size_t)cfg->children + 1, sizeof(int));
+    int n = loop_propose(L, gen + 1, all, keep, L->spec, cfg->children, done, &e);
+    L->nspec = n > 0 ? n : 0;
+    for (int i = 0; i < L->nspec; i++)
+        if (!done[i] && L->ev->submit(L->ev_ctx, &L->spec[i], 1, &e))
+            break;
+    free(done);
+    for (int i = 0; i < m; i++)
+        candidate_record_free(&all[i]);
+    free(all);
+    free(pop);
+}
+
+/* Evaluate and commit each child of kids[0..n) not marked done, as a
+ * pipeline: every child's benchmark-shape unit is queued for compilation
+ * at once; the GPU gates and compares each child as soon as its unit is
+ * built while the rest compile; a child that goes on to stage B has its
+ * other units queued then, and its full gate runs after the batch's stage
+ * A. Stops early (0) on *stop (what is not committed is evaluated again
+ * on resume) or the time limit (children already in stage B are
+ * finished); -1 on an error. */
+int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationRecord *g, int64_t *req_ids,
+                      int ahead, EvoErr *err)
+{
+    int *later = xcalloc((size_t)n + 1, sizeof(int));
+    int nlater = 0, rc = -1;
+    for (int i = 0; i < n; i++)
+        if (!(done && done[i]) && L->ev->submit(L->ev_ctx, &kids[i], 1, err))
+            goto out;
+    for (int i = 0; i < n; i++) {
+        if (done && done[i])
+            continue;
+        if (L->cfg->stop && *L->cfg->stop) {
+            L->sum->interrupted = 1;
+            rc = 0;
+            goto out;
+        }
+        Child *parent = NULL;
+        int next = 0;
+        if (load_parent(L, kids[i].parent_id, &parent, err) || stage_a(L, &kids[i], parent, g, &next, err))
+            goto out;
+        if (next)
+            later[nlater++] = i;
+        else if (commit_one(L, &kids[i], req_ids ? req_ids[i] : 0, g, err))
+            goto out;
+        if (loop_time_limit_hit(L))
+            break;
+    }
+    if (ahead)
+        speculate(L, g->generation, kids, later, nlater);
+    for (int k = 0; k < nlater; k++) {
+        if (L->cfg->stop && *L->cfg->stop) {
+            L->sum->interrupted = 1;
+            break;
+        }
+        int i = later[k];
+        if (stage_b(L, &kids[i], g, err) || commit_one(L, &kids[i], req_ids ? req_ids[i] : 0, g, err))
+            goto out;
+    }
+    rc = 0;
+out:
+    free(later);
+    return rc;
+}
+
