@@ -65,6 +65,7 @@ expect 1 "WGMMA on sm_80 is refused by the constraints" -- "$EVOENG" check "$EVO
 grep_out err "breaks a constraint.*wgmma runs on sm_90a" "the constraint that fails is named"
 grep_out out "invalid  BLOCK_M=64" "the table marks the configuration invalid"
 expect 0 "check the softmax task for sm_90 (its reference compiles)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/softmax/task.json" --arch sm_90 --sample 2
+expect 0 "check the triad task for sm_90 (its template and reference compile)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/triad/task.json" --arch sm_90 --sample 4
 expect 0 "check a small task" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
 grep_out out " 0 from the cache" "the first check compiles everything"
 expect 0 "check it again" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
