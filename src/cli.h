@@ -63,6 +63,8 @@ typedef struct Settings {
     const char  *source;            /* bench --source FILE.cu */
     int          cold;              /* bench --cold */
     const char  *against;           /* bench --against K=V,...: A/B reference */
+    int          repeat;            /* bench --repeat N: N A/B comparisons (0: one, with --against) */
+    int          shared;            /* bench --shared 0|1: BenchOptions.shared; -1: its default */
     int          seeds;             /* gate seeds */
 } Settings;
 

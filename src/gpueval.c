@@ -90,6 +90,11 @@ const DeviceInfo *gpueval_device(const GpuEval *g)
     return &g->dev;
 }
 
+const GpuEvalOptions *gpueval_options(const GpuEval *g)
+{
+    return &g->opt;
+}
+
 Worker *gpueval_worker(GpuEval *g)
 {
     return g->worker;

@@ -37,6 +37,9 @@ const DeviceInfo *gpueval_device(const GpuEval *g);
 /* The Evaluator vtable for evolve_run(); its context is the GpuEval. */
 extern const EvaluatorOps gpueval_ops;
 
+/* The options it was opened with (after their defaults were applied). */
+const GpuEvalOptions *gpueval_options(const GpuEval *g);
+
 /* The worker, for bench. */
 Worker *gpueval_worker(GpuEval *g);
 

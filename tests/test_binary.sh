@@ -54,6 +54,10 @@ expect 5 "run without a GPU" -- "$EVOENG" run --generations 1 --db "$tmp/run.db"
 grep_out err "GPU" "run says a GPU is needed"
 expect 5 "bench without a GPU" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/attention/task.json" --db "$tmp/run.db"
 grep_out err "GPU" "bench says a GPU is needed"
+expect 5 "bench --repeat (A/A) without a GPU" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/triad/task.json" --repeat 3 --shared 0 --db "$tmp/run.db"
+expect 2 "bench --repeat 0 is a usage error" -- "$EVOENG" bench --repeat 0
+grep_out err "repeat: expected an integer from 1" "the bad --repeat value is named"
+expect 2 "bench --shared 2 is a usage error" -- "$EVOENG" bench --shared 2
 # check: the attention task without a GPU, then the compile cache.
 export EVOENG_CACHE_DIR="$tmp/cache"
 expect 0 "check the attention task for sm_90" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --sample 1
