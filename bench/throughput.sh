@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Throughput and timing noise of evoeng on the GPU machine (issue 11).
 #  1. `evoeng run --generations G` on the default task (attention) at the
-#     seed shape and at --dim S=2048, each into a fresh store and a fresh
-#     compile cache under OUTDIR, while nvidia-smi samples the GPU's
+#     seed shape and at --dim S=2048, each into a fresh store under OUTDIR
+#     with a fresh compile cache, while nvidia-smi samples the GPU's
 #     utilisation every 100 ms; wall time and the user+sys CPU seconds of
 #     the evoeng process tree are measured around each run.
 #  2. `evoeng bench --repeat R --json` A/A (the default configuration
@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
         --time-limit) tlimit=${2:?--time-limit needs a value}; shift 2;;
         --repeat) repeat=${2:?--repeat needs a value}; shift 2;;
         --shared-too) shared_too=1; shift;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0;;
+        -h|--help) sed -n '2,23p' "$0"; exit 0;;
         -*) echo "throughput.sh: unknown option $1" >&2; exit 2;;
         *) out=$1; shift;;
     esac
@@ -92,8 +92,9 @@ if [ "${SKIP_RUNS:-0}" != 1 ]; then
         dims=${spec#*:}
         db=$out/$tag.db
         rm -f "$db" "$db-wal" "$db-shm"
-        rm -rf "$out/cache-$tag"
-        export EVOENG_CACHE_DIR=$out/cache-$tag   # a fresh cache: every compile is measured
+        # a fresh compile cache (outside OUTDIR: cubins need not travel back): every compile is measured
+        export EVOENG_CACHE_DIR=${TMPDIR:-/tmp}/evoeng-throughput-cache-$tag
+        rm -rf "$EVOENG_CACHE_DIR"
         log "run $tag: evoeng run --generations $gens ${tlimit:+--time-limit $tlimit }$dims"
         start_sampler "$out/$tag.gpu_samples.txt"
         # shellcheck disable=SC2086  # $dims is a list of words
@@ -110,7 +111,7 @@ if [ "${SKIP_RUNS:-0}" != 1 ]; then
 fi
 
 if [ "${SKIP_AA:-0}" != 1 ]; then
-    export EVOENG_CACHE_DIR=$out/cache-aa
+    export EVOENG_CACHE_DIR=${TMPDIR:-/tmp}/evoeng-throughput-cache-aa
     aa_files=()
     variants=("1")
     [ "$shared_too" = 1 ] && variants+=("0")
