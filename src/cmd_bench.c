@@ -86,9 +86,16 @@ static EvoExit bench_repeat(const Settings *s, const Task *t, GpuEval *ge, Child
     int n = s->repeat, done = 0;
     double *ratio = xcalloc((size_t)n, sizeof(double)), *spread = xcalloc((size_t)n, sizeof(double));
     int every = n >= 20 ? n / 10 : 0;
+    /* compare() sets B's latency to its side of each A/B: keep the timed ones. */
+    double a_lat = a->rec.latency_us, b_lat = c->rec.latency_us;
     for (; done < n; done++) {
         if (gpueval_ops.compare(ge, a, c, &ratio[done], &spread[done], &err)) {
             errorf("A/B comparison %d of %d: %s", done + 1, n, err.msg);
+            rc = EVO_EXIT_FAIL;
+            break;
+        }
+        if (strcmp(c->rec.status, "ok") != 0) {   /* the A/B itself failed: the child is marked */
+            errorf("A/B comparison %d of %d: %s: %s", done + 1, n, c->rec.status, c->rec.error ? c->rec.error : "");
             rc = EVO_EXIT_FAIL;
             break;
         }
@@ -102,7 +109,7 @@ static EvoExit bench_repeat(const Settings *s, const Task *t, GpuEval *ge, Child
         json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:i, s:i, s:b, s:b, s:f, s:f, s:f}", "task", task_name(t),
                               "a_params", a->params_key, "b_params", c->params_key, "aa", aa, "repeat", n, "done",
                               done, "shared", bo->shared, "cold", bo->cold, "threshold", s->revert_threshold,
-                              "a_latency_us", a->rec.latency_us, "b_latency_us", c->rec.latency_us);
+                              "a_latency_us", a_lat, "b_latency_us", b_lat);
         json_t *jr = json_array(), *js = json_array();
         for (int i = 0; i < done; i++) {
             json_array_append_new(jr, isfinite(ratio[i]) ? json_real(ratio[i]) : json_null());
