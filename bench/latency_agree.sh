@@ -15,8 +15,9 @@
 # Env: EVOENG (default $PWD/build/src/evoeng), EVO_SOURCE_ROOT (default $PWD),
 #      OUT (default OUTDIR, else ./latency-agree-out),
 #      SEED_DB, S2048_DB: stores of runs at those shapes (e.g. seed.db and
-#        s2048.db of bench/throughput.sh); their best is used. Unset: the
-#        default params (a generation-0 run of one candidate makes the export).
+#        s2048.db of bench/throughput.sh); their best is used. Unset or
+#        missing: the default params (a generation-0 run of one candidate
+#        makes the export).
 #      LIMIT_PCT (default 3).
 # Only kernels rendered from the task's template are supported (bench
 # rebuilds them from their params).
@@ -36,6 +37,10 @@ for spec in "seed:${SEED_DB:-}:--dim B=4 --dim H=8 --dim S=512 --dim D=64" \
     IFS=: read -r tag db dims <<< "$spec"
     exp=$out/$tag.export.json
     echo "=== $tag ($dims)"
+    if [ -n "$db" ] && [ ! -f "$db" ]; then
+        echo "warning: $db does not exist (a fresh machine?): using the default params"
+        db=
+    fi
     if [ -n "$db" ]; then
         what="best of $db"
         "$E" export --best --format json --db "$db" -o "$exp" || { rows+=("$tag error export"); continue; }
