@@ -133,8 +133,8 @@ static EvoExit bench_repeat(const Settings *s, const Task *t, GpuEval *ge, Child
     } else {
         printf("  repeat       %d of %d A/B comparisons of this (B) against %s (A)%s, shared buffers %s%s\n", done, n,
                aa ? "itself" : a->params_key, aa ? ": A/A" : "", bo->shared ? "yes" : "no", bo->cold ? ", cold" : "");
-        for (int i = 0; i < done; i++)
-            printf("%s%.4f", i % 10 == 0 ? "  ratios       " : " ", ratio[i]);
+        for (int i = 0; i < done; i++)   /* ten a line */
+            printf("%s%.4f", i == 0 ? "  ratios       " : i % 10 == 0 ? "\n               " : " ", ratio[i]);
         if (done)
             printf("\n");
         printf("  median       %.4f  (range %.4f .. %.4f)\n", st.median, st.min, st.max);
