@@ -106,10 +106,11 @@ static EvoExit bench_repeat(const Settings *s, const Task *t, GpuEval *ge, Child
     abrepeat_stats(ratio, done, s->revert_threshold, &st);
     const BenchOptions *bo = &gpueval_options(ge)->bench;
     if (s->json) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:i, s:i, s:b, s:b, s:f, s:f, s:f}", "task", task_name(t),
-                              "a_params", a->params_key, "b_params", c->params_key, "aa", aa, "repeat", n, "done",
-                              done, "shared", bo->shared, "cold", bo->cold, "threshold", s->revert_threshold,
-                              "a_latency_us", a_lat, "b_latency_us", b_lat);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:i, s:i, s:b, s:b, s:f}", "task", task_name(t), "a_params",
+                              a->params_key, "b_params", c->params_key, "aa", aa, "repeat", n, "done", done, "shared",
+                              bo->shared, "cold", bo->cold, "threshold", s->revert_threshold);
+        json_object_set_new(o, "a_latency_us", isfinite(a_lat) ? json_real(a_lat) : json_null());
+        json_object_set_new(o, "b_latency_us", isfinite(b_lat) ? json_real(b_lat) : json_null());
         json_t *jr = json_array(), *js = json_array();
         for (int i = 0; i < done; i++) {
             json_array_append_new(jr, isfinite(ratio[i]) ? json_real(ratio[i]) : json_null());
