@@ -77,7 +77,7 @@ enum {
     O_VERSION = 256, O_DB, O_TASK, O_ARCH, O_GENERATIONS, O_POPULATION, O_CHILDREN, O_SEED,
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
     O_SOURCE, O_COLD, O_AGAINST, O_REPEAT, O_SHARED, O_GPU, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
-    O_LLM_CONC, O_LLM_MAX,
+    O_LLM_CONC, O_LLM_MAX, O_GPUS,
 };
 
 typedef struct OptInfo {
@@ -106,6 +106,7 @@ static const OptInfo options[] = {
     {"revert-threshold", required_argument, O_REVERT, BIT(CMD_RUN) | BIT(CMD_BENCH), "F", "revert a child more than F slower than its parent (default 0.02)"},
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
     {"seeds", required_argument, O_SEEDS, C_EVAL, "N", "input seeds for the correctness gate (default 3, at least 3)"},
+    {"gpus", required_argument, O_GPUS, C_EVAL, "all|N|LIST", "GPUs to judge on, one worker each: all, the first N, or ordinals like 0,2 (one: 3,); default the first"},
     {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK), NULL, "machine-readable output"},
     {"best", no_argument, O_BEST, BIT(CMD_EXPORT), NULL, "export the best candidate of the latest run"},
     {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT), "FILE", "output file (default stdout)"},
@@ -246,6 +247,41 @@ bad:
     return err_set(err, "%s: expected a duration like 90, 90s, 15m or 2h, got '%s'", opt, val);
 }
 
+/* --gpus all | N | LIST (ordinals separated by commas; "3," is GPU 3 alone). */
+static int gpus_arg(Settings *s, const char *val, EvoErr *err)
+{
+    long v;
+    s->ngpus = s->gpus_count = 0;
+    if (strcmp(val, "all") == 0) {
+        s->gpus_count = -1;
+        return 0;
+    }
+    if (!strchr(val, ',')) {
+        if (parse_long(val, 1, CLI_MAX_GPUS, &v))
+            return err_set(err, "--gpus: '%s' is not all, a count from 1 to %d, or a list of ordinals (0,2)", val,
+                           CLI_MAX_GPUS);
+        s->gpus_count = (int)v;
+        return 0;
+    }
+    char *copy = xstrdup(val), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
+        if (parse_long(t, 0, 1023, &v))
+            rc = err_set(err, "--gpus: '%s' in '%s' is not a GPU ordinal", t, val);
+        else if (s->ngpus == CLI_MAX_GPUS)
+            rc = err_set(err, "--gpus: more than %d GPUs", CLI_MAX_GPUS);
+        for (int i = 0; i < s->ngpus && rc == 0; i++)
+            if (s->gpus[i] == (int)v)
+                rc = err_set(err, "--gpus: GPU %ld is listed twice in '%s'", v, val);
+        if (rc == 0)
+            s->gpus[s->ngpus++] = (int)v;
+    }
+    free(copy);
+    if (rc == 0 && s->ngpus == 0)
+        rc = err_set(err, "--gpus: '%s' names no GPU", val);
+    return rc;
+}
+
 static int dim_arg(Settings *s, const char *val, EvoErr *err)
 {
     const char *eq = strchr(val, '=');
@@ -292,6 +328,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_LLM_CMD: s->llm_cmd = arg; return 0;
     case O_LLM_MODE: s->llm_mode = arg; return 0;
     case O_DIM: return dim_arg(s, arg, err);
+    case O_GPUS: return gpus_arg(s, arg, err);
     case O_GENERATIONS: return int_arg(name, arg, 0, 100000, &s->generations, err);
     case O_POPULATION: return int_arg(name, arg, 1, 10000, &s->population, err);
     case O_CHILDREN: return int_arg(name, arg, 1, 10000, &s->children, err);

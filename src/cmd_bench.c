@@ -229,7 +229,7 @@ EvoExit cmd_bench(const Settings *s)
     }
     c.params_key = ops_params_key(t, c.vals, NULL);
     runctx_set_cache(s);
-    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose};
+    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose, .devices = s->gpus, .ndevices = s->ngpus, .count = s->gpus_count};
     gate_options_default(&go.gate);
     go.gate.nseeds = s->seeds;
     bench_options_default(&go.bench);

@@ -218,7 +218,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         goto out;
     }
     runctx_set_cache(s);
-    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose};
+    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose, .devices = s->gpus, .ndevices = s->ngpus, .count = s->gpus_count};
     gate_options_default(&go.gate);
     go.gate.nseeds = s->seeds;
     bench_options_default(&go.bench);

@@ -229,7 +229,7 @@ static void test_run_bookkeeping(void)
     CHECK(r.generations_done == 7);
     run_record_free(&r);
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
 }
 
 static void test_determinism(void)
@@ -259,9 +259,9 @@ static void test_determinism(void)
     store_close(&s1);
     store_close(&s2);
     store_close(&s3);
-    free(f1);
-    free(f2);
-    free(f3);
+    fake_eval_free(f1);
+    fake_eval_free(f2);
+    fake_eval_free(f3);
 }
 
 static void test_resume(void)
@@ -316,11 +316,11 @@ static void test_resume(void)
         free(got);
         CHECK(f->evaluates == fr->evaluates + inflight);
         store_close(&s);
-        free(f);
+        fake_eval_free(f);
     }
     free(want);
     store_close(&ref);
-    free(fr);
+    fake_eval_free(fr);
 }
 
 static void test_exhaustive(void)
@@ -359,7 +359,7 @@ static void test_exhaustive(void)
     CHECK(f->double_eval == 0);
     CHECK_NEAR(sum.best_latency_us, best, 1e-9);   /* the model's optimum over the valid space */
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
 }
 
 static void test_bad_baseline(void)
@@ -392,7 +392,7 @@ static void test_bad_baseline(void)
     task = saved;
     task_free(&t2);
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
 }
 
 /* Staged evaluation: stage B (the other shapes) only for children that
@@ -440,7 +440,7 @@ static void test_staged(void)
     CHECK(f->compares > 0);
     store_candidates_free(l, n);
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
 }
 
 /* Speculation (the next generation's units compiled during stage B) only
@@ -468,8 +468,48 @@ static void test_speculation(void)
     free(k2);
     store_close(&s1);
     store_close(&s2);
-    free(f1);
-    free(f2);
+    fake_eval_free(f1);
+    fake_eval_free(f2);
+}
+
+/* Several slots (GPUs): children are judged concurrently, one per slot,
+ * and the run commits exactly what one slot commits, in the same order;
+ * a slot lost mid-run hands its child to another, nothing is lost or
+ * committed twice. */
+static void test_slots(void)
+{
+    Store *s1 = fresh_store("slots1.db"), *s3 = fresh_store("slots3.db"), *sd = fresh_store("slotsd.db");
+    FakeEval *f1 = fake_new(), *f3 = fake_new(), *fd = fake_new();
+    f3->nslots = 3;
+    f3->delay_us = fd->delay_us = 2000;
+    fd->nslots = 2;
+    fd->die_slot = 1;
+    fd->die_after = 7;
+    EvolveConfig c = config("evolve", 8);
+    EvolveSummary a, b, d;
+    EvoErr err;
+    CHECK(evolve_run(s1, task, &dev, &fake_eval_ops, f1, &c, 0, &a, &err) == 0);
+    CHECK_MSG(evolve_run(s3, task, &dev, &fake_eval_ops, f3, &c, 0, &b, &err) == 0, "%s", err.msg);
+    CHECK_MSG(evolve_run(sd, task, &dev, &fake_eval_ops, fd, &c, 0, &d, &err) == 0, "%s", err.msg);
+    char *k1 = keys_of(s1, a.run_id), *k3 = keys_of(s3, b.run_id), *kd = keys_of(sd, d.run_id);
+    CHECK_STR(k3, k1);
+    CHECK_STR(kd, k1);
+    CHECK(a.evaluated == b.evaluated && a.evaluated == d.evaluated);
+    for (int w = 0; w < 3; w++)
+        CHECK_MSG(f3->per_slot[w] > 0, "slot %d judged nothing", w);
+    CHECK(f3->calibrations == 1);
+    CHECK(f1->calibrations == 0);   /* one slot: nothing to normalise */
+    CHECK_MSG(fd->per_slot[1] > 0 && fd->per_slot[0] > fd->per_slot[1], "slot 0 %d, lost slot 1 %d",
+              fd->per_slot[0], fd->per_slot[1]);
+    free(k1);
+    free(k3);
+    free(kd);
+    store_close(&s1);
+    store_close(&s3);
+    store_close(&sd);
+    fake_eval_free(f1);
+    fake_eval_free(f3);
+    fake_eval_free(fd);
 }
 
 int main(void)
@@ -500,6 +540,7 @@ int main(void)
     RUN(test_bad_baseline);
     RUN(test_staged);
     RUN(test_speculation);
+    RUN(test_slots);
     task_free(&task);
     char *cmd = xasprintf("rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
