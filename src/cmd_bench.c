@@ -202,6 +202,54 @@ out:
     return rc;
 }
 
+/* --gpus with more than one: the same configuration judged and timed on
+ * each other GPU too (its own worker, gate and timing), side by side with
+ * the first. */
+static EvoExit bench_other_gpus(const Settings *s, const Task *t, GpuEval *ge, const Child *first)
+{
+    EvoExit rc = EVO_EXIT_OK;
+    json_t *arr = s->json ? json_array() : NULL;
+    const DeviceInfo *d0 = gpueval_device(ge);
+    if (arr)
+        json_array_append_new(arr, json_pack("{s:i, s:s, s:s, s:f}", "index", d0->ordinal, "name", d0->name, "uuid",
+                                             d0->uuid, "latency_us", first->rec.latency_us));
+    else
+        printf("  GPU %d  %s: %.3f us\n", d0->ordinal, d0->name, first->rec.latency_us);
+    for (int w = 1; w < gpueval_slots(ge) && rc == EVO_EXIT_OK; w++) {
+        EvoErr err;
+        Child c;
+        evolve_child_init(&c, task_nparams(t));
+        memcpy(c.vals, first->vals, (size_t)task_nparams(t) * sizeof(int64_t));
+        c.op = "bench";
+        c.params_key = xstrdup(first->params_key);
+        c.custom_source = first->custom_source;
+        c.gpu = w;
+        const DeviceInfo *d = gpueval_slot_device(ge, w);
+        if (evolve_evaluate(&gpueval_ops, ge, &c, &err)) {
+            errorf("GPU %d: %s", d->ordinal, err.msg);
+            rc = EVO_EXIT_FAIL;
+        } else if (strcmp(c.rec.status, "ok") != 0) {
+            errorf("GPU %d: %s: %s", d->ordinal, c.rec.status, c.rec.error ? c.rec.error : "");
+            rc = EVO_EXIT_FAIL;
+        } else if (arr) {
+            json_array_append_new(arr, json_pack("{s:i, s:s, s:s, s:f}", "index", d->ordinal, "name", d->name,
+                                                 "uuid", d->uuid, "latency_us", c.rec.latency_us));
+        } else {
+            printf("  GPU %d  %s: %.3f us (%+.2f%% against GPU %d)\n", d->ordinal, d->name, c.rec.latency_us,
+                   (c.rec.latency_us / first->rec.latency_us - 1) * 100, d0->ordinal);
+        }
+        evolve_child_clear(&c, &gpueval_ops, ge);
+    }
+    if (arr) {
+        json_t *o = json_pack("{s:o}", "gpus", arr);
+        char *js = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", js);
+        free(js);
+        json_decref(o);
+    }
+    return rc;
+}
+
 EvoExit cmd_bench(const Settings *s)
 {
     EvoErr err;
@@ -229,7 +277,8 @@ EvoExit cmd_bench(const Settings *s)
     }
     c.params_key = ops_params_key(t, c.vals, NULL);
     runctx_set_cache(s);
-    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose, .devices = s->gpus, .ndevices = s->ngpus, .count = s->gpus_count};
+    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose, .devices = s->gpus, .ndevices = s->ngpus,
+                         .count = s->gpus_count};
     gate_options_default(&go.gate);
     go.gate.nseeds = s->seeds;
     bench_options_default(&go.bench);
@@ -259,6 +308,8 @@ EvoExit cmd_bench(const Settings *s)
     else if (!s->json)
         print_text(t, &c, gpueval_device(ge));
     rc = ok ? EVO_EXIT_OK : EVO_EXIT_FAIL;
+    if (rc == EVO_EXIT_OK && gpueval_slots(ge) > 1)
+        rc = bench_other_gpus(s, t, ge, &c);
     if (rc == EVO_EXIT_OK && (s->against || s->repeat))
         rc = bench_against(s, t, ge, &c);
 out:
