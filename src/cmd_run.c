@@ -194,6 +194,14 @@ static EvoExit open_llm(const Settings *s, LlmOp **out)
     return EVO_EXIT_OK;
 }
 
+/* "2 x " for a run on two GPUs (static storage). */
+static const char *gpus_prefix(int n)
+{
+    static char buf[32];
+    snprintf(buf, sizeof(buf), "%d x ", n);
+    return buf;
+}
+
 static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
 {
     EvoErr err;
@@ -258,8 +266,8 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     if (!s->quiet && !s->json)
         printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
                "%llu\n",
-               resume_id ? "resuming" : "optimizing", task_name(task), gpueval_slots(ge) > 1 ? "GPUs of " : "",
-               dev->name, dev->arch, dev->sm_count, s->population, s->children,
+               resume_id ? "resuming" : "optimizing", task_name(task),
+               gpueval_slots(ge) > 1 ? gpus_prefix(gpueval_slots(ge)) : "", dev->name, dev->arch, dev->sm_count, s->population, s->children,
                strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "", s->generations,
                (unsigned long long)s->seed);
     if (!s->quiet && !s->json && gpueval_slots(ge) > 1)
