@@ -1,0 +1,348 @@
+/*
+ * task_json.c: the loader's JSON-path helpers and its name checks. Every
+ * field is fetched with the JSON path of its node, so that each error can
+ * name it ("launch[1].grid[0]: ..."); every expression is parsed where it
+ * is read, its variables checked against the names visible there (params,
+ * dims, the derived names defined before it, device variables) and bound
+ * to slots, so that evaluation never compares names.
+ */
+#include "task_priv.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- JSON-path helpers -------------------------------------------------- */
+
+int tl_err(Loader *L, const char *path, const char *fmt, ...)
+{
+    char what[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    if (path && *path)
+        return err_set(L->err, "%s: %s: %s", L->file, path, what);
+    return err_set(L->err, "%s: %s", L->file, what);
+}
+
+void tl_subpath(char *buf, const char *path, const char *key)
+{
+    if (snprintf(buf, PATH_MAX_LEN, "%s%s%s", path, *path ? "." : "", key) >= PATH_MAX_LEN)
+        buf[PATH_MAX_LEN - 1] = 0; /* a truncated path is still a useful hint */
+}
+
+void tl_idxpath(char *buf, const char *path, int i)
+{
+    if (snprintf(buf, PATH_MAX_LEN, "%s[%d]", path, i) >= PATH_MAX_LEN)
+        buf[PATH_MAX_LEN - 1] = 0;
+}
+
+const char *tl_json_type(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:  return "an object";
+    case JSON_ARRAY:   return "an array";
+    case JSON_STRING:  return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL:    return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE:   return "a boolean";
+    default:           return "null";
+    }
+}
+
+int tl_is_ident(const char *s)
+{
+    if (!(isalpha((unsigned char)*s) || *s == '_'))
+        return 0;
+    for (s++; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* Reject keys of obj not in allowed (NULL-terminated); keys starting with
+ * '_' are comments. */
+int tl_check_keys(Loader *L, json_t *obj, const char *path, const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    int n = 0;
+    while (allowed[n])
+        n++;
+    json_object_foreach(obj, key, v) {
+        int ok = key[0] == '_';
+        for (int i = 0; !ok && i < n; i++)
+            ok = strcmp(key, allowed[i]) == 0;
+        if (!ok) {
+            char p[PATH_MAX_LEN];
+            const char *near = expr_closest(key, allowed, n);
+            tl_subpath(p, path, key);
+            if (near)
+                return tl_err(L, p, "unknown field (did you mean '%s'?)", near);
+            return tl_err(L, p, "unknown field");
+        }
+    }
+    return 0;
+}
+
+/* Fetch obj[key] with a type check. type < 0: any. Absent: *out = NULL,
+ * an error only when required. */
+int tl_get_field(Loader *L, json_t *obj, const char *path, const char *key, int required,
+                 int type, json_t **out)
+{
+    char p[PATH_MAX_LEN];
+    json_t *v = json_object_get(obj, key);
+    tl_subpath(p, path, key);
+    *out = NULL;
+    if (!v) {
+        if (required)
+            return tl_err(L, p, "missing required field");
+        return 0;
+    }
+    if (type >= 0 && (int)json_typeof(v) != type) {
+        const char *want = type == JSON_OBJECT ? "an object" : type == JSON_ARRAY ? "an array" : "a string";
+        return tl_err(L, p, "expected %s, got %s", want, tl_json_type(v));
+    }
+    *out = v;
+    return 0;
+}
+
+int tl_get_string(Loader *L, json_t *obj, const char *path, const char *key, int required, char **out)
+{
+    json_t *v;
+    if (tl_get_field(L, obj, path, key, required, JSON_STRING, &v) < 0)
+        return -1;
+    *out = v ? xstrdup(json_string_value(v)) : NULL;
+    return 0;
+}
+
+int tl_get_bool(Loader *L, json_t *obj, const char *path, const char *key, int *out)
+{
+    json_t *v;
+    char p[PATH_MAX_LEN];
+    if (tl_get_field(L, obj, path, key, 0, -1, &v) < 0)
+        return -1;
+    if (!v)
+        return 0;
+    if (!json_is_boolean(v)) {
+        tl_subpath(p, path, key);
+        return tl_err(L, p, "expected a boolean, got %s", tl_json_type(v));
+    }
+    *out = json_is_true(v);
+    return 0;
+}
+
+int tl_get_number(Loader *L, json_t *v, const char *p, double *out)
+{
+    if (!json_is_number(v))
+        return tl_err(L, p, "expected a number, got %s", tl_json_type(v));
+    *out = json_number_value(v);
+    return 0;
+}
+
+int tl_get_int(Loader *L, json_t *v, const char *p, int64_t *out)
+{
+    if (!json_is_integer(v))
+        return tl_err(L, p, "expected an integer, got %s", tl_json_type(v));
+    *out = (int64_t)json_integer_value(v);
+    return 0;
+}
+
+/* A list of unique identifier strings (entries). */
+int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, char ***out, int *n)
+{
+    json_t *arr, *v;
+    char p[PATH_MAX_LEN], q[PATH_MAX_LEN];
+    size_t i;
+    tl_subpath(p, path, key);
+    if (tl_get_field(L, obj, path, key, 1, JSON_ARRAY, &arr) < 0)
+        return -1;
+    if (json_array_size(arr) == 0)
+        return tl_err(L, p, "empty list");
+    *out = xcalloc(json_array_size(arr), sizeof(char *));
+    json_array_foreach(arr, i, v) {
+        tl_idxpath(q, p, (int)i);
+        if (!json_is_string(v))
+            return tl_err(L, q, "expected a string, got %s", tl_json_type(v));
+        const char *s = json_string_value(v);
+        if (!tl_is_ident(s))
+            return tl_err(L, q, "'%s' is not a valid C identifier", s);
+        for (int k = 0; k < *n; k++)
+            if (strcmp((*out)[k], s) == 0)
+                return tl_err(L, q, "duplicate entry '%s'", s);
+        (*out)[(*n)++] = xstrdup(s);
+    }
+    return 0;
+}
+
+/* ---- names and expressions ------------------------------------------- */
+
+int tl_find_name(char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(names[i], s) == 0)
+            return i;
+    return -1;
+}
+
+static int device_name_known(const char *s)
+{
+    for (int i = 0; device_var_names[i]; i++)
+        if (strcmp(device_var_names[i], s) == 0)
+            return 1;
+    return 0;
+}
+
+int tl_param_find(const Task *t, const char *s)
+{
+    for (int i = 0; i < t->nparams; i++)
+        if (strcmp(t->params[i].name, s) == 0)
+            return i;
+    return -1;
+}
+
+static int derived_find(const Task *t, const char *s)
+{
+    for (int i = 0; i < t->nderived; i++)
+        if (strcmp(t->derived[i].name, s) == 0)
+            return i;
+    return -1;
+}
+
+int tl_buffer_find(const Task *t, const char *s)
+{
+    for (int i = 0; i < t->nbufs; i++)
+        if (strcmp(t->bufs[i].name, s) == 0)
+            return i;
+    return -1;
+}
+
+/* Every name an expression may see, for suggestions. nderived: how many
+ * derived names are visible; with_buffers adds buffer names. */
+static const char **visible_names(const Task *t, int nderived, int with_buffers, int *n)
+{
+    int cap = t->nparams + t->ndims + t->nderived + t->nbufs + 32, k = 0;
+    const char **names = xcalloc((size_t)cap, sizeof(*names));
+    for (int i = 0; i < t->nparams; i++)
+        names[k++] = t->params[i].name;
+    for (int i = 0; i < t->ndims; i++)
+        names[k++] = t->dim_names[i];
+    for (int i = 0; i < nderived; i++)
+        names[k++] = t->derived[i].name;
+    for (int i = 0; device_var_names[i] && k < cap; i++)
+        names[k++] = device_var_names[i];
+    if (with_buffers)
+        for (int i = 0; i < t->nbufs && k < cap; i++)
+            names[k++] = t->bufs[i].name;
+    *n = k;
+    return names;
+}
+
+/* Check the variables of x: each must be a param, a dim, one of the first
+ * nderived derived names (SCOPE_ALL: all), or a device variable. */
+static int check_vars(Loader *L, const TExpr *x, int nderived, int arg_context)
+{
+    Task *t = L->t;
+    if (nderived == SCOPE_ALL)
+        nderived = t->nderived;
+    for (int i = 0; i < expr_nvars(x->e); i++) {
+        int col;
+        const char *v = expr_var(x->e, i, &col);
+        if (tl_param_find(t, v) >= 0 || tl_find_name(t->dim_names, t->ndims, v) >= 0 || device_name_known(v))
+            continue;
+        int d = derived_find(t, v);
+        if (d >= 0 && d < nderived)
+            continue;
+        if (d >= 0 && d == nderived)
+            return tl_err(L, x->path, "column %d: derived '%s' refers to itself", col, v);
+        if (d >= 0)
+            return tl_err(L, x->path, "column %d: unknown variable '%s' (derived '%s' is defined later)", col, v, v);
+        if (tl_buffer_find(t, v) >= 0)
+            return tl_err(L, x->path,
+                          "column %d: '%s' is a buffer; a buffer can only be passed alone as a launch argument", col, v);
+        int n;
+        const char **names = visible_names(t, nderived, arg_context, &n);
+        const char *near = expr_closest(v, names, n);
+        char hint[160] = "";
+        if (near)
+            snprintf(hint, sizeof(hint), " (did you mean '%s'?)", near);
+        tl_err(L, x->path, "column %d: unknown %s '%s'%s", col, arg_context ? "buffer or variable" : "variable", v,
+               hint);
+        free(names);
+        return -1;
+    }
+    return 0;
+}
+
+static void bind_slots(const Task *t, Expr *e)
+{
+    for (int i = 0; i < expr_nvars(e); i++) {
+        const char *v = expr_var(e, i, NULL);
+        int k, slot = -1;
+        if ((k = tl_param_find(t, v)) >= 0)
+            slot = SLOT_PARAM << 16 | k;
+        else if ((k = tl_find_name(t->dim_names, t->ndims, v)) >= 0)
+            slot = SLOT_DIM << 16 | k;
+        else if ((k = derived_find(t, v)) >= 0)
+            slot = SLOT_DERIVED << 16 | k;
+        else
+            for (k = 0; device_var_names[k] && k < MAX_DEVICE_VARS; k++)
+                if (strcmp(device_var_names[k], v) == 0)
+                    slot = SLOT_DEVICE << 16 | k;
+        expr_set_slot(e, i, slot);
+    }
+}
+
+/* Parse an expression from a JSON string, integer, real or boolean at path
+ * p into *x (which keeps a copy of p), and check its names. */
+int tl_parse_texpr(Loader *L, json_t *v, const char *p, int nderived, int arg_context, TExpr *x)
+{
+    char *text = NULL;
+    EvoErr e;
+    x->path = xstrdup(p);
+    if (json_is_string(v))
+        text = xstrdup(json_string_value(v));
+    else if (json_is_integer(v))
+        text = xasprintf("%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        text = xasprintf("%.17g", json_real_value(v));
+    else if (json_is_boolean(v))
+        text = xstrdup(json_is_true(v) ? "1" : "0");
+    else
+        return tl_err(L, p, "expected an expression (a string or a number), got %s", tl_json_type(v));
+    int rc = expr_parse(text, &x->e, &e);
+    free(text);
+    if (rc < 0)
+        return tl_err(L, p, "%s", e.msg);
+    if (check_vars(L, x, nderived, arg_context) < 0)
+        return -1;
+    bind_slots(L->t, x->e);
+    return 0;
+}
+
+void tl_texpr_free(TExpr *x)
+{
+    expr_free(&x->e);
+    free(x->path);
+    x->path = NULL;
+}
+
+/* A name for params, dims, derived and buffers: an identifier, unique
+ * among all of them and not a device variable. */
+int tl_check_new_name(Loader *L, const char *p, const char *s)
+{
+    Task *t = L->t;
+    if (!tl_is_ident(s))
+        return tl_err(L, p, "'%s' is not a valid identifier", s);
+    const char *what = tl_param_find(t, s) >= 0 ? "a param"
+                     : tl_find_name(t->dim_names, t->ndims, s) >= 0 ? "a dim"
+                     : derived_find(t, s) >= 0 ? "a derived name"
+                     : tl_buffer_find(t, s) >= 0 ? "a buffer"
+                     : device_name_known(s) ? "a device variable" : NULL;
+    if (what)
+        return tl_err(L, p, "duplicate name '%s' (already %s)", s, what);
+    return 0;
+}

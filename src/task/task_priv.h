@@ -1,0 +1,183 @@
+/*
+ * task_priv.h: the Task as the files of src/task/ share it, never included
+ * outside that folder. The loader (task.c, with the JSON-path helpers and
+ * the name and expression checks of task_json.c and the launch plans of
+ * task_launch.c) builds it; the accessors (task_access.c) and the resolver
+ * (task_resolve.c) read it. Functions here carry the tl_ prefix; the public
+ * API is task.h.
+ */
+#ifndef EVO_TASK_PRIV_H
+#define EVO_TASK_PRIV_H
+
+#include <jansson.h>
+
+#include "expr.h"
+#include "task.h"
+
+/* Room for a JSON path such as "launch[1].args[3].tensor_map.box[0]". */
+#define PATH_MAX_LEN 384
+
+/* ---- the Task ---------------------------------------------------------- */
+
+typedef struct TExpr {
+    Expr *e;       /* NULL when absent (optional field) */
+    char *path;    /* JSON path, for errors: "launch[1].grid[0]" */
+} TExpr;
+
+typedef struct TParam {
+    char    *name;
+    int64_t *values;
+    int      nvalues;
+    int      def;      /* index into values */
+} TParam;
+
+typedef struct TDerived {
+    char *name;
+    TExpr x;
+} TDerived;
+
+typedef struct TConstraint {
+    TExpr x;
+    char *why;         /* NULL when not given */
+} TConstraint;
+
+typedef struct TBuffer {
+    char    *name;
+    DType    dtype;
+    BufRole  role;
+    InitKind init;
+    double   a, b;
+    double   atol, rtol; /* < 0: the task's tolerance */
+    TExpr   *shape;
+    int      nshape;
+} TBuffer;
+
+/* A tensor_map argument as written: expressions per dimension. */
+typedef struct TTmap {
+    int   rank, nstrides, nestr;
+    TExpr dims[TMAP_MAX_RANK], strides[TMAP_MAX_RANK - 1], box[TMAP_MAX_RANK], estr[TMAP_MAX_RANK];
+    int   swizzle, l2, oob_nan;
+    char *path;
+} TTmap;
+
+typedef struct TArg {
+    ArgKind kind;
+    int     buffer;    /* ARG_BUFFER, ARG_TMAP */
+    TExpr   x;         /* scalars */
+    TTmap  *tm;        /* ARG_TMAP */
+} TArg;
+
+typedef struct TLaunch {
+    char  *entry;
+    char  *path;       /* "launch[1]" */
+    TExpr  grid[3], block[3], smem, when;
+    TArg  *args;
+    int    nargs;
+} TLaunch;
+
+struct Task {
+    char     *path, *dir, *json_text;
+    char     *name, *description;
+    char     *template_path, *template_text, *ref_path, *ref_text;
+    char    **entries, **ref_entries;
+    int       nentries, nref_entries;
+    TParam   *params;
+    int       nparams;
+    TDerived *derived;
+    int       nderived;
+    TConstraint *cons;
+    int       ncons;
+    char    **dim_names;
+    int64_t  *dims;          /* benchmark values */
+    int       ndims;
+    int      *compile_dims;  /* indices into dims */
+    int       ncompile;
+    int       nextra;        /* correctness shapes */
+    int64_t  *extra_vals;    /* nextra * ndims */
+    unsigned char *extra_set;/* nextra * ndims: 1 when that shape sets the dim */
+    TBuffer  *bufs;
+    int       nbufs;
+    TLaunch  *launches, *ref_launches;
+    int       nlaunches, nref_launches;
+    double    atol, rtol;
+    TExpr     flops, bytes, min_ctas;
+    char    **copts;
+    int       ncopts;
+    int       fast_math, lineinfo, max_spill, arch_specific;
+};
+
+/* The loader's state: the Task being built, the spec path for messages. */
+typedef struct Loader {
+    Task       *t;
+    const char *file;
+    EvoErr     *err;
+} Loader;
+
+/* Scopes for name checks: an expression sees the first nderived derived
+ * names; SCOPE_ALL sees them all. */
+enum { SCOPE_ALL = -1 };
+
+/* Variable slots: kind << 16 | index, resolved once at load time so that
+ * evaluation never compares names. */
+enum { SLOT_PARAM = 1, SLOT_DIM, SLOT_DERIVED, SLOT_DEVICE };
+#define MAX_DEVICE_VARS 64
+
+/* ---- JSON-path helpers (task_json.c) ------------------------------------ */
+
+/* Set L->err to "<file>: <path>: <what>" (or "<file>: <what>" when path is
+ * empty). Returns -1. */
+int tl_err(Loader *L, const char *path, const char *fmt, ...) EVO_PRINTF(3, 4);
+/* buf (PATH_MAX_LEN bytes) = "path.key" or "path[i]"; truncated when long. */
+void tl_subpath(char *buf, const char *path, const char *key);
+void tl_idxpath(char *buf, const char *path, int i);
+/* "an object", "a string", ... for messages. */
+const char *tl_json_type(const json_t *v);
+/* 1 when s is a C identifier. */
+int tl_is_ident(const char *s);
+/* Reject keys of obj not in allowed (NULL-terminated); keys starting with
+ * '_' are comments. Returns 0 or -1 (L->err, with a suggestion). */
+int tl_check_keys(Loader *L, json_t *obj, const char *path, const char *const *allowed);
+/* Fetch obj[key] with a type check (type < 0: any). Absent: *out = NULL,
+ * an error only when required. Returns 0 or -1 (L->err). */
+int tl_get_field(Loader *L, json_t *obj, const char *path, const char *key, int required, int type,
+                 json_t **out);
+/* obj[key] as a fresh string (NULL when absent and not required). */
+int tl_get_string(Loader *L, json_t *obj, const char *path, const char *key, int required, char **out);
+/* obj[key] as 0 or 1 into *out, left alone when absent. */
+int tl_get_bool(Loader *L, json_t *obj, const char *path, const char *key, int *out);
+/* v (at JSON path p) as a number or an integer. Returns 0 or -1 (L->err). */
+int tl_get_number(Loader *L, json_t *v, const char *p, double *out);
+int tl_get_int(Loader *L, json_t *v, const char *p, int64_t *out);
+/* obj[key]: a required, non-empty list of unique identifiers; *out is
+ * fresh (*n strings) even on failure. */
+int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, char ***out, int *n);
+
+/* ---- names and expressions (task_json.c) -------------------------------- */
+
+/* Index of s among names[0..n) / the params / the buffers, or -1. */
+int tl_find_name(char *const *names, int n, const char *s);
+int tl_param_find(const Task *t, const char *s);
+int tl_buffer_find(const Task *t, const char *s);
+/* Parse an expression from a JSON string, integer, real or boolean at
+ * path p into *x (which keeps a copy of p), check that its names are
+ * visible (nderived: how many derived names, or SCOPE_ALL; arg_context:
+ * buffers are named in the suggestions) and bind its slots. Returns 0 or
+ * -1 (L->err); *x is released with tl_texpr_free either way. */
+int tl_parse_texpr(Loader *L, json_t *v, const char *p, int nderived, int arg_context, TExpr *x);
+/* Release x's expression and path; safe on a zeroed TExpr. */
+void tl_texpr_free(TExpr *x);
+/* A name for params, dims, derived and buffers: an identifier, unique
+ * among all of them and not a device variable. Returns 0 or -1 (L->err). */
+int tl_check_new_name(Loader *L, const char *p, const char *s);
+
+/* ---- launch plans (task_launch.c) --------------------------------------- */
+
+/* obj.launch at path ("" or "reference"): the launches of a kernel whose
+ * entries are entries[0..nentries). *out (fresh, *nout launches) is kept
+ * on failure, for tl_launches_free. Returns 0 or -1 (L->err). */
+int tl_load_launches(Loader *L, json_t *obj, const char *path, char **entries, int nentries, TLaunch **out,
+                     int *nout);
+/* Release n launches and the array l; safe on NULL. */
+void tl_launches_free(TLaunch *l, int n);
+
+#endif
