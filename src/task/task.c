@@ -41,11 +41,9 @@ static int load_params(Loader *L, json_t *root)
         pr->name = xstrdup(key);
         json_t *vals, *def, *v;
         size_t i;
-        if (tl_get_field(L, pv, p, "values", 1, JSON_ARRAY, &vals) < 0)
+        if (tl_get_list(L, pv, p, "values", &vals) < 0)
             return -1;
         tl_subpath(q, p, "values");
-        if (json_array_size(vals) == 0)
-            return tl_err(L, q, "empty list");
         pr->values = xcalloc(json_array_size(vals), sizeof(int64_t));
         json_array_foreach(vals, i, v) {
             tl_idxpath(r, q, (int)i);
@@ -80,6 +78,7 @@ static int load_dims(Loader *L, json_t *root)
     const char *key;
     char p[PATH_MAX_LEN];
     size_t i;
+    EvoErr e;
     if (tl_get_field(L, root, "", "dims", 1, JSON_OBJECT, &obj) < 0)
         return -1;
     size_t n = json_object_size(obj);
@@ -102,12 +101,9 @@ static int load_dims(Loader *L, json_t *root)
             tl_idxpath(p, "compile_dims", (int)i);
             if (!json_is_string(v))
                 return tl_err(L, p, "expected a string, got %s", tl_json_type(v));
-            int d = tl_find_name(t->dim_names, t->ndims, json_string_value(v));
-            if (d < 0) {
-                const char *near = expr_closest(json_string_value(v), (const char *const *)t->dim_names, t->ndims);
-                return tl_err(L, p, "unknown dim '%s'%s%s%s", json_string_value(v), near ? " (did you mean '" : "",
-                              near ? near : "", near ? "'?)" : "");
-            }
+            int d = tl_dim_index(t, json_string_value(v), &e);
+            if (d < 0)
+                return tl_err(L, p, "%s", e.msg);
             for (int k = 0; k < t->ncompile; k++)
                 if (t->compile_dims[k] == d)
                     return tl_err(L, p, "duplicate dim '%s'", t->dim_names[d]);
@@ -131,12 +127,9 @@ static int load_dims(Loader *L, json_t *root)
                 tl_subpath(q, p, key);
                 if (key[0] == '_')
                     continue;
-                int d = tl_find_name(t->dim_names, t->ndims, key);
-                if (d < 0) {
-                    const char *near = expr_closest(key, (const char *const *)t->dim_names, t->ndims);
-                    return tl_err(L, q, "unknown dim '%s'%s%s%s", key, near ? " (did you mean '" : "",
-                                  near ? near : "", near ? "'?)" : "");
-                }
+                int d = tl_dim_index(t, key, &e);
+                if (d < 0)
+                    return tl_err(L, q, "%s", e.msg);
                 if (tl_get_int(L, v, q, &t->extra_vals[i * (size_t)t->ndims + (size_t)d]) < 0)
                     return -1;
                 t->extra_set[i * (size_t)t->ndims + (size_t)d] = 1;
@@ -226,10 +219,10 @@ static int load_init(Loader *L, json_t *init, const char *p, TBuffer *b)
         if (strcmp(dists[k], dist) == 0)
             break;
     if (!dists[k]) {
-        const char *near = expr_closest(dist, dists, 4);
+        char hint[TL_HINT_LEN];
         tl_subpath(q, p, "dist");
-        tl_err(L, q, "unknown dist '%s'%s%s%s (known: normal uniform zero const)", dist,
-               near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
+        tl_err(L, q, "unknown dist '%s'%s (known: normal uniform zero const)", dist,
+               tl_suggest(hint, sizeof(hint), dist, dists, 4));
         goto fail;
     }
     b->init = (InitKind)k; /* same order as InitKind */
@@ -263,10 +256,8 @@ static int load_buffers(Loader *L, json_t *root)
     char p[PATH_MAX_LEN], q[PATH_MAX_LEN], r[PATH_MAX_LEN];
     static const char *const keys[] = {"name", "dtype", "shape", "role", "init", "atol", "rtol", NULL};
     static const char *const roles[] = {"input", "output", "scratch", NULL};
-    if (tl_get_field(L, root, "", "buffers", 1, JSON_ARRAY, &arr) < 0)
+    if (tl_get_list(L, root, "", "buffers", &arr) < 0)
         return -1;
-    if (json_array_size(arr) == 0)
-        return tl_err(L, "buffers", "empty list");
     t->bufs = xcalloc(json_array_size(arr), sizeof(*t->bufs));
     json_array_foreach(arr, i, v) {
         char *s = NULL;
@@ -311,11 +302,9 @@ static int load_buffers(Loader *L, json_t *root)
         }
         free(s);
         b->role = (BufRole)k;
-        if (tl_get_field(L, v, p, "shape", 1, JSON_ARRAY, &x) < 0)
+        if (tl_get_list(L, v, p, "shape", &x) < 0)
             return -1;
         tl_subpath(q, p, "shape");
-        if (json_array_size(x) == 0)
-            return tl_err(L, q, "empty list");
         b->shape = xcalloc(json_array_size(x), sizeof(TExpr));
         json_t *e;
         json_array_foreach(x, j, e) {
@@ -406,9 +395,7 @@ static int load_misc(Loader *L, json_t *root)
         if (t->atol < 0 || t->rtol < 0)
             return tl_err(L, "tolerance", "must not be negative");
     }
-    if ((v = json_object_get(root, "flops")) && tl_parse_texpr(L, v, "flops", SCOPE_ALL, 0, &t->flops) < 0)
-        return -1;
-    if ((v = json_object_get(root, "bytes")) && tl_parse_texpr(L, v, "bytes", SCOPE_ALL, 0, &t->bytes) < 0)
+    if (tl_opt_texpr(L, root, "", "flops", &t->flops) < 0 || tl_opt_texpr(L, root, "", "bytes", &t->bytes) < 0)
         return -1;
     if (tl_get_field(L, root, "", "compile", 0, JSON_OBJECT, &obj) < 0)
         return -1;
@@ -444,8 +431,7 @@ static int load_misc(Loader *L, json_t *root)
     if (obj) {
         if (tl_check_keys(L, obj, "gate", gkeys) < 0)
             return -1;
-        if ((v = json_object_get(obj, "min_ctas")) &&
-            tl_parse_texpr(L, v, "gate.min_ctas", SCOPE_ALL, 0, &t->min_ctas) < 0)
+        if (tl_opt_texpr(L, obj, "gate", "min_ctas", &t->min_ctas) < 0)
             return -1;
     }
     return 0;

@@ -72,12 +72,9 @@ int64_t task_dim_value(const Task *t, int shape, int d)
 
 int task_set_dim(Task *t, const char *name, int64_t v, EvoErr *err)
 {
-    int d = tl_find_name(t->dim_names, t->ndims, name);
-    if (d < 0) {
-        const char *near = expr_closest(name, (const char *const *)t->dim_names, t->ndims);
-        return err_set(err, "unknown dim '%s'%s%s%s", name, near ? " (did you mean '" : "", near ? near : "",
-                       near ? "'?)" : "");
-    }
+    int d = tl_dim_index(t, name, err);
+    if (d < 0)
+        return -1;
     t->dims[d] = v;
     return 0;
 }
@@ -141,12 +138,11 @@ static int params_set(const Task *t, const char *name, int64_t v, int64_t *vals,
     int i = tl_param_find(t, name);
     if (i < 0) {
         const char *names[256];
+        char hint[TL_HINT_LEN];
         int n = t->nparams < 256 ? t->nparams : 256;
         for (int k = 0; k < n; k++)
             names[k] = t->params[k].name;
-        const char *near = expr_closest(name, names, n);
-        return err_set(err, "unknown param '%s'%s%s%s", name, near ? " (did you mean '" : "", near ? near : "",
-                       near ? "'?)" : "");
+        return err_set(err, "unknown param '%s'%s", name, tl_suggest(hint, sizeof(hint), name, names, n));
     }
     if (seen[i])
         return err_set(err, "param '%s' given twice", name);

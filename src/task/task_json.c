@@ -8,10 +8,11 @@
  */
 #include "task_priv.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "template.h"
 
 /* ---- JSON-path helpers -------------------------------------------------- */
 
@@ -53,16 +54,6 @@ const char *tl_json_type(const json_t *v)
     }
 }
 
-int tl_is_ident(const char *s)
-{
-    if (!(isalpha((unsigned char)*s) || *s == '_'))
-        return 0;
-    for (s++; *s; s++)
-        if (!(isalnum((unsigned char)*s) || *s == '_'))
-            return 0;
-    return 1;
-}
-
 /* Reject keys of obj not in allowed (NULL-terminated); keys starting with
  * '_' are comments. */
 int tl_check_keys(Loader *L, json_t *obj, const char *path, const char *const *allowed)
@@ -78,11 +69,9 @@ int tl_check_keys(Loader *L, json_t *obj, const char *path, const char *const *a
             ok = strcmp(key, allowed[i]) == 0;
         if (!ok) {
             char p[PATH_MAX_LEN];
-            const char *near = expr_closest(key, allowed, n);
+            char hint[TL_HINT_LEN];
             tl_subpath(p, path, key);
-            if (near)
-                return tl_err(L, p, "unknown field (did you mean '%s'?)", near);
-            return tl_err(L, p, "unknown field");
+            return tl_err(L, p, "unknown field%s", tl_suggest(hint, sizeof(hint), key, allowed, n));
         }
     }
     return 0;
@@ -107,6 +96,18 @@ int tl_get_field(Loader *L, json_t *obj, const char *path, const char *key, int 
         return tl_err(L, p, "expected %s, got %s", want, tl_json_type(v));
     }
     *out = v;
+    return 0;
+}
+
+int tl_get_list(Loader *L, json_t *obj, const char *path, const char *key, json_t **out)
+{
+    char p[PATH_MAX_LEN];
+    if (tl_get_field(L, obj, path, key, 1, JSON_ARRAY, out) < 0)
+        return -1;
+    if (json_array_size(*out) == 0) {
+        tl_subpath(p, path, key);
+        return tl_err(L, p, "empty list");
+    }
     return 0;
 }
 
@@ -158,17 +159,15 @@ int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, 
     char p[PATH_MAX_LEN], q[PATH_MAX_LEN];
     size_t i;
     tl_subpath(p, path, key);
-    if (tl_get_field(L, obj, path, key, 1, JSON_ARRAY, &arr) < 0)
+    if (tl_get_list(L, obj, path, key, &arr) < 0)
         return -1;
-    if (json_array_size(arr) == 0)
-        return tl_err(L, p, "empty list");
     *out = xcalloc(json_array_size(arr), sizeof(char *));
     json_array_foreach(arr, i, v) {
         tl_idxpath(q, p, (int)i);
         if (!json_is_string(v))
             return tl_err(L, q, "expected a string, got %s", tl_json_type(v));
         const char *s = json_string_value(v);
-        if (!tl_is_ident(s))
+        if (!template_is_ident(s))
             return tl_err(L, q, "'%s' is not a valid C identifier", s);
         for (int k = 0; k < *n; k++)
             if (strcmp((*out)[k], s) == 0)
@@ -180,12 +179,31 @@ int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, 
 
 /* ---- names and expressions ------------------------------------------- */
 
+const char *tl_suggest(char *buf, size_t size, const char *name, const char *const *cands, int n)
+{
+    const char *near = expr_closest(name, cands, n);
+    buf[0] = 0;
+    if (near)
+        snprintf(buf, size, " (did you mean '%s'?)", near);
+    return buf;
+}
+
 int tl_find_name(char *const *names, int n, const char *s)
 {
     for (int i = 0; i < n; i++)
         if (strcmp(names[i], s) == 0)
             return i;
     return -1;
+}
+
+int tl_dim_index(const Task *t, const char *name, EvoErr *err)
+{
+    char hint[TL_HINT_LEN];
+    int d = tl_find_name(t->dim_names, t->ndims, name);
+    if (d < 0)
+        err_set(err, "unknown dim '%s'%s", name,
+                tl_suggest(hint, sizeof(hint), name, (const char *const *)t->dim_names, t->ndims));
+    return d;
 }
 
 static int device_name_known(const char *s)
@@ -265,10 +283,8 @@ static int check_vars(Loader *L, const TExpr *x, int nderived, int arg_context)
                           "column %d: '%s' is a buffer; a buffer can only be passed alone as a launch argument", col, v);
         int n;
         const char **names = visible_names(t, nderived, arg_context, &n);
-        const char *near = expr_closest(v, names, n);
-        char hint[160] = "";
-        if (near)
-            snprintf(hint, sizeof(hint), " (did you mean '%s'?)", near);
+        char hint[160];
+        tl_suggest(hint, sizeof(hint), v, names, n);
         tl_err(L, x->path, "column %d: unknown %s '%s'%s", col, arg_context ? "buffer or variable" : "variable", v,
                hint);
         free(names);
@@ -323,6 +339,16 @@ int tl_parse_texpr(Loader *L, json_t *v, const char *p, int nderived, int arg_co
     return 0;
 }
 
+int tl_opt_texpr(Loader *L, json_t *obj, const char *path, const char *key, TExpr *x)
+{
+    char p[PATH_MAX_LEN];
+    json_t *v = json_object_get(obj, key);
+    if (!v)
+        return 0;
+    tl_subpath(p, path, key);
+    return tl_parse_texpr(L, v, p, SCOPE_ALL, 0, x);
+}
+
 void tl_texpr_free(TExpr *x)
 {
     expr_free(&x->e);
@@ -335,7 +361,7 @@ void tl_texpr_free(TExpr *x)
 int tl_check_new_name(Loader *L, const char *p, const char *s)
 {
     Task *t = L->t;
-    if (!tl_is_ident(s))
+    if (!template_is_ident(s))
         return tl_err(L, p, "'%s' is not a valid identifier", s);
     const char *what = tl_param_find(t, s) >= 0 ? "a param"
                      : tl_find_name(t->dim_names, t->ndims, s) >= 0 ? "a dim"

@@ -150,11 +150,9 @@ int tl_load_launches(Loader *L, json_t *obj, const char *path, char **entries, i
     size_t i, j;
     char p[PATH_MAX_LEN], q[PATH_MAX_LEN], r[PATH_MAX_LEN];
     static const char *const keys[] = {"entry", "grid", "block", "smem", "args", "when", NULL};
-    if (tl_get_field(L, obj, path, "launch", 1, JSON_ARRAY, &arr) < 0)
+    if (tl_get_list(L, obj, path, "launch", &arr) < 0)
         return -1;
     tl_subpath(p, path, "launch");
-    if (json_array_size(arr) == 0)
-        return tl_err(L, p, "empty list");
     *out = xcalloc(json_array_size(arr), sizeof(TLaunch));
     json_array_foreach(arr, i, l) {
         TLaunch *la = &(*out)[(*nout)++];
@@ -170,16 +168,8 @@ int tl_load_launches(Loader *L, json_t *obj, const char *path, char **entries, i
         }
         if (load_dim3(L, l, q, "grid", la->grid) < 0 || load_dim3(L, l, q, "block", la->block) < 0)
             return -1;
-        if ((v = json_object_get(l, "smem"))) {
-            tl_subpath(r, q, "smem");
-            if (tl_parse_texpr(L, v, r, SCOPE_ALL, 0, &la->smem) < 0)
-                return -1;
-        }
-        if ((v = json_object_get(l, "when"))) {
-            tl_subpath(r, q, "when");
-            if (tl_parse_texpr(L, v, r, SCOPE_ALL, 0, &la->when) < 0)
-                return -1;
-        }
+        if (tl_opt_texpr(L, l, q, "smem", &la->smem) < 0 || tl_opt_texpr(L, l, q, "when", &la->when) < 0)
+            return -1;
         if (tl_get_field(L, l, q, "args", 1, JSON_ARRAY, &v) < 0)
             return -1;
         tl_subpath(r, q, "args");

@@ -132,8 +132,6 @@ void tl_subpath(char *buf, const char *path, const char *key);
 void tl_idxpath(char *buf, const char *path, int i);
 /* "an object", "a string", ... for messages. */
 const char *tl_json_type(const json_t *v);
-/* 1 when s is a C identifier. */
-int tl_is_ident(const char *s);
 /* Reject keys of obj not in allowed (NULL-terminated); keys starting with
  * '_' are comments. Returns 0 or -1 (L->err, with a suggestion). */
 int tl_check_keys(Loader *L, json_t *obj, const char *path, const char *const *allowed);
@@ -141,6 +139,8 @@ int tl_check_keys(Loader *L, json_t *obj, const char *path, const char *const *a
  * an error only when required. Returns 0 or -1 (L->err). */
 int tl_get_field(Loader *L, json_t *obj, const char *path, const char *key, int required, int type,
                  json_t **out);
+/* obj[key]: a required, non-empty array. Returns 0 or -1 (L->err). */
+int tl_get_list(Loader *L, json_t *obj, const char *path, const char *key, json_t **out);
 /* obj[key] as a fresh string (NULL when absent and not required). */
 int tl_get_string(Loader *L, json_t *obj, const char *path, const char *key, int required, char **out);
 /* obj[key] as 0 or 1 into *out, left alone when absent. */
@@ -154,6 +154,17 @@ int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, 
 
 /* ---- names and expressions (task_json.c) -------------------------------- */
 
+/* Room for a suggestion: " (did you mean 'BLOCK_M'?)". */
+#define TL_HINT_LEN 1024
+
+/* " (did you mean 'X'?)" for the candidate closest to name (expr_closest
+ * over cands[0..n)), or "" when none is close, into buf (size bytes).
+ * Returns buf. */
+const char *tl_suggest(char *buf, size_t size, const char *name, const char *const *cands, int n);
+/* Index of the dim called name, or -1 with err "unknown dim 'X'" and a
+ * suggestion. */
+int tl_dim_index(const Task *t, const char *name, EvoErr *err);
+
 /* Index of s among names[0..n) / the params / the buffers, or -1. */
 int tl_find_name(char *const *names, int n, const char *s);
 int tl_param_find(const Task *t, const char *s);
@@ -164,6 +175,9 @@ int tl_buffer_find(const Task *t, const char *s);
  * buffers are named in the suggestions) and bind its slots. Returns 0 or
  * -1 (L->err); *x is released with tl_texpr_free either way. */
 int tl_parse_texpr(Loader *L, json_t *v, const char *p, int nderived, int arg_context, TExpr *x);
+/* obj[key], when present, into *x as an expression at path.key that sees
+ * every name (tl_parse_texpr); absent: *x is left alone. */
+int tl_opt_texpr(Loader *L, json_t *obj, const char *path, const char *key, TExpr *x);
 /* Release x's expression and path; safe on a zeroed TExpr. */
 void tl_texpr_free(TExpr *x);
 /* A name for params, dims, derived and buffers: an identifier, unique

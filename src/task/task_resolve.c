@@ -301,12 +301,20 @@ static int resolve_launches(Env *env, const TLaunch *ls, int n, Plan *plan, int 
     return 0;
 }
 
+/* 0 when shape exists, else -1 with err. */
+static int shape_check(const Task *t, int shape, EvoErr *err)
+{
+    if (shape < 0 || shape >= task_nshapes(t))
+        return err_set(err, "%s: shape %d does not exist (the task has %d)", t->path, shape, task_nshapes(t));
+    return 0;
+}
+
 int task_resolve(const Task *t, const int64_t *vals, int shape, const DeviceInfo *dev, Plan *out, EvoErr *err)
 {
     Env env = {0};
     memset(out, 0, sizeof(*out));
-    if (shape < 0 || shape >= task_nshapes(t))
-        return err_set(err, "%s: shape %d does not exist (the task has %d)", t->path, shape, task_nshapes(t));
+    if (shape_check(t, shape, err) < 0)
+        return -1;
     env_open(&env, t, vals, dev);
     if (env_shape(&env, shape, err) < 0)
         goto fail;
@@ -377,10 +385,8 @@ int task_render(const Task *t, const int64_t *vals, int shape, int reference, ch
     int64_t *values = xcalloc((size_t)n + 1, sizeof(*values));
     int rc;
     *src = NULL;
-    if (shape < 0 || shape >= task_nshapes(t)) {
-        rc = err_set(err, "%s: shape %d does not exist (the task has %d)", t->path, shape, task_nshapes(t));
+    if ((rc = shape_check(t, shape, err)) < 0)
         goto done;
-    }
     for (int i = 0; i < np; i++) {
         names[i] = t->params[i].name;
         values[i] = vals[i];

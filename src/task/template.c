@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_ident(const char *s)
+int template_is_ident(const char *s)
 {
     if (!s || !(isalpha((unsigned char)*s) || *s == '_'))
         return 0;
@@ -34,7 +34,7 @@ int template_render(const char *template_text, const char *file, const char *con
     }
     sb_printf(&sb, "// evoeng: rendered from %s\n", base);
     for (int i = 0; i < n; i++) {
-        if (!is_ident(names[i])) {
+        if (!template_is_ident(names[i])) {
             err_set(err, "template_render: '%s' is not a valid macro name", names[i] ? names[i] : "(null)");
             goto fail;
         }

@@ -31,6 +31,9 @@
 int template_render(const char *template_text, const char *file, const char *const *names,
                     const int64_t *values, int n, char **out, EvoErr *err);
 
+/* 1 when s is a C identifier (so a valid macro name); 0 for NULL. */
+int template_is_ident(const char *s);
+
 /* SHA-256 of a rendered source (its whole text, without the NUL), as 64
  * lowercase hex digits in hex[65]. */
 void template_hash(const char *src, char hex[65]);
