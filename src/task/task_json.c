@@ -280,7 +280,8 @@ static int check_vars(Loader *L, const TExpr *x, int nderived, int arg_context)
             return tl_err(L, x->path, "column %d: unknown variable '%s' (derived '%s' is defined later)", col, v, v);
         if (tl_buffer_find(t, v) >= 0)
             return tl_err(L, x->path,
-                          "column %d: '%s' is a buffer; a buffer can only be passed alone as a launch argument", col, v);
+                          "column %d: '%s' is a buffer; a buffer can only be passed alone as a launch argument",
+                          col, v);
         int n;
         const char **names = visible_names(t, nderived, arg_context, &n);
         char hint[160];
