@@ -181,10 +181,18 @@ static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
     /* The LLM requests go out first, to travel while the others compile and run. */
     if (nllm > 0 && loop_llm_submit_generation(L, gen, pop, npop, nllm, err))
         goto out;
-    n = want > 0 ? loop_propose(L, gen, pop, npop, kids, want, done, err) : 0;
+    int exhausted = 0;
+    n = want > 0 ? loop_propose(L, gen, pop, npop, kids, want, done, &exhausted, err) : 0;
     if (n < 0) {
         n = 0;
         goto out;
+    }
+    if (exhausted && !L->sum->space_exhausted) {
+        L->sum->space_exhausted = 1;
+        loop_live_clear(L);
+        if (!L->cfg->quiet && !L->cfg->json)
+            printf("gen %3lld: the valid space is exhausted: %d new of %d children asked for, every other valid "
+                   "configuration was evaluated\n", (long long)gen, n, want);
     }
     if (loop_decide_all(L, kids, done, n, &g, NULL, 1, err))
         goto out;
@@ -341,7 +349,7 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
         int64_t before = summary->evaluated;
         if (run_generation(&L, gen, exhaustive ? 0 : total, err))
             goto fail_run;
-        if (summary->interrupted)
+        if (summary->interrupted || summary->space_exhausted)
             break;
         if (exhaustive && gen > 0 && summary->evaluated == before && L.exh_index >= (int64_t)task_space_size(task))
             break;

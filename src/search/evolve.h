@@ -131,7 +131,7 @@ typedef struct EvolveConfig {
     int         population;
     int         children;
     uint64_t    seed;
-    const char *strategy;         /* evolve | random | exhaustive */
+    const char *strategy;         /* evolve | model | random | exhaustive */
     double      time_limit_s;     /* 0: none */
     double      revert_threshold; /* 0.02 */
     int         quiet, json;
@@ -143,6 +143,8 @@ typedef struct EvolveConfig {
     int         stop_after;       /* tests: stop (as if killed) after this many commits; 0: never */
     LlmOp      *llm;              /* the LLM operator (borrowed), or NULL: none */
     double      llm_rate;         /* fraction of each generation's children asked of the LLM */
+    int         no_warm_start;    /* generation 0: no seeds from earlier runs of the task on the device */
+    int         no_diversity;     /* tests, benchmarks: no niches, adaptive strength or immigrants */
 } EvolveConfig;
 
 typedef struct EvolveSummary {
@@ -155,6 +157,9 @@ typedef struct EvolveSummary {
     int     llm_children;         /* LLM children evaluated by this call */
     int     llm_accepted;         /* of which accepted */
     double  wall_ms, eval_ms;
+    int     space_exhausted;      /* a generation found no unevaluated valid configuration left */
+    int     warm_seeded;          /* generation 0 members seeded from earlier runs */
+    char    warm_runs[128];       /* those runs' ids, "3, 5" */
 } EvolveSummary;
 
 /* Start a new run (resume_run_id == 0) or continue one, and run it to the
