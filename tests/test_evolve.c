@@ -265,12 +265,14 @@ static void test_determinism(void)
     free(f3);
 }
 
-static void test_resume(void)
+static void resume_strategy(const char *strategy)
 {
     /* The reference: an uninterrupted run. */
-    Store *ref = fresh_store("resume_ref.db");
+    char rname[64];
+    snprintf(rname, sizeof(rname), "resume_ref_%s.db", strategy);
+    Store *ref = fresh_store(rname);
     FakeEval *fr = fake_new();
-    EvolveConfig c = config("evolve", 5);
+    EvolveConfig c = config(strategy, 5);
     EvolveSummary rs;
     EvoErr err;
     CHECK(evolve_run(ref, task, &dev, &fake_eval_ops, fr, &c, 0, &rs, &err) == 0);
@@ -279,7 +281,7 @@ static void test_resume(void)
     /* Stopped after k commits (as if killed), at several points, then resumed. */
     for (int k = 1; k <= 13; k += 3) {
         char name[64];
-        snprintf(name, sizeof(name), "resume_%d.db", k);
+        snprintf(name, sizeof(name), "resume_%s_%d.db", strategy, k);
         Store *s = fresh_store(name);
         FakeEval *f = fake_new();
         volatile int stop = 0;
@@ -322,6 +324,14 @@ static void test_resume(void)
     free(want);
     store_close(&ref);
     free(fr);
+}
+
+/* Resume proposes what the killed run would have: the evolve strategy
+ * (with its niches, widening and immigrants) and the model strategy. */
+static void test_resume(void)
+{
+    resume_strategy("evolve");
+    resume_strategy("model");
 }
 
 static void test_exhaustive(void)
@@ -509,6 +519,115 @@ static void test_full_generations(void)
     }
 }
 
+/* A deceptive landscape on the larger test space (tests/data/search_task.json):
+ * MODE=0 is a wide bowl with its floor at A=B=2 (+5 us); MODE=1 holds the
+ * global optimum at A=B=6 (+0) but is worse than MODE=0 wherever MODE=0 is
+ * good, so a MODE flip from the MODE=0 optimum is always reverted. */
+static double deceptive_us(const Child *c)
+{
+    double a = (double)pval(c, "A"), b = (double)pval(c, "B");
+    double g = pval(c, "MODE") ? fabs(a - 6) + fabs(b - 6) : 5 + 0.5 * (fabs(a - 2) + fabs(b - 2));
+    return model_us(c) + g;
+}
+
+/* How many of nseeds runs of `strategy` reach the global basin (MODE=1 and
+ * better than any MODE=0 configuration), diversity on or off. */
+static int deceptive_wins(Task *t, const char *strategy, int no_diversity, int nseeds)
+{
+    int wins = 0;
+    for (int k = 0; k < nseeds; k++) {
+        char name[64];
+        snprintf(name, sizeof(name), "decept_%s_%d_%d.db", strategy, no_diversity, k);
+        Store *s = fresh_store(name);
+        FakeEval *f = fake_eval_new(deceptive_us, compile_error, gate_error);
+        EvolveConfig c = config(strategy, 30);
+        c.seed = 100 + (uint64_t)k;
+        c.no_diversity = no_diversity;
+        EvolveSummary sum;
+        EvoErr err;
+        CHECK_MSG(evolve_run(s, t, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+        CandidateRecord b;
+        CHECK(store_candidate_get(s, sum.best_id, &b, &err) == 1);
+        int64_t v[8];
+        task_params_parse(t, b.params_json, v, &err);
+        if (v[task_param_index(t, "MODE")] == 1 && b.latency_us < 11.0 + 5.0)
+            wins++;
+        candidate_record_free(&b);
+        store_close(&s);
+        free(f);
+    }
+    return wins;
+}
+
+static void test_deceptive(void)
+{
+    Task *t2 = NULL;
+    EvoErr err;
+    char *p = xasprintf("%s/tests/data/search_task.json", getenv("EVO_SOURCE_ROOT"));
+    CHECK_MSG(task_load(p, &t2, &err) == 0, "%s", err.msg);
+    free(p);
+    Task *saved = task;
+    task = t2;
+    int old = deceptive_wins(t2, "evolve", 1, 6), evo = deceptive_wins(t2, "evolve", 0, 6),
+        mod = deceptive_wins(t2, "model", 0, 6);
+    fprintf(stderr, "     global basin reached: plain evolve %d/6, evolve %d/6, model %d/6\n", old, evo, mod);
+    CHECK(evo >= 5 && evo > old);
+    CHECK(mod >= 5);
+    task = saved;
+    task_free(&t2);
+}
+
+/* Warm starts: a second run of the task on the same device and store starts
+ * from the first run's best; --no-warm-start and another device do not. */
+static void test_warm_start(void)
+{
+    Store *s = fresh_store("warm.db");
+    FakeEval *f = fake_new();
+    EvolveConfig c = config("evolve", 3);
+    c.device_name = "FakeGPU";
+    EvolveSummary a, b, d, e;
+    EvoErr err;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &a, &err) == 0, "%s", err.msg);
+    CHECK(a.warm_seeded == 0);
+    CandidateRecord best;
+    CHECK(store_candidate_get(s, a.best_id, &best, &err) == 1);
+    c.seed = 99;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &b, &err) == 0, "%s", err.msg);
+    CHECK(b.warm_seeded >= 1 && b.warm_seeded <= 2);   /* at most half of P - 1 = 3 */
+    CHECK_STR(b.warm_runs, "1");
+    CandidateRecord *l;
+    int n, seeded_best = 0;
+    store_candidate_list(s, b.run_id, STORE_ALL_BY_ID, 0, &l, &n, &err);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(l[i].operator, "warm") != 0)
+            continue;
+        CHECK(l[i].generation == 0 && l[i].parent_id == 0 && l[i].parent2_id > 0);
+        CHECK(l[i].rationale && strstr(l[i].rationale, "warm start from run 1 candidate"));
+        if (strcmp(l[i].params_key, best.params_key) == 0 && strcmp(l[i].decision, "accepted") == 0)
+            seeded_best = 1;
+    }
+    store_candidates_free(l, n);
+    /* the first run's best is seeded unless it is the baseline itself */
+    CHECK(seeded_best || strcmp(best.decision, "baseline") == 0);
+    GenerationRecord *g;
+    int ng;
+    store_generation_list(s, b.run_id, &g, &ng, &err);
+    CHECK(ng > 0 && g[0].best_latency_us <= best.latency_us + 1e-9);
+    for (int i = 0; i < ng; i++)
+        free(g[i].finished_at);
+    free(g);
+    candidate_record_free(&best);
+    c.no_warm_start = 1;
+    CHECK(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &d, &err) == 0);
+    CHECK(d.warm_seeded == 0);
+    c.no_warm_start = 0;
+    c.device_name = "OtherGPU";
+    CHECK(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &e, &err) == 0);
+    CHECK(e.warm_seeded == 0);
+    store_close(&s);
+    free(f);
+}
+
 int main(void)
 {
     const char *root = getenv("EVO_SOURCE_ROOT");
@@ -538,6 +657,8 @@ int main(void)
     RUN(test_staged);
     RUN(test_speculation);
     RUN(test_full_generations);
+    RUN(test_deceptive);
+    RUN(test_warm_start);
     task_free(&task);
     char *cmd = xasprintf("rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

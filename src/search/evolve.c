@@ -187,6 +187,11 @@ static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
         n = 0;
         goto out;
     }
+    if (gen == 0 && L->sum->warm_seeded && !L->cfg->quiet && !L->cfg->json) {
+        loop_live_clear(L);
+        printf("warm start: %d of generation 0's members seeded from run%s %s (same task, same device)\n",
+               L->sum->warm_seeded, strchr(L->sum->warm_runs, ',') ? "s" : "", L->sum->warm_runs);
+    }
     if (exhausted && !L->sum->space_exhausted) {
         L->sum->space_exhausted = 1;
         loop_live_clear(L);

@@ -108,6 +108,13 @@ int loop_in_batch(Child *kids, int n, const char *key);
 int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int want, int *done,
                  int *exhausted, EvoErr *err);
 
+/* warm.c */
+/* Generation 0's seeds from earlier runs of the task on the device, into
+ * kids[0..) (at most half of want), with done[] as loop_propose; the
+ * summary's warm_seeded and warm_runs say how many and from where. The
+ * count or -1. */
+int loop_warm_propose(Loop *L, Child *kids, int want, int *done, EvoErr *err);
+
 /* model.c */
 /* The model strategy's proposals (same contract as loop_propose): many
  * candidate moves ranked by the surrogate fitted on the run so far. */

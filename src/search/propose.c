@@ -353,7 +353,13 @@ int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *ki
     int immigrants = mv.stagnation >= STAGNATION_K ? (want + 3) / 4 : 0;
     int n = 0, rc = 0;
     const int exh = strcmp(L->cfg->strategy, "exhaustive") == 0;
-    for (int slot = 0; slot < want && rc == 0; slot++) {
+    if (gen == 0 && !exh && strcmp(L->cfg->strategy, "random") != 0)
+        n = loop_warm_propose(L, kids, want, done, err);
+    if (n < 0) {
+        loop_moves_free(&mv);
+        return -1;
+    }
+    for (int slot = n; slot < want && rc == 0; slot++) {
         mv.immigrant = slot >= want - immigrants;
         mv.uniform = !L->cfg->no_diversity && slot % 4 == 1;
         int placed = 0;
