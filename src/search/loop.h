@@ -96,7 +96,7 @@ int loop_place(Loop *L, int64_t gen, Child *kids, int n, Child *c, const Candida
                EvoErr *err);
 /* An unevaluated valid configuration found by a scan of the space from a
  * random point (op random, parent the baseline): 1, 0 when the valid space
- * is exhausted, -1. */
+ * is exhausted, 2 when a huge space showed none in the part scanned, -1. */
 int loop_fill_unseen(Loop *L, int64_t gen, Rng *rng, Child *kids, int n, Child *c, int *state, EvoErr *err);
 /* 0 new, 1 committed in generation gen (resume), 2 in an earlier one; -1. */
 int loop_key_state(Loop *L, const char *key, int64_t gen, EvoErr *err);

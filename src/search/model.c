@@ -29,6 +29,7 @@
 #define POOL_PER_CHILD 24
 #define EXPLORE        0.25
 #define MODEL_ATTEMPTS 8      /* widening attempts per pool draw */
+#define RANDOM_DRAWS   64     /* random draws per random pool entry */
 
 /* Fit a surrogate on the committed candidates of generations before gen.
  * Returns the model (NULL with *nrows 0 when nothing usable) or NULL with
@@ -110,7 +111,10 @@ int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Chi
         mv.immigrant = k % 4 == 3;
         mv.uniform = !L->cfg->no_diversity && k % 4 == 1;
         int placed = 0;
-        for (int attempt = 0; attempt < MODEL_ATTEMPTS * 8 && !placed && rc == 0; attempt += 8) {
+        /* random draws are cheap and most fail the constraints: many of them;
+         * moves widen over MODEL_ATTEMPTS steps of the evolve strategy's attempts */
+        int step = mv.immigrant ? 1 : 8, last = mv.immigrant ? RANDOM_DRAWS : MODEL_ATTEMPTS * 8;
+        for (int attempt = 0; attempt < last && !placed && rc == 0; attempt += step) {
             Child c;
             loop_child_init(L, &c);
             int kp = -1, state = 0;
@@ -143,11 +147,11 @@ int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Chi
         Child c;
         loop_child_init(L, &c);
         int state = 0, got = loop_fill_unseen(L, gen, &rng, pool, npool, &c, &state, err);
-        if (got <= 0) {
+        if (got != 1) {
             loop_child_free(L, &c);
             if (got < 0)
                 rc = -1;
-            else if (exhausted)
+            else if (got == 0 && exhausted)
                 *exhausted = 1;
             break;
         }

@@ -218,17 +218,19 @@ static int inherit_kernel(Loop *L, Child *c, const CandidateRecord *parent, EvoE
     return 0;
 }
 
+#define SCAN_MAX (1u << 22)   /* configurations a scan looks at, at most */
+
 /* Scan the space, from a random point, for a valid configuration that
  * this run has not evaluated and the batch does not hold. 1 with c->vals
  * and c->params_key set (*state: its loop_key_state), 0 when none is left
- * (the valid space is exhausted), -1 on an error. */
+ * (the valid space is exhausted), 2 when a space too large to scan whole
+ * showed none in SCAN_MAX configurations, -1 on an error. */
 static int scan_unseen(Loop *L, int64_t gen, Rng *rng, Child *kids, int n, Child *c, int *state, EvoErr *err)
 {
     double total = task_space_size(L->task);
-    if (total > 4e9)
-        return 0;   /* beyond a scan: treat as not exhausted, just unlucky */
-    uint64_t size = (uint64_t)total, start = rng_below(rng, size);
-    for (uint64_t s = 0; s < size; s++) {
+    uint64_t size = total > 1e18 ? (uint64_t)1e18 : (uint64_t)total, start = rng_below(rng, size);
+    uint64_t look = size > SCAN_MAX ? SCAN_MAX : size;
+    for (uint64_t s = 0; s < look; s++) {
         uint64_t idx = (start + s) % size;
         for (int i = L->np - 1; i >= 0; i--) {
             int nv = task_param_nvalues(L->task, i);
@@ -246,7 +248,7 @@ static int scan_unseen(Loop *L, int64_t gen, Rng *rng, Child *kids, int n, Child
         if (*state != 2)
             return 1;
     }
-    return 0;
+    return look < size ? 2 : 0;
 }
 
 int loop_propose_one(Loop *L, int64_t gen, Rng *rng, const LoopMoves *mv, int attempt, Child *c,
@@ -382,6 +384,7 @@ int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *ki
                 if (got == 0 && exhausted)
                     *exhausted = 1;
                 rc = got < 0 ? -1 : got == 0 ? 1 : 0;
+                got = got == 2 ? 0 : got;   /* an unlucky slot of a huge space stays empty */
             } else {
                 got = loop_propose_one(L, gen, &rng, &mv, attempt, &c, &kp, err);
                 if (got == 0)
