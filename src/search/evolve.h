@@ -33,6 +33,16 @@
  * of earlier generations, so `resume` after kill -9 proposes the same
  * children and skips those already committed.
  *
+ * Search (issue 12; propose.c, model.c, warm.c): a slot whose moves find
+ * nothing new widens them up to a scan of the space, so generations are
+ * full until the valid space is exhausted (summary->space_exhausted); the
+ * population keeps niches of the structural knobs, mutations grow with
+ * stagnation and immigrants come after 3 generations without improvement;
+ * strategy "model" ranks a pool of proposals with the surrogate fitted on
+ * the run's earlier generations; generation 0 is warm-started from earlier
+ * runs of the task on the device (runs with a smaller id only). All of it
+ * reads only committed state, so resume stays exact.
+ *
  * Kernels: a child renders the kernel of its primary parent: the task's
  * template, or a kernel that is not (a --source baseline, an LLM answer),
  * whose raw text the store keeps in `kernels` under the key in its
