@@ -630,21 +630,9 @@ static void test_warm_start(void)
 
 int main(void)
 {
-    const char *root = getenv("EVO_SOURCE_ROOT");
-    if (!root) {
-        fprintf(stderr, "EVO_SOURCE_ROOT is not set\n");
-        return 1;
-    }
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/evo_test_evolve_XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (fake_eval_setup("evolve", "good_task.json", tmpdir, sizeof(tmpdir), &task))
         return 1;
     EvoErr err;
-    char *p = xasprintf("%s/tests/data/good_task.json", root);
-    if (task_load(p, &task, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
-    free(p);
     device_profile("sm_90", &dev, &err);
     RUN(test_revert_rule);
     RUN(test_tournament);
@@ -659,10 +647,6 @@ int main(void)
     RUN(test_full_generations);
     RUN(test_deceptive);
     RUN(test_warm_start);
-    task_free(&task);
-    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cleanup failed\n");
-    free(cmd);
+    fake_eval_teardown(tmpdir, &task);
     return test_report();
 }

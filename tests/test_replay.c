@@ -138,26 +138,9 @@ static void test_replay(void)
 
 int main(void)
 {
-    const char *root = getenv("EVO_SOURCE_ROOT");
-    if (!root) {
-        fprintf(stderr, "EVO_SOURCE_ROOT is not set\n");
+    if (fake_eval_setup("replay", "search_task.json", tmpdir, sizeof(tmpdir), &task))
         return 1;
-    }
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/evo_test_replay_XXXXXX");
-    if (!mkdtemp(tmpdir))
-        return 1;
-    EvoErr err;
-    char *p = xasprintf("%s/tests/data/search_task.json", root);
-    if (task_load(p, &task, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
-    free(p);
     RUN(test_replay);
-    task_free(&task);
-    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cleanup failed\n");
-    free(cmd);
+    fake_eval_teardown(tmpdir, &task);
     return test_report();
 }
