@@ -4,6 +4,7 @@
 #
 #   bench/search_quality.sh OUTDIR truth    on a GPU machine: measure the ground truth
 #   bench/search_quality.sh OUTDIR replay   anywhere (CPU): replay and report
+#   bench/search_quality.sh OUTDIR all      truth, then replay once the truth is complete
 #
 # truth: two reduced spaces of the attention task (bench/small_space.py),
 #   seed  B4 H8 S512 D64: BLOCK_M BLOCK_N WARPS STAGES SPLITS WGMMA MIN_BLOCKS
@@ -11,23 +12,25 @@
 #   s2048 B4 H8 S2048 D64: BLOCK_M BLOCK_N WARPS STAGES SPLITS WGMMA CLUSTER
 #         free (336 valid)
 # each measured by `run --strategy exhaustive` into $DBDIR/<space>.db. One
-# call works for at most BUDGET_S seconds (default 480) and stops there;
+# call works for at most BUDGET_S seconds (default 450) and stops there;
 # the exhaustive runs resume where they stopped (nothing measured is
 # measured again), so call it again until it prints "truth: complete". The
 # stores are copied (gzip) into OUTDIR after each call; to continue on a
-# fresh machine, unpack them into $DBDIR first.
+# fresh machine, unpack them into $DBDIR (default population/search_quality,
+# git-ignored) first. Resume is given the spec again (--task), so the
+# checkout may live at another path on the next machine.
 #
 # replay: bench/search_replay on each store (evolve, model and random, 5
 #   seeds each, half the space as budget), the tables in
 #   OUTDIR/<space>.md and the convergence plots in OUTDIR/<space>.svg.
 set -u
-out=${1:?usage: search_quality.sh OUTDIR truth|replay}
-what=${2:?usage: search_quality.sh OUTDIR truth|replay}
+out=${1:?usage: search_quality.sh OUTDIR truth|replay|all}
+what=${2:?usage: search_quality.sh OUTDIR truth|replay|all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
 R=${SEARCH_REPLAY:-build/bench/search_replay}
 DBDIR=${DBDIR:-population/search_quality}
-BUDGET_S=${BUDGET_S:-480}
+BUDGET_S=${BUDGET_S:-450}
 SEEDS=${SEEDS:-5}
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 mkdir -p "$DBDIR"
@@ -73,7 +76,7 @@ truth() {
                 --time-limit "${left}s" --quiet
         else
             echo "== truth $sp: resuming run $id ($st), at most ${left}s"
-            $E resume "$id" --db "$db" --time-limit "${left}s" --quiet
+            $E resume "$id" --task "$spec" --db "$db" --time-limit "${left}s" --quiet
         fi
         read -r st id <<<"$(run_status "$db")"
         python3 - "$db" <<'EOF'
@@ -92,6 +95,7 @@ EOF
         [ -f "$DBDIR/$sp.db" ] && gzip -c "$DBDIR/$sp.db" > "$out/$sp.db.gz"
     done
     if [ $all = 1 ]; then echo "truth: complete"; else echo "truth: incomplete, call again"; fi
+    [ $all = 1 ]
 }
 
 replay() {
@@ -110,5 +114,6 @@ replay() {
 case $what in
     truth) truth ;;
     replay) replay ;;
-    *) echo "usage: search_quality.sh OUTDIR truth|replay" >&2; exit 2 ;;
+    all) if truth; then replay; fi ;;
+    *) echo "usage: search_quality.sh OUTDIR truth|replay|all" >&2; exit 2 ;;
 esac

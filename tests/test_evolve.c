@@ -628,6 +628,38 @@ static void test_warm_start(void)
     free(f);
 }
 
+/* Resume of a warm-started run seeds and proposes what the run that was
+ * not stopped did. */
+static void test_warm_resume(void)
+{
+    Store *a = fresh_store("warm_res_a.db"), *b = fresh_store("warm_res_b.db");
+    FakeEval *f = fake_new();
+    EvolveConfig c = config("evolve", 3);
+    c.device_name = "FakeGPU";
+    EvolveSummary s0, s1, s2, s3;
+    EvoErr err;
+    CHECK(evolve_run(a, task, &dev, &fake_eval_ops, f, &c, 0, &s0, &err) == 0);
+    CHECK(evolve_run(b, task, &dev, &fake_eval_ops, f, &c, 0, &s0, &err) == 0);
+    c.seed = 7;
+    CHECK(evolve_run(a, task, &dev, &fake_eval_ops, f, &c, 0, &s1, &err) == 0);
+    CHECK(s1.warm_seeded > 0);
+    volatile int stop = 0;
+    EvolveConfig c2 = c;
+    c2.stop = &stop;
+    c2.stop_after = 2;
+    CHECK(evolve_run(b, task, &dev, &fake_eval_ops, f, &c2, 0, &s2, &err) == 0);
+    CHECK(s2.interrupted);
+    CHECK_MSG(evolve_run(b, task, &dev, &fake_eval_ops, f, &c, s2.run_id, &s3, &err) == 0, "%s", err.msg);
+    CHECK(s3.warm_seeded == s1.warm_seeded);
+    char *ka = keys_of(a, s1.run_id), *kb = keys_of(b, s3.run_id);
+    CHECK_STR(kb, ka);
+    free(ka);
+    free(kb);
+    store_close(&a);
+    store_close(&b);
+    free(f);
+}
+
 int main(void)
 {
     if (fake_eval_setup("evolve", "good_task.json", tmpdir, sizeof(tmpdir), &task))
@@ -647,6 +679,7 @@ int main(void)
     RUN(test_full_generations);
     RUN(test_deceptive);
     RUN(test_warm_start);
+    RUN(test_warm_resume);
     fake_eval_teardown(tmpdir, &task);
     return test_report();
 }
