@@ -60,18 +60,24 @@ static const CmdInfo commands[] = {
      "With --gpu, each one also goes through the correctness gate on the GPU (every shape, every\n"
      "seed): a correctness sweep of the space. Exits non-zero if the default configuration fails\n"
      "(with --gpu: if any configuration fails).", 3},
-    {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--cold] [--json]",
+    {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--repeat N] [--cold] [--json]",
      "gate and time one configuration on the GPU",
      "Evaluates one configuration of TASK (default parameters unless --params), or an outside kernel\n"
-     "with the same entry points (--source): the correctness gate, timing and launch metrics.", 3},
+     "with the same entry points (--source): the correctness gate, timing and launch metrics.\n"
+     "--against adds one interleaved A/B comparison (this/against), the one a run uses to decide.\n"
+     "--repeat N makes N independent comparisons and reports each ratio, the median, the 95th\n"
+     "percentile and the max of |ratio - 1|, and how many the run's revert rule would revert\n"
+     "(--revert-threshold, default 0.02). Without --against the configuration is compared with\n"
+     "itself (an A/A test: every revert is a false one, and the timing passes at p95 <= 0.5% and\n"
+     "no revert). With --json, --repeat prints one JSON object. Progress goes to stderr.", 3},
 };
 
 enum {
     O_HELP = 'h', O_QUIET = 'q', O_VERBOSE = 'v', O_N = 'n', O_OUTPUT = 'o', O_JOBS = 'j',
     O_VERSION = 256, O_DB, O_TASK, O_ARCH, O_GENERATIONS, O_POPULATION, O_CHILDREN, O_SEED,
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
-    O_SOURCE, O_COLD, O_AGAINST, O_GPU, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
-    O_LLM_CONC, O_LLM_MAX, O_NO_WARM,
+    O_SOURCE, O_COLD, O_AGAINST, O_REPEAT, O_SHARED, O_GPU, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
+    O_LLM_CONC, O_LLM_MAX, O_GPUS, O_NO_WARM,
 };
 
 typedef struct OptInfo {
@@ -98,9 +104,10 @@ static const OptInfo options[] = {
     {"strategy", required_argument, O_STRATEGY, BIT(CMD_RUN), "NAME", "evolve | model | random | exhaustive (default evolve); model: a surrogate ranks many proposals"},
     {"no-warm-start", no_argument, O_NO_WARM, BIT(CMD_RUN), NULL, "do not seed generation 0 with the best of earlier runs of the task on this device"},
     {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h)"},
-    {"revert-threshold", required_argument, O_REVERT, BIT(CMD_RUN), "F", "revert a child more than F slower than its parent (default 0.02)"},
+    {"revert-threshold", required_argument, O_REVERT, BIT(CMD_RUN) | BIT(CMD_BENCH), "F", "revert a child more than F slower than its parent (default 0.02)"},
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
     {"seeds", required_argument, O_SEEDS, C_EVAL, "N", "input seeds for the correctness gate (default 3, at least 3)"},
+    {"gpus", required_argument, O_GPUS, C_EVAL, "all|N|LIST", "GPUs to judge on, one worker each: all, the first N, or ordinals like 0,2 (one: 3,); default the first"},
     {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK), NULL, "machine-readable output"},
     {"best", no_argument, O_BEST, BIT(CMD_EXPORT), NULL, "export the best candidate of the latest run"},
     {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT), "FILE", "output file (default stdout)"},
@@ -111,6 +118,8 @@ static const OptInfo options[] = {
     {"source", required_argument, O_SOURCE, BIT(CMD_BENCH) | BIT(CMD_RUN), "FILE.cu", "an outside kernel with the task's entry points (run: as the baseline and template)"},
     {"cold", no_argument, O_COLD, BIT(CMD_BENCH), NULL, "flush L2 before each timed launch"},
     {"against", required_argument, O_AGAINST, BIT(CMD_BENCH), "K=V,...", "also time these params, and compare them by interleaved A/B"},
+    {"repeat", required_argument, O_REPEAT, BIT(CMD_BENCH), "N", "N independent A/B comparisons (A/A without --against)"},
+    {"shared", required_argument, O_SHARED, BIT(CMD_BENCH), "0|1", "A/B sides on the same buffers (1, the default) or each on its own (0)"},
     {"llm", required_argument, O_LLM, BIT(CMD_RUN), "PROVIDER", "openai | anthropic: add LLM-proposed children"},
     {"llm-url", required_argument, O_LLM_URL, BIT(CMD_RUN), "URL", "endpoint of the LLM provider"},
     {"llm-model", required_argument, O_LLM_MODEL, BIT(CMD_RUN), "NAME", "model name"},
@@ -151,6 +160,7 @@ void cli_defaults(Settings *s)
     s->llm_rate = 0.25;
     s->llm_concurrency = 4;
     s->llm_max_requests = 100;
+    s->shared = -1;
     s->id = 0;
 }
 
@@ -238,6 +248,41 @@ bad:
     return err_set(err, "%s: expected a duration like 90, 90s, 15m or 2h, got '%s'", opt, val);
 }
 
+/* --gpus all | N | LIST (ordinals separated by commas; "3," is GPU 3 alone). */
+static int gpus_arg(Settings *s, const char *val, EvoErr *err)
+{
+    long v;
+    s->ngpus = s->gpus_count = 0;
+    if (strcmp(val, "all") == 0) {
+        s->gpus_count = -1;
+        return 0;
+    }
+    if (!strchr(val, ',')) {
+        if (parse_long(val, 1, CLI_MAX_GPUS, &v))
+            return err_set(err, "--gpus: '%s' is not all, a count from 1 to %d, or a list of ordinals (0,2)", val,
+                           CLI_MAX_GPUS);
+        s->gpus_count = (int)v;
+        return 0;
+    }
+    char *copy = xstrdup(val), *save = NULL;
+    int rc = 0;
+    for (char *t = strtok_r(copy, ",", &save); t && rc == 0; t = strtok_r(NULL, ",", &save)) {
+        if (parse_long(t, 0, 1023, &v))
+            rc = err_set(err, "--gpus: '%s' in '%s' is not a GPU ordinal", t, val);
+        else if (s->ngpus == CLI_MAX_GPUS)
+            rc = err_set(err, "--gpus: more than %d GPUs", CLI_MAX_GPUS);
+        for (int i = 0; i < s->ngpus && rc == 0; i++)
+            if (s->gpus[i] == (int)v)
+                rc = err_set(err, "--gpus: GPU %ld is listed twice in '%s'", v, val);
+        if (rc == 0)
+            s->gpus[s->ngpus++] = (int)v;
+    }
+    free(copy);
+    if (rc == 0 && s->ngpus == 0)
+        rc = err_set(err, "--gpus: '%s' names no GPU", val);
+    return rc;
+}
+
 static int dim_arg(Settings *s, const char *val, EvoErr *err)
 {
     const char *eq = strchr(val, '=');
@@ -285,6 +330,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_LLM_CMD: s->llm_cmd = arg; return 0;
     case O_LLM_MODE: s->llm_mode = arg; return 0;
     case O_DIM: return dim_arg(s, arg, err);
+    case O_GPUS: return gpus_arg(s, arg, err);
     case O_GENERATIONS: return int_arg(name, arg, 0, 100000, &s->generations, err);
     case O_POPULATION: return int_arg(name, arg, 1, 10000, &s->population, err);
     case O_CHILDREN: return int_arg(name, arg, 1, 10000, &s->children, err);
@@ -292,6 +338,8 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_SAMPLE: return int_arg(name, arg, 0, 100000, &s->sample, err);
     case O_JOBS: return int_arg(name, arg, 0, 1024, &s->jobs, err);
     case O_SEEDS: return int_arg(name, arg, 3, 64, &s->seeds, err);
+    case O_REPEAT: return int_arg(name, arg, 1, 100000, &s->repeat, err);
+    case O_SHARED: return int_arg(name, arg, 0, 1, &s->shared, err);
     case O_LLM_CONC: return int_arg(name, arg, 1, 64, &s->llm_concurrency, err);
     case O_LLM_MAX: return int_arg(name, arg, 0, 1000000, &s->llm_max_requests, err);
     case O_REVERT: return real_arg(name, arg, 0.0, 1.0, &s->revert_threshold, err);

@@ -22,6 +22,7 @@ typedef enum CmdId {
 } CmdId;
 
 #define CLI_MAX_DIMS 16
+#define CLI_MAX_GPUS 64
 
 typedef struct DimOverride {
     char    name[64];
@@ -64,7 +65,12 @@ typedef struct Settings {
     const char  *source;            /* bench --source FILE.cu */
     int          cold;              /* bench --cold */
     const char  *against;           /* bench --against K=V,...: A/B reference */
+    int          repeat;            /* bench --repeat N: N A/B comparisons (0: one, with --against) */
+    int          shared;            /* bench --shared 0|1: BenchOptions.shared; -1: its default */
     int          seeds;             /* gate seeds */
+    /* --gpus: all (gpus_count -1), the first N (gpus_count N) or a list of ordinals (gpus/ngpus) */
+    int          gpus[CLI_MAX_GPUS];
+    int          ngpus, gpus_count;
 } Settings;
 
 /* Fill *s with defaults. */

@@ -1,8 +1,11 @@
 /*
  * cmd_bench: `evoeng bench TASK [--params K=V,...] [--source FILE.cu]
- * [--cold] [--json]`: one configuration (or an outside kernel with the
- * task's entry points) through the same evaluator a run uses: static
- * gate, correctness gate on every shape, timing, launch metrics.
+ * [--against K=V,...] [--repeat N] [--cold] [--json]`: one configuration
+ * (or an outside kernel with the task's entry points) through the same
+ * evaluator a run uses: static gate, correctness gate on every shape,
+ * timing, launch metrics; then optionally the run's interleaved A/B
+ * comparison against other params (or, --repeat without --against, N of
+ * them against itself: an A/A test of the timing).
  */
 #include <jansson.h>
 #include <math.h>
@@ -10,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abrepeat.h"
 #include "commands.h"
 #include "gpueval.h"
 #include "ops.h"
@@ -73,19 +77,98 @@ static int bench_one(GpuEval *ge, Child *c, EvoErr *err)
     return evolve_evaluate(&gpueval_ops, ge, c, err);
 }
 
-/* --against: the reference configuration, then an interleaved A/B. */
+/* --repeat: s->repeat comparisons of a (A) and c (B) with the run's
+ * compare call and options, then their summary (abrepeat.h). */
+static EvoExit bench_repeat(const Settings *s, const Task *t, GpuEval *ge, Child *a, Child *c, int aa)
+{
+    EvoErr err;
+    EvoExit rc = EVO_EXIT_OK;
+    int n = s->repeat, done = 0;
+    double *ratio = xcalloc((size_t)n, sizeof(double)), *spread = xcalloc((size_t)n, sizeof(double));
+    int every = n >= 20 ? n / 10 : 0;
+    /* compare() sets B's latency to its side of each A/B: keep the timed ones. */
+    double a_lat = a->rec.latency_us, b_lat = c->rec.latency_us;
+    for (; done < n; done++) {
+        if (gpueval_ops.compare(ge, a, c, &ratio[done], &spread[done], &err)) {
+            errorf("A/B comparison %d of %d: %s", done + 1, n, err.msg);
+            rc = EVO_EXIT_FAIL;
+            break;
+        }
+        if (strcmp(c->rec.status, "ok") != 0) {   /* the A/B itself failed: the child is marked */
+            errorf("A/B comparison %d of %d: %s: %s", done + 1, n, c->rec.status, c->rec.error ? c->rec.error : "");
+            rc = EVO_EXIT_FAIL;
+            break;
+        }
+        if (every && (done + 1) % every == 0)
+            progressf("bench: %d/%d A/B comparisons, last ratio %.4f", done + 1, n, ratio[done]);
+    }
+    AbRepeatStats st;
+    abrepeat_stats(ratio, done, s->revert_threshold, &st);
+    const BenchOptions *bo = &gpueval_options(ge)->bench;
+    if (s->json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:b, s:i, s:i, s:b, s:b, s:f}", "task", task_name(t), "a_params",
+                              a->params_key, "b_params", c->params_key, "aa", aa, "repeat", n, "done", done, "shared",
+                              bo->shared, "cold", bo->cold, "threshold", s->revert_threshold);
+        json_object_set_new(o, "a_latency_us", isfinite(a_lat) ? json_real(a_lat) : json_null());
+        json_object_set_new(o, "b_latency_us", isfinite(b_lat) ? json_real(b_lat) : json_null());
+        json_t *jr = json_array(), *js = json_array();
+        for (int i = 0; i < done; i++) {
+            json_array_append_new(jr, isfinite(ratio[i]) ? json_real(ratio[i]) : json_null());
+            json_array_append_new(js, isfinite(spread[i]) ? json_real(spread[i]) : json_null());
+        }
+        json_object_set_new(o, "ratios", jr);
+        json_object_set_new(o, "spreads", js);
+        json_object_set_new(o, "device", json_string(gpueval_device(ge)->name));
+        const double figs[] = {st.median, st.min, st.max, st.p95_dev, st.max_dev};
+        const char *names[] = {"median", "min", "max", "p95_abs_dev", "max_abs_dev"};
+        for (size_t i = 0; i < EVO_ARRAY_LEN(figs); i++)
+            json_object_set_new(o, names[i], isfinite(figs[i]) ? json_real(figs[i]) : json_null());
+        json_object_set_new(o, "failed", json_integer(st.failed));
+        json_object_set_new(o, "reverts", json_integer(st.reverts));
+        json_object_set_new(o, "false_reverts", aa ? json_integer(st.reverts) : json_null());
+        json_object_set_new(o, "aa_pass", aa ? json_boolean(abrepeat_aa_pass(&st, 0.005)) : json_null());
+        char *txt = json_dumps(o, JSON_INDENT(2));
+        printf("%s\n", txt);
+        free(txt);
+        json_decref(o);
+    } else {
+        printf("  repeat       %d of %d A/B comparisons of this (B) against %s (A)%s, shared buffers %s%s\n", done, n,
+               aa ? "itself" : a->params_key, aa ? ": A/A" : "", bo->shared ? "yes" : "no", bo->cold ? ", cold" : "");
+        for (int i = 0; i < done; i++)   /* ten a line */
+            printf("%s%.4f", i == 0 ? "  ratios       " : i % 10 == 0 ? "\n               " : " ", ratio[i]);
+        if (done)
+            printf("\n");
+        printf("  median       %.4f  (range %.4f .. %.4f)\n", st.median, st.min, st.max);
+        printf("  |ratio - 1|  p95 %.2f%%, max %.2f%%\n", st.p95_dev * 100, st.max_dev * 100);
+        printf("  reverts      %d of %d at threshold %.1f%%%s\n", st.reverts, done, s->revert_threshold * 100,
+               aa ? " (false reverts: both sides are the same kernel)" : "");
+        if (aa)
+            printf("  A/A          %s (bar: p95 |ratio - 1| <= 0.5%% and no false revert)\n",
+                   abrepeat_aa_pass(&st, 0.005) ? "pass" : "FAIL");
+    }
+    free(ratio);
+    free(spread);
+    return rc;
+}
+
+/* --against / --repeat: the reference configuration (the same one for an
+ * A/A test), then one or s->repeat interleaved A/B comparisons. */
 static EvoExit bench_against(const Settings *s, const Task *t, GpuEval *ge, Child *c)
 {
     EvoErr err;
     Child a;
     evolve_child_init(&a, task_nparams(t));
     a.op = "bench";
+    int aa = !s->against;
+    const char *apar = aa ? (s->params ? s->params : "") : s->against;
     EvoExit rc = EVO_EXIT_OK;
-    if (task_params_parse(t, s->against, a.vals, &err)) {
+    if (task_params_parse(t, apar, a.vals, &err)) {
         errorf("--against: %s", err.msg);
         rc = EVO_EXIT_USAGE;
         goto out;
     }
+    if (aa)
+        a.custom_source = c->custom_source;
     a.params_key = ops_params_key(t, a.vals, NULL);
     if (bench_one(ge, &a, &err)) {
         errorf("%s", err.msg);
@@ -95,6 +178,10 @@ static EvoExit bench_against(const Settings *s, const Task *t, GpuEval *ge, Chil
     if (strcmp(a.rec.status, "ok") != 0) {
         errorf("--against %s: %s: %s", a.params_key, a.rec.status, a.rec.error ? a.rec.error : "");
         rc = EVO_EXIT_FAIL;
+        goto out;
+    }
+    if (s->repeat) {
+        rc = bench_repeat(s, t, ge, &a, c, aa);
         goto out;
     }
     double ratio, spread;
@@ -112,6 +199,54 @@ static EvoExit bench_against(const Settings *s, const Task *t, GpuEval *ge, Chil
                ratio < 0.98 ? "faster" : ratio > 1.02 ? "slower" : "within 2%");
 out:
     evolve_child_clear(&a, &gpueval_ops, ge);
+    return rc;
+}
+
+/* --gpus with more than one: the same configuration judged and timed on
+ * each other GPU too (its own worker, gate and timing), side by side with
+ * the first. */
+static EvoExit bench_other_gpus(const Settings *s, const Task *t, GpuEval *ge, const Child *first)
+{
+    EvoExit rc = EVO_EXIT_OK;
+    json_t *arr = s->json ? json_array() : NULL;
+    const DeviceInfo *d0 = gpueval_device(ge);
+    if (arr)
+        json_array_append_new(arr, json_pack("{s:i, s:s, s:s, s:f}", "index", d0->ordinal, "name", d0->name, "uuid",
+                                             d0->uuid, "latency_us", first->rec.latency_us));
+    else
+        printf("  GPU %d  %s: %.3f us\n", d0->ordinal, d0->name, first->rec.latency_us);
+    for (int w = 1; w < gpueval_slots(ge) && rc == EVO_EXIT_OK; w++) {
+        EvoErr err;
+        Child c;
+        evolve_child_init(&c, task_nparams(t));
+        memcpy(c.vals, first->vals, (size_t)task_nparams(t) * sizeof(int64_t));
+        c.op = "bench";
+        c.params_key = xstrdup(first->params_key);
+        c.custom_source = first->custom_source;
+        c.gpu = w;
+        const DeviceInfo *d = gpueval_slot_device(ge, w);
+        if (evolve_evaluate(&gpueval_ops, ge, &c, &err)) {
+            errorf("GPU %d: %s", d->ordinal, err.msg);
+            rc = EVO_EXIT_FAIL;
+        } else if (strcmp(c.rec.status, "ok") != 0) {
+            errorf("GPU %d: %s: %s", d->ordinal, c.rec.status, c.rec.error ? c.rec.error : "");
+            rc = EVO_EXIT_FAIL;
+        } else if (arr) {
+            json_array_append_new(arr, json_pack("{s:i, s:s, s:s, s:f}", "index", d->ordinal, "name", d->name,
+                                                 "uuid", d->uuid, "latency_us", c.rec.latency_us));
+        } else {
+            printf("  GPU %d  %s: %.3f us (%+.2f%% against GPU %d)\n", d->ordinal, d->name, c.rec.latency_us,
+                   (c.rec.latency_us / first->rec.latency_us - 1) * 100, d0->ordinal);
+        }
+        evolve_child_clear(&c, &gpueval_ops, ge);
+    }
+    if (arr) {
+        json_t *o = json_pack("{s:o}", "gpus", arr);
+        char *js = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", js);
+        free(js);
+        json_decref(o);
+    }
     return rc;
 }
 
@@ -142,12 +277,15 @@ EvoExit cmd_bench(const Settings *s)
     }
     c.params_key = ops_params_key(t, c.vals, NULL);
     runctx_set_cache(s);
-    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose};
+    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose, .devices = s->gpus, .ndevices = s->ngpus,
+                         .count = s->gpus_count};
     gate_options_default(&go.gate);
     go.gate.nseeds = s->seeds;
     bench_options_default(&go.bench);
     go.bench.cold = s->cold;
     go.bench.seed = s->seed;
+    if (s->shared >= 0)
+        go.bench.shared = s->shared;
     int nogpu = 0;
     if (gpueval_open(&ge, t, &go, &nogpu, &err)) {
         if (nogpu) {
@@ -164,12 +302,15 @@ EvoExit cmd_bench(const Settings *s)
         rc = EVO_EXIT_FAIL;
         goto out;
     }
-    if (s->json)
+    int ok = strcmp(c.rec.status, "ok") == 0;
+    if (s->json && !(ok && s->repeat))   /* --repeat --json: its one object only */
         print_json(t, &c, gpueval_device(ge));
-    else
+    else if (!s->json)
         print_text(t, &c, gpueval_device(ge));
-    rc = strcmp(c.rec.status, "ok") == 0 ? EVO_EXIT_OK : EVO_EXIT_FAIL;
-    if (rc == EVO_EXIT_OK && s->against)
+    rc = ok ? EVO_EXIT_OK : EVO_EXIT_FAIL;
+    if (rc == EVO_EXIT_OK && gpueval_slots(ge) > 1)
+        rc = bench_other_gpus(s, t, ge, &c);
+    if (rc == EVO_EXIT_OK && (s->against || s->repeat))
         rc = bench_against(s, t, ge, &c);
 out:
     evolve_child_clear(&c, &gpueval_ops, ge);

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "commands.h"
@@ -62,14 +63,101 @@ static double count_valid(const Task *t, const DeviceInfo *dev, uint64_t seed, i
 }
 
 /* --gpu: every configuration that passed the static checks goes through
- * the correctness gate on the GPU (all shapes, s->seeds seeds), no timing.
- * Returns the number that fail, or -1 when no GPU is usable. */
+ * the correctness gate on the GPU (all shapes, s->seeds seeds), no timing,
+ * spread over the GPUs of --gpus (one thread per GPU). */
+typedef struct Sweep {
+    const Settings *s;
+    Task           *t;
+    GpuEval        *ge;
+    const int64_t  *vals;
+    int             stride, n, next;
+    char          **keys;
+    const Prepared *out;
+    int             ok, bad, skipped, done, failed;
+    int            *retry, nretry;    /* configurations whose GPU was lost */
+    EvoErr          err;
+    double          t0;
+    pthread_mutex_t lock;
+} Sweep;
+
+typedef struct SweepThread {
+    Sweep    *sw;
+    int       slot;
+    pthread_t tid;
+} SweepThread;
+
+/* The next configuration to gate, or -1. */
+static int sweep_take(Sweep *sw)
+{
+    int i = -1;
+    pthread_mutex_lock(&sw->lock);
+    if (sw->failed)
+        i = -1;
+    else if (sw->nretry > 0)
+        i = sw->retry[--sw->nretry];
+    else if (sw->next < sw->n)
+        i = sw->next++;
+    pthread_mutex_unlock(&sw->lock);
+    return i;
+}
+
+static void *sweep_thread(void *arg)
+{
+    SweepThread *th = arg;
+    Sweep *sw = th->sw;
+    Task *t = sw->t;
+    for (int i; (i = sweep_take(sw)) >= 0;) {
+        if (sw->out[i].status[0]) {
+            pthread_mutex_lock(&sw->lock);
+            sw->skipped++;
+            pthread_mutex_unlock(&sw->lock);
+            continue;
+        }
+        Child c;
+        EvoErr err;
+        evolve_child_init(&c, task_nparams(t));
+        memcpy(c.vals, sw->vals + (size_t)i * (size_t)sw->stride, (size_t)task_nparams(t) * sizeof(int64_t));
+        c.op = "check";
+        c.params_key = xstrdup(sw->keys[i]);
+        c.gpu = th->slot;
+        int rc = evolve_evaluate(&gpueval_ops, sw->ge, &c, &err);
+        pthread_mutex_lock(&sw->lock);
+        if (rc == EVAL_RETRY) {
+            sw->retry[sw->nretry++] = i;
+            pthread_mutex_unlock(&sw->lock);
+            evolve_child_clear(&c, &gpueval_ops, sw->ge);
+            break;                     /* this GPU is gone */
+        }
+        if (rc) {
+            if (!sw->failed)
+                sw->err = err;
+            sw->failed = 1;
+        } else if (strcmp(c.rec.status, "ok") == 0) {
+            sw->ok++;
+        } else {
+            sw->bad++;
+            printf("  %-3d %s: %s\n      %s\n", i, c.rec.status, c.rec.error ? c.rec.error : "", sw->keys[i]);
+        }
+        sw->done++;
+        if (rc == 0 && sw->done % 20 == 0 && sw->done < sw->n) {
+            printf("  ... %d/%d: %d passed, %d failed, %.0f s\n", sw->done, sw->n, sw->ok, sw->bad,
+                   (time_now_ms() - sw->t0) / 1000.0);
+            fflush(stdout);
+        }
+        pthread_mutex_unlock(&sw->lock);
+        evolve_child_clear(&c, &gpueval_ops, sw->ge);
+    }
+    return NULL;
+}
+
+/* Returns the number that fail, or -1 when no GPU is usable. */
 static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride, char **keys,
                      const Prepared *out, int n)
 {
     EvoErr err;
     GpuEval *ge = NULL;
-    GpuEvalOptions go = {.jobs = s->jobs, .gate_only = 1};
+    GpuEvalOptions go = {.jobs = s->jobs, .gate_only = 1, .devices = s->gpus, .ndevices = s->ngpus,
+                         .count = s->gpus_count};
     gate_options_default(&go.gate);
     go.gate.nseeds = s->seeds;
     bench_options_default(&go.bench);
@@ -78,43 +166,36 @@ static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride
         errorf("--gpu: %s", err.msg);
         return -1;
     }
-    printf("\n  correctness gate on %s: %d shapes x %d seeds each\n", gpueval_device(ge)->name, task_nshapes(t),
-           s->seeds);
-    int ok = 0, bad = 0, skipped = 0;
-    double t0 = time_now_ms();
-    for (int i = 0; i < n; i++) {
-        if (out[i].status[0]) {
-            skipped++;
-            continue;
-        }
-        Child c;
-        evolve_child_init(&c, task_nparams(t));
-        memcpy(c.vals, vals + (size_t)i * (size_t)stride, (size_t)task_nparams(t) * sizeof(int64_t));
-        c.op = "check";
-        c.params_key = xstrdup(keys[i]);
-        int rc = evolve_evaluate(&gpueval_ops, ge, &c, &err);
-        if (rc) {
-            errorf("%s", err.msg);
-            evolve_child_clear(&c, &gpueval_ops, ge);
-            gpueval_close(&ge);
-            return -1;
-        }
-        if (strcmp(c.rec.status, "ok") == 0) {
-            ok++;
-        } else {
-            bad++;
-            printf("  %-3d %s: %s\n      %s\n", i, c.rec.status, c.rec.error ? c.rec.error : "", keys[i]);
-        }
-        evolve_child_clear(&c, &gpueval_ops, ge);
-        if ((i + 1) % 20 == 0 && i + 1 < n) {
-            printf("  ... %d/%d: %d passed, %d failed, %.0f s\n", i + 1, n, ok, bad, (time_now_ms() - t0) / 1000.0);
-            fflush(stdout);
-        }
+    int nslots = gpueval_slots(ge);
+    printf("\n  correctness gate on %s (%d GPU%s): %d shapes x %d seeds each\n", gpueval_device(ge)->name, nslots,
+           nslots == 1 ? "" : "s", task_nshapes(t), s->seeds);
+    Sweep sw = {.s = s, .t = t, .ge = ge, .vals = vals, .stride = stride, .n = n, .keys = keys, .out = out,
+                .t0 = time_now_ms()};
+    sw.retry = xcalloc((size_t)n + 1, sizeof(int));
+    pthread_mutex_init(&sw.lock, NULL);
+    SweepThread *th = xcalloc((size_t)nslots, sizeof(*th));
+    int started = 0;
+    for (int w = 0; w < nslots; w++) {
+        th[w] = (SweepThread){.sw = &sw, .slot = w};
+        if (pthread_create(&th[w].tid, NULL, sweep_thread, &th[w]) != 0)
+            break;
+        started++;
     }
-    printf("  gate: %d passed, %d failed, %d not run (failed the static checks) in %.1f s\n", ok, bad, skipped,
-           (time_now_ms() - t0) / 1000.0);
+    for (int w = 0; w < started; w++)
+        pthread_join(th[w].tid, NULL);
+    pthread_mutex_destroy(&sw.lock);
+    free(th);
+    int rc = sw.bad;
+    if (sw.failed || started == 0 || sw.nretry > 0) {
+        errorf("%s", sw.failed ? sw.err.msg : started == 0 ? "pthread_create failed" : "every GPU was lost");
+        rc = -1;
+    } else {
+        printf("  gate: %d passed, %d failed, %d not run (failed the static checks) in %.1f s\n", sw.ok, sw.bad,
+               sw.skipped, (time_now_ms() - sw.t0) / 1000.0);
+    }
+    free(sw.retry);
     gpueval_close(&ge);
-    return bad;
+    return rc;
 }
 
 EvoExit cmd_check(const Settings *s)

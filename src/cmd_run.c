@@ -197,6 +197,14 @@ static EvoExit open_llm(const Settings *s, LlmOp **out)
     return EVO_EXIT_OK;
 }
 
+/* "2 x " for a run on two GPUs (static storage). */
+static const char *gpus_prefix(int n)
+{
+    static char buf[32];
+    snprintf(buf, sizeof(buf), "%d x ", n);
+    return buf;
+}
+
 static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
 {
     EvoErr err;
@@ -221,7 +229,8 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         goto out;
     }
     runctx_set_cache(s);
-    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose};
+    GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose, .devices = s->gpus, .ndevices = s->ngpus,
+                         .count = s->gpus_count};
     gate_options_default(&go.gate);
     go.gate.nseeds = s->seeds;
     bench_options_default(&go.bench);
@@ -259,10 +268,18 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         .no_warm_start = s->no_warm_start,
     };
     if (!s->quiet && !s->json)
-        printf("%s %s on %s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed %llu\n",
-               resume_id ? "resuming" : "optimizing", task_name(task), dev->name, dev->arch, dev->sm_count,
-               s->population, s->children, strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "",
-               s->generations, (unsigned long long)s->seed);
+        printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
+               "%llu\n",
+               resume_id ? "resuming" : "optimizing", task_name(task),
+               gpueval_slots(ge) > 1 ? gpus_prefix(gpueval_slots(ge)) : "", dev->name, dev->arch, dev->sm_count, s->population, s->children,
+               strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "", s->generations,
+               (unsigned long long)s->seed);
+    if (!s->quiet && !s->json && gpueval_slots(ge) > 1)
+        for (int w = 0; w < gpueval_slots(ge); w++) {
+            const DeviceInfo *d = gpueval_slot_device(ge, w);
+            printf("  GPU %d: %s %s%s%s\n", d->ordinal, d->name, d->uuid, d->pci_bus_id[0] ? " at " : "",
+                   d->pci_bus_id);
+        }
     install_signals();
     EvolveSummary sum;
     if (evolve_run(st, task, dev, &gpueval_ops, ge, &ec, resume_id, &sum, &err)) {

@@ -34,6 +34,10 @@ typedef struct DeviceInfo {
     double peak_gbps;         /* DRAM bandwidth, GB/s */
     int    driver_version;    /* e.g. 13000; 0 for a profile */
     int    is_profile;        /* 1 when these facts come from --arch, not a GPU */
+    int    ordinal;           /* CUDA device ordinal (0 for a profile) */
+    int    device_count;      /* CUDA devices visible to the process (0 for a profile) */
+    char   uuid[48];          /* "GPU-xxxxxxxx-...", "" if unknown */
+    char   pci_bus_id[16];    /* "0000:19:00.0", "" if unknown */
 } DeviceInfo;
 
 /* The NVRTC target for d: d->arch, or with arch_specific its

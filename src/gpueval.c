@@ -4,6 +4,7 @@
 #include "gpueval.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,62 +13,124 @@
 #include "msg.h"
 #include "prep.h"
 
+/* One GPU: its worker process and what it keeps loaded. */
+typedef struct Slot {
+    Worker    *worker;
+    DeviceInfo dev;
+    int       *ref_ids;    /* worker module id per reference unit */
+    double     scale;      /* latency normalisation to slot 0 (gpueval_calibrate) */
+    int        dead;       /* dropped from the run: its worker could not go on */
+} Slot;
+
 struct GpuEval {
     Task          *task;
-    Worker        *worker;
     GpuEvalOptions opt;
-    DeviceInfo     dev;
+    Slot          *slots;
+    int            nslots, alive;
+    pthread_mutex_t lock;      /* slots' dead/alive, parents' module loads */
     Pool          *pool;       /* compile threads: children's units compile here while the GPU works */
     PrepRef        ref;
-    int           *ref_ids;    /* worker module id per reference unit */
 };
 
 typedef struct Priv {
     Prepared  prep;
-    int      *ids;             /* worker module id per unit, -1 until loaded */
+    int      *ids;             /* worker module id per (slot, unit): [slot * nunits + unit], -1 until loaded */
+    int       nslots;
 } Priv;
+
+/* Load the reference's units into slot w. */
+static int load_reference(GpuEval *g, Slot *sl, EvoErr *err)
+{
+    int nent = task_nref_entries(g->task);
+    const char **ents = xcalloc((size_t)nent + 1, sizeof(char *));
+    for (int i = 0; i < nent; i++)
+        ents[i] = task_ref_entry(g->task, i);
+    sl->ref_ids = xcalloc((size_t)g->ref.nunits, sizeof(int));
+    int rc = 0;
+    for (int u = 0; u < g->ref.nunits && rc == 0; u++) {
+        EvalStatus st;
+        char msg[512];
+        const CompileResult *r = &g->ref.units[u].res;
+        rc = worker_load(sl->worker, r->cubin, r->cubin_len, ents, nent, &sl->ref_ids[u], NULL, &st, msg,
+                         sizeof(msg), err);
+        if (rc == 0 && st != EVAL_OK)
+            rc = err_set(err, "%s: the reference does not load on GPU %d: %s: %s", task_reference_path(g->task),
+                         sl->dev.ordinal, gate_status_name(st), msg);
+    }
+    free(ents);
+    return rc;
+}
 
 int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogpu, EvoErr *err)
 {
+    static const int first = 0;
     *out = NULL;
     *nogpu = 0;
     GpuEval *g = xcalloc(1, sizeof(*g));
     g->task = task;
     g->opt = *opt;
-    WorkerOptions wo = {0};
-    if (worker_open(&g->worker, &wo, err)) {
-        *nogpu = 1;
-        free(g);
-        return -1;
+    pthread_mutex_init(&g->lock, NULL);
+    const int *devs = opt->ndevices > 0 ? opt->devices : &first;
+    int *counted = NULL;
+    g->nslots = opt->ndevices > 0 ? opt->ndevices : 1;
+    if (opt->ndevices <= 0 && opt->count != 0) {
+        /* all, or the first N: the first worker says how many there are */
+        g->nslots = 1;
+        g->slots = xcalloc(1, sizeof(Slot));
+        WorkerOptions wo = {.device = 0};
+        if (worker_open(&g->slots[0].worker, &wo, err)) {
+            *nogpu = 1;
+            goto fail;
+        }
+        int have = worker_device(g->slots[0].worker)->device_count;
+        int want = opt->count < 0 ? have : opt->count;
+        if (want > have) {
+            err_set(err, "--gpus %d: this machine has %d GPU%s", want, have, have == 1 ? "" : "s");
+            goto fail;
+        }
+        counted = xcalloc((size_t)want, sizeof(int));
+        for (int i = 0; i < want; i++)
+            counted[i] = i;
+        devs = counted;
+        Slot first_slot = g->slots[0];
+        free(g->slots);
+        g->nslots = want;
+        g->slots = xcalloc((size_t)want, sizeof(Slot));
+        g->slots[0] = first_slot;
+    } else {
+        g->slots = xcalloc((size_t)g->nslots, sizeof(Slot));
     }
-    g->dev = *worker_device(g->worker);
-    if (pool_open(&g->pool, opt->jobs, err))
-        goto fail;
-    if (prep_reference(task, &g->dev, &g->ref, opt->jobs, err))
-        goto fail;
-    g->ref_ids = xcalloc((size_t)g->ref.nunits, sizeof(int));
-    int nent = task_nref_entries(task);
-    const char **ents = xcalloc((size_t)nent + 1, sizeof(char *));
-    for (int i = 0; i < nent; i++)
-        ents[i] = task_ref_entry(task, i);
-    for (int u = 0; u < g->ref.nunits; u++) {
-        EvalStatus st;
-        char msg[512];
-        const CompileResult *r = &g->ref.units[u].res;
-        if (worker_load(g->worker, r->cubin, r->cubin_len, ents, nent, &g->ref_ids[u], NULL, &st, msg, sizeof(msg),
-                        err) ||
-            st != EVAL_OK) {
-            if (st != EVAL_OK)
-                err_set(err, "%s: the reference does not load: %s: %s", task_reference_path(task),
-                        gate_status_name(st), msg);
-            free(ents);
+    for (int w = 0; w < g->nslots; w++) {
+        Slot *sl = &g->slots[w];
+        WorkerOptions wo = {.device = devs[w]};
+        sl->scale = 1.0;
+        if (!sl->worker && worker_open(&sl->worker, &wo, err)) {
+            *nogpu = w == 0;
+            if (w > 0)
+                err_prefix(err, "GPU %d", devs[w]);
+            goto fail;
+        }
+        sl->dev = *worker_device(sl->worker);
+        if (w > 0 && strcmp(sl->dev.arch, g->slots[0].dev.arch) != 0) {
+            err_set(err, "GPU %d is %s (%s) but GPU %d is %s (%s): one run judges on one architecture", devs[w],
+                    sl->dev.name, sl->dev.arch, devs[0], g->slots[0].dev.name, g->slots[0].dev.arch);
             goto fail;
         }
     }
-    free(ents);
+    free(counted);
+    counted = NULL;
+    g->alive = g->nslots;
+    if (pool_open(&g->pool, opt->jobs, err))
+        goto fail;
+    if (prep_reference(task, &g->slots[0].dev, &g->ref, opt->jobs, err))
+        goto fail;
+    for (int w = 0; w < g->nslots; w++)
+        if (load_reference(g, &g->slots[w], err))
+            goto fail;
     *out = g;
     return 0;
 fail:
+    free(counted);
     gpueval_close(&g);
     return -1;
 }
@@ -77,22 +140,67 @@ void gpueval_close(GpuEval **pg)
     GpuEval *g = *pg;
     if (!g)
         return;
-    worker_close(&g->worker);
+    for (int w = 0; w < g->nslots; w++) {
+        worker_close(&g->slots[w].worker);
+        free(g->slots[w].ref_ids);
+    }
+    free(g->slots);
     pool_close(&g->pool);
     prep_ref_free(&g->ref);
-    free(g->ref_ids);
+    pthread_mutex_destroy(&g->lock);
     free(g);
     *pg = NULL;
 }
 
 const DeviceInfo *gpueval_device(const GpuEval *g)
 {
-    return &g->dev;
+    return &g->slots[0].dev;
+}
+
+const GpuEvalOptions *gpueval_options(const GpuEval *g)
+{
+    return &g->opt;
 }
 
 Worker *gpueval_worker(GpuEval *g)
 {
-    return g->worker;
+    return g->slots[0].worker;
+}
+
+int gpueval_slots(const GpuEval *g)
+{
+    return g->nslots;
+}
+
+const DeviceInfo *gpueval_slot_device(const GpuEval *g, int slot)
+{
+    return slot >= 0 && slot < g->nslots ? &g->slots[slot].dev : NULL;
+}
+
+/* The slot a child is judged on. */
+static Slot *slot_of(GpuEval *g, const Child *c)
+{
+    int w = c->gpu >= 0 && c->gpu < g->nslots ? c->gpu : 0;
+    return &g->slots[w];
+}
+
+/* A worker request on slot sl failed at the orchestrator (its worker
+ * cannot go on). With other GPUs alive the slot is dropped and the child
+ * goes elsewhere (EVAL_RETRY); the last one fails the run (-1). */
+static int slot_failed(GpuEval *g, Slot *sl, EvoErr *err)
+{
+    pthread_mutex_lock(&g->lock);
+    int retry = 0;
+    if (!sl->dead && g->alive > 1) {
+        sl->dead = 1;
+        g->alive--;
+        retry = 1;
+    }
+    pthread_mutex_unlock(&g->lock);
+    if (!retry)
+        return -1;
+    warnf("GPU %d (%s) is dropped from the run: %s", sl->dev.ordinal, sl->dev.name, err->msg);
+    return EVAL_RETRY;
 }
 
 /* ---- submit: rendering and queued compilations ----------------------- */
@@ -119,7 +227,7 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
     if (stage == 1 && !pv) {
         PrepInput in = {.vals = c->vals, .custom_source = c->custom_source};
         Prepared p;
-        if (prep_render(g->task, &g->dev, &in, &p, err))
+        if (prep_render(g->task, &g->slots[0].dev, &in, &p, err))
             return -1;
         if (p.status[0]) {
             take_prep_status(c, &p);
@@ -128,8 +236,9 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
         }
         pv = xcalloc(1, sizeof(*pv));
         pv->prep = p;
-        pv->ids = xcalloc((size_t)p.nunits, sizeof(int));
-        for (int u = 0; u < p.nunits; u++)
+        pv->nslots = g->nslots;
+        pv->ids = xcalloc((size_t)p.nunits * (size_t)g->nslots, sizeof(int));
+        for (int u = 0; u < p.nunits * g->nslots; u++)
             pv->ids[u] = -1;
         c->priv = pv;
     }
@@ -137,9 +246,9 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
         return err_set(err, "submit: stage %d of a child that was never rendered", stage);
     Prepared *p = &pv->prep;
     if (stage == 1)
-        return prep_unit_submit(g->pool, g->task, &g->dev, p, p->shape_unit[0], err);
+        return prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[0], err);
     for (int u = 0; u < p->nunits; u++)
-        if (prep_unit_submit(g->pool, g->task, &g->dev, p, u, err))
+        if (prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, u, err))
             return -1;
     return 0;
 }
@@ -151,34 +260,49 @@ static void ge_release(void *ctx, Child *c)
     if (!pv)
         return;
     EvoErr err;
-    for (int u = 0; u < pv->prep.nunits; u++)
-        if (pv->ids[u] >= 0)
-            worker_unload(g->worker, pv->ids[u], &err);
+    for (int w = 0; w < pv->nslots; w++)
+        for (int u = 0; u < pv->prep.nunits; u++)
+            if (pv->ids[w * pv->prep.nunits + u] >= 0 && !g->slots[w].dead)
+                worker_unload(g->slots[w].worker, pv->ids[w * pv->prep.nunits + u], &err);
     prep_free(&pv->prep);
     free(pv->ids);
     free(pv);
     c->priv = NULL;
 }
 
-/* Wait for the unit of shape s and load it into the worker (once).
+/* The module id of shape s's unit on slot sl (-1: not loaded). */
+static int *mod_id(GpuEval *g, Priv *pv, const Slot *sl, int s)
+{
+    return &pv->ids[(int)(sl - g->slots) * pv->prep.nunits + pv->prep.shape_unit[s]];
+}
+
+/* Wait for the unit of shape s and load it into slot sl's worker (once).
+ * A parent may be used by several GPU threads at once: the wait and the
+ * load happen under the evaluator's lock for a parent (shared = 1).
  * Returns 0 with *st (EVAL_OK, or the load's failure; a failed compile
  * leaves pv->prep.status set and *st EVAL_OK), -1 on an orchestrator
  * failure. */
-static int unit_ready(GpuEval *g, Priv *pv, int s, EvalStatus *st, char *msg, size_t cap, EvoErr *err)
+static int unit_ready(GpuEval *g, Slot *sl, Priv *pv, int s, int shared, EvalStatus *st, char *msg, size_t cap,
+                      EvoErr *err)
 {
-    int u = pv->prep.shape_unit[s];
+    int u = pv->prep.shape_unit[s], rc = 0;
     *st = EVAL_OK;
+    if (shared)
+        pthread_mutex_lock(&g->lock);
     if (prep_unit_wait(g->pool, &pv->prep, u, err))
-        return -1;
-    if (pv->prep.status[0] || pv->ids[u] >= 0)
-        return 0;
-    int nent = task_nentries(g->task);
-    const char **ents = xcalloc((size_t)nent + 1, sizeof(char *));
-    for (int i = 0; i < nent; i++)
-        ents[i] = task_entry(g->task, i);
-    const CompileResult *r = &pv->prep.units[u].res;
-    int rc = worker_load(g->worker, r->cubin, r->cubin_len, ents, nent, &pv->ids[u], NULL, st, msg, cap, err);
-    free(ents);
+        rc = -1;
+    int *id = mod_id(g, pv, sl, s);
+    if (rc == 0 && !pv->prep.status[0] && *id < 0) {
+        int nent = task_nentries(g->task);
+        const char **ents = xcalloc((size_t)nent + 1, sizeof(char *));
+        for (int i = 0; i < nent; i++)
+            ents[i] = task_entry(g->task, i);
+        const CompileResult *r = &pv->prep.units[u].res;
+        rc = worker_load(sl->worker, r->cubin, r->cubin_len, ents, nent, id, NULL, st, msg, cap, err);
+        free(ents);
+    }
+    if (shared)
+        pthread_mutex_unlock(&g->lock);
     return rc;
 }
 
@@ -200,11 +324,12 @@ static int gate_shape(GpuEval *g, Child *c, Priv *pv, int s, json_t *gj, StrBuf 
 {
     CandidateRecord *r = &c->rec;
     GateReport rep;
+    Slot *sl = slot_of(g, c);
     const Plan *plan = &pv->prep.plans[s];
-    int cand = pv->ids[pv->prep.shape_unit[s]];
-    int ref = g->ref_ids[g->ref.shape_unit[s]];
-    if (worker_gate(g->worker, plan, cand, ref, &g->opt.gate, &rep, err))
-        return -1;
+    int cand = *mod_id(g, pv, sl, s);
+    int ref = sl->ref_ids[g->ref.shape_unit[s]];
+    if (worker_gate(sl->worker, plan, cand, ref, &g->opt.gate, &rep, err))
+        return slot_failed(g, sl, err);
     json_array_append_new(gj, gate_report_to_json(&rep));
     char line[1200];
     gate_report_format(&rep, line, sizeof(line));
@@ -257,14 +382,14 @@ static int ge_gate(void *ctx, Child *c, int stage, EvoErr *err)
     for (int s = s0; s < s1 && !p->status[0]; s++) {
         EvalStatus st;
         char msg[768] = "";
-        if (stage == 2 && prep_unit_submit(g->pool, g->task, &g->dev, p, p->shape_unit[s], err))
+        if (stage == 2 && prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[s], err))
             return -1;
-        if (unit_ready(g, pv, s, &st, msg, sizeof(msg), err))
-            return -1;
+        if (unit_ready(g, slot_of(g, c), pv, s, 0, &st, msg, sizeof(msg), err))
+            return slot_failed(g, slot_of(g, c), err);
         if (stage == 1 && s == 0)
             take_bench_unit(c, p);
         if (!p->status[0])
-            prep_static_gate(g->task, &g->dev, p, s);
+            prep_static_gate(g->task, &g->slots[0].dev, p, s);
         if (!p->status[0] && st != EVAL_OK) {
             set_str(&r->status, gate_status_name(st));
             set_str(&r->error, msg);
@@ -284,6 +409,12 @@ static int ge_gate(void *ctx, Child *c, int stage, EvoErr *err)
     int rc = 0;
     for (int s = s0; s < s1 && !r->status && rc == 0; s++)
         rc = gate_shape(g, c, pv, s, gj, &log, err);
+    if (rc == EVAL_RETRY) {
+        /* judged again on another GPU: nothing of this attempt is kept */
+        json_decref(gj);
+        sb_free(&log);
+        return rc;
+    }
     sb_printf(&log, "stage %d: waited %.1f ms for compilation and loading, gate %.1f ms\n", stage, t1 - t0,
               time_now_ms() - t1);
     char *gs = json_dumps(gj, JSON_COMPACT);
@@ -345,6 +476,80 @@ static void add_ms(double *acc, double t0)
     *acc = (isnan(*acc) ? 0 : *acc) + time_now_ms() - t0;
 }
 
+/* Latencies measured on slot sl, normalised to slot 0 (gpueval_calibrate);
+ * throughput figures follow the normalised median. */
+static void slot_scale(GpuEval *g, const Slot *sl, BenchResult *b, const Plan *plan)
+{
+    double f = sl->scale > 0 ? sl->scale : 1.0;
+    BenchStats *m = &b->ms;
+    m->median *= f;
+    m->mean *= f;
+    m->min *= f;
+    m->max *= f;
+    m->p10 *= f;
+    m->p90 *= f;
+    m->mad *= f;
+    bench_fill_throughput(b, plan, &g->slots[0].dev);
+}
+
+/* metrics_json names the GPU that measured the candidate. */
+static void metrics_gpu(CandidateRecord *r, const Slot *sl)
+{
+    json_t *j = r->metrics_json ? json_loads(r->metrics_json, 0, NULL) : NULL;
+    if (!json_is_object(j)) {
+        json_decref(j);
+        j = json_object();
+    }
+    json_object_set_new(j, "gpu", json_pack("{s:i, s:s, s:s, s:s, s:f}", "index", sl->dev.ordinal, "name",
+                                            sl->dev.name, "uuid", sl->dev.uuid, "pci_bus_id", sl->dev.pci_bus_id,
+                                            "scale", sl->scale));
+    char *s = json_dumps(j, JSON_COMPACT);
+    set_str(&r->metrics_json, s);
+    free(s);
+    json_decref(j);
+}
+
+/* ---- calibrate ------------------------------------------------------- */
+
+static int ge_calibrate(void *ctx, Child *base, EvoErr *err)
+{
+    GpuEval *g = ctx;
+    Priv *pv = base->priv;
+    if (g->nslots < 2 || g->opt.gate_only)
+        return 0;
+    if (!pv)
+        return err_set(err, "calibrate: the baseline is not prepared");
+    double t0 = 0;
+    for (int w = 0; w < g->nslots; w++) {
+        Slot *sl = &g->slots[w];
+        EvalStatus st;
+        char msg[768] = "";
+        BenchResult b;
+        memset(&b, 0, sizeof(b));
+        if (sl->dead)
+            continue;
+        if (unit_ready(g, sl, pv, 0, 1, &st, msg, sizeof(msg), err) ||
+            worker_time(sl->worker, &pv->prep.plans[0], *mod_id(g, pv, sl, 0), 0, &g->opt.bench, &b, err))
+            return err_prefix(err, "calibrating GPU %d on the baseline", sl->dev.ordinal);
+        if (st != EVAL_OK || b.status != EVAL_OK || !(b.ms.median > 0))
+            return err_set(err, "calibrating GPU %d on the baseline: %s", sl->dev.ordinal,
+                           st != EVAL_OK ? msg : b.error);
+        if (w == 0)
+            t0 = b.ms.median;
+        sl->scale = t0 > 0 ? t0 / b.ms.median : 1.0;
+        if (w > 0)
+            warnf("GPU %d (%s): the baseline runs in %.3f us, GPU 0 in %.3f us: its latencies are scaled by %.4f",
+                  sl->dev.ordinal, sl->dev.name, b.ms.median * 1000, t0 * 1000, sl->scale);
+    }
+    return 0;
+}
+
+static int ge_slots(void *ctx)
+{
+    GpuEval *g = ctx;
+    return g->nslots;
+}
+
 static int ge_time(void *ctx, Child *c, EvoErr *err)
 {
     GpuEval *g = ctx;
@@ -361,16 +566,22 @@ static int ge_time(void *ctx, Child *c, EvoErr *err)
     double t0 = time_now_ms();
     BenchResult b;
     memset(&b, 0, sizeof(b));
+    Slot *sl = slot_of(g, c);
     const Plan *plan = &pv->prep.plans[0];
-    if (worker_time(g->worker, plan, pv->ids[pv->prep.shape_unit[0]], 0, &g->opt.bench, &b, err))
-        return -1;
+    EvalStatus st;
+    char msg[768] = "";
+    if (unit_ready(g, sl, pv, 0, 0, &st, msg, sizeof(msg), err) ||
+        worker_time(sl->worker, plan, *mod_id(g, pv, sl, 0), 0, &g->opt.bench, &b, err))
+        return slot_failed(g, sl, err);
     add_ms(&r->time_ms, t0);
-    if (b.status != EVAL_OK) {
-        timing_failure(c, b.status, "timing", b.error);
+    if (st != EVAL_OK || b.status != EVAL_OK) {
+        timing_failure(c, st != EVAL_OK ? st : b.status, "timing", st != EVAL_OK ? msg : b.error);
         return 0;
     }
     set_str(&r->status, "ok");
+    slot_scale(g, sl, &b, plan);
     fill_metrics(r, &b);
+    metrics_gpu(r, sl);
     StrBuf log = {0};
     sb_printf(&log, "time %s: median %.3f us, p90 %.3f us, CV %.2f%%, %d samples of %d runs\n", plan->shape_label,
               b.ms.median * 1000, b.ms.p90 * 1000, b.ms.cv * 100, b.ms.n, b.batch);
@@ -392,8 +603,9 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
         return 0;
     if (!pa || !pb || r->gate_stage < GATE_STAGE_BENCH)
         return err_set(err, "compare: a candidate is not prepared and gated");
-    if (unit_ready(g, pa, 0, &st, msg, sizeof(msg), err))
-        return -1;
+    Slot *sl = slot_of(g, kid);
+    if (unit_ready(g, sl, pa, 0, 1, &st, msg, sizeof(msg), err))
+        return slot_failed(g, sl, err);
     if (pa->prep.status[0] || st != EVAL_OK)
         return err_set(err, "compare: the parent %lld no longer loads: %s", (long long)parent->rec.id,
                        pa->prep.status[0] ? pa->prep.error : msg);
@@ -401,12 +613,18 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
     memset(&cr, 0, sizeof(cr));
     double t0 = time_now_ms();
     const Plan *plan = &pb->prep.plans[0];
-    int mod = pb->ids[pb->prep.shape_unit[0]];
-    int crc = worker_compare(g->worker, &pa->prep.plans[0], pa->ids[pa->prep.shape_unit[0]], plan, mod,
-                             &g->opt.bench, &cr, err);
+    if (unit_ready(g, sl, pb, 0, 0, &st, msg, sizeof(msg), err))
+        return slot_failed(g, sl, err);
+    if (pb->prep.status[0] || st != EVAL_OK) {
+        timing_failure(kid, st != EVAL_OK ? st : EVAL_LAUNCH_ERROR, "load", pb->prep.status[0] ? pb->prep.error : msg);
+        return 0;
+    }
+    int mod = *mod_id(g, pb, sl, 0);
+    int crc = worker_compare(sl->worker, &pa->prep.plans[0], *mod_id(g, pa, sl, 0), plan, mod, &g->opt.bench, &cr,
+                             err);
     add_ms(&r->time_ms, t0);
     if (crc)
-        return -1;
+        return slot_failed(g, sl, err);
     if (cr.status != EVAL_OK) {
         /* The parent passed the full gate and its own A/B: the child is to blame. */
         timing_failure(kid, cr.status, "A/B with its parent", cr.error);
@@ -422,8 +640,8 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
     BenchResult b;
     memset(&b, 0, sizeof(b));
     t0 = time_now_ms();
-    if (worker_metrics(g->worker, plan, mod, 0, &b, err))
-        return -1;
+    if (worker_metrics(sl->worker, plan, mod, 0, &b, err))
+        return slot_failed(g, sl, err);
     add_ms(&r->time_ms, t0);
     if (b.status != EVAL_OK) {
         timing_failure(kid, b.status, "launch metrics", b.error);
@@ -431,9 +649,10 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
     }
     b.ms = cr.b_ms;
     b.batch = cr.batch_b;
-    bench_fill_throughput(&b, plan, &g->dev);
     set_str(&r->status, "ok");
+    slot_scale(g, sl, &b, plan);
     fill_metrics(r, &b);
+    metrics_gpu(r, sl);
     StrBuf log = {0};
     sb_printf(&log, "A/B %s vs parent %lld: ratio %.4f (p10 %.4f, p90 %.4f), %d pairs, attempt %d; child median %.3f us\n",
               plan->shape_label, (long long)parent->rec.id, cr.ratio.median, cr.ratio.p10, cr.ratio.p90, cr.pairs,
@@ -442,4 +661,4 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
     return 0;
 }
 
-const EvaluatorOps gpueval_ops = {"gpu", ge_submit, ge_gate, ge_time, ge_compare, ge_release};
+const EvaluatorOps gpueval_ops = {"gpu", ge_submit, ge_gate, ge_time, ge_compare, ge_release, ge_slots, ge_calibrate};

@@ -22,9 +22,15 @@ typedef struct GpuEvalOptions {
     BenchOptions bench;
     int          verbose;
     int          gate_only; /* evaluate: the correctness gate only, no timing (sweeps) */
+    const int   *devices;   /* CUDA ordinals, one worker each, or (ndevices 0): */
+    int          ndevices;
+    int          count;     /* the first count GPUs (-1: all; 0: the first alone) */
 } GpuEvalOptions;
 
-/* Start a worker on GPU 0, compile the task's reference and load it.
+/* Start a worker on every GPU of opt->devices (or the first opt->count,
+ * or all; GPU 0 when none is asked for), compile
+ * the task's reference and load it into each. GPUs of different
+ * architectures are refused.
  * Returns 0, or -1 with err: no driver or device ("no CUDA device: ..."),
  * a reference that does not compile. *nogpu is set to 1 when the failure
  * is the absence of a GPU (the caller's exit code differs). */
@@ -37,7 +43,15 @@ const DeviceInfo *gpueval_device(const GpuEval *g);
 /* The Evaluator vtable for evolve_run(); its context is the GpuEval. */
 extern const EvaluatorOps gpueval_ops;
 
-/* The worker, for bench. */
+/* The options it was opened with (after their defaults were applied). */
+const GpuEvalOptions *gpueval_options(const GpuEval *g);
+
+/* The worker of the first GPU, for bench. */
 Worker *gpueval_worker(GpuEval *g);
+
+/* The number of GPUs (slots), and the device of one (NULL when out of
+ * range). */
+int gpueval_slots(const GpuEval *g);
+const DeviceInfo *gpueval_slot_device(const GpuEval *g, int slot);
 
 #endif

@@ -45,3 +45,13 @@ void notef(const char *fmt, ...)
     vmsg("note: ", fmt, ap);
     va_end(ap);
 }
+
+void progressf(const char *fmt, ...)
+{
+    if (msg_verbosity < 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg(NULL, fmt, ap);
+    va_end(ap);
+}

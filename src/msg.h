@@ -26,5 +26,6 @@ extern int msg_verbosity;
 void errorf(const char *fmt, ...) EVO_PRINTF(1, 2);  /* stderr, always */
 void warnf(const char *fmt, ...) EVO_PRINTF(1, 2);   /* stderr, unless quiet */
 void notef(const char *fmt, ...) EVO_PRINTF(1, 2);   /* stderr, verbose only */
+void progressf(const char *fmt, ...) EVO_PRINTF(1, 2); /* stderr, unless quiet; no kind prefix */
 
 #endif

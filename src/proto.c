@@ -416,6 +416,10 @@ json_t *proto_device_to_json(const DeviceInfo *d)
     json_object_set_new(o, "peak_gbps", json_real(d->peak_gbps));
     json_object_set_new(o, "driver_version", json_integer(d->driver_version));
     json_object_set_new(o, "is_profile", json_integer(d->is_profile));
+    json_object_set_new(o, "ordinal", json_integer(d->ordinal));
+    json_object_set_new(o, "device_count", json_integer(d->device_count));
+    json_object_set_new(o, "uuid", json_string(d->uuid));
+    json_object_set_new(o, "pci_bus_id", json_string(d->pci_bus_id));
     return o;
 }
 
@@ -430,7 +434,10 @@ int proto_device_from_json(const json_t *j, DeviceInfo *d, EvoErr *err)
     GI(cc_major); GI(cc_minor); GI(sm_count); GI(max_threads); GI(max_threads_per_sm); GI(smem_per_block);
     GI(smem_per_block_optin); GI(smem_per_sm); GI(regs_per_block); GI(regs_per_sm); GI(max_blocks_per_sm);
     GI(warp_size); GI(clock_khz); GI(mem_clock_khz); GI(mem_bus_bits); GI(driver_version); GI(is_profile);
+    GI(ordinal); GI(device_count);
 #undef GI
+    proto_copy_str(j, "uuid", d->uuid, sizeof(d->uuid));
+    proto_copy_str(j, "pci_bus_id", d->pci_bus_id, sizeof(d->pci_bus_id));
     d->l2_bytes = proto_get_int(j, "l2_bytes", 0);
     d->mem_bytes = proto_get_int(j, "mem_bytes", 0);
     d->peak_tflops_fp16 = proto_get_num(j, "peak_tflops_fp16", 0);

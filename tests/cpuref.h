@@ -64,4 +64,11 @@ static inline void cpu_softmax(const double *x, double *y, int rows, int cols)
     }
 }
 
+/* STREAM triad: A[i] = B[i] + s C[i]. */
+static inline void cpu_triad(const double *b, const double *c, double *a, double s, long n)
+{
+    for (long i = 0; i < n; i++)
+        a[i] = b[i] + s * c[i];
+}
+
 #endif

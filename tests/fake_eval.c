@@ -14,7 +14,31 @@ FakeEval *fake_eval_new(double (*model_us)(const Child *), const char *(*compile
     f->model_us = model_us;
     f->compile_error = compile_error;
     f->gate_error = gate_error;
+    pthread_mutex_init(&f->lock, NULL);
     return f;
+}
+
+void fake_eval_free(FakeEval *f)
+{
+    if (!f)
+        return;
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+}
+
+/* Count one request on the child's slot; 1 when that slot is lost. */
+static int slot_lost(FakeEval *f, const Child *c)
+{
+    pthread_mutex_lock(&f->lock);
+    int lost = 0;
+    if (f->die_after > 0 && c->gpu == f->die_slot) {
+        if (f->die_after == 1)
+            lost = 1;
+        else
+            f->die_after--;
+    }
+    pthread_mutex_unlock(&f->lock);
+    return lost;
 }
 
 /* What a child's priv points at: how far its compilations were queued. */
@@ -53,14 +77,24 @@ static int fake_gate(void *ctx, Child *c, int stage, EvoErr *err)
         return 0;
     if (c->priv != &stage_marks[stage] && !(stage == 1 && c->priv == &stage_marks[2]))
         return err_set(err, "fake gate: stage %d of a child whose stage-%d units were never queued", stage, stage);
+    if (slot_lost(f, c))
+        return EVAL_RETRY;
+    if (stage == 1 && f->delay_us > 0)
+        usleep((useconds_t)f->delay_us);
+    pthread_mutex_lock(&f->lock);
     f->gates[stage]++;
     if (stage == 1) {
         f->evaluates++;
+        if (c->gpu >= 0 && c->gpu < 8)
+            f->per_slot[c->gpu]++;
         for (int i = 0; i < f->nseen; i++)
             if (strcmp(f->seen[i], c->params_key) == 0)
                 f->double_eval++;
         if (f->nseen < 4096)
             snprintf(f->seen[f->nseen++], sizeof(f->seen[0]), "%s", c->params_key);
+    }
+    pthread_mutex_unlock(&f->lock);
+    if (stage == 1) {
         const char *ce = f->compile_error ? f->compile_error(c) : NULL;
         if (ce) {
             fail(c, "compile_error", ce);
@@ -93,7 +127,11 @@ static int fake_time(void *ctx, Child *c, EvoErr *err)
         return 0;
     if (c->rec.gate_stage < GATE_STAGE_BENCH)
         return err_set(err, "fake time: a child that was not gated");
+    if (slot_lost(f, c))
+        return EVAL_RETRY;
+    pthread_mutex_lock(&f->lock);
     f->times++;
+    pthread_mutex_unlock(&f->lock);
     fill(f, c);
     return 0;
 }
@@ -106,7 +144,11 @@ static int fake_compare(void *ctx, Child *parent, Child *kid, double *ratio, dou
         return 0;
     if (kid->rec.gate_stage < GATE_STAGE_BENCH || !parent->priv)
         return err_set(err, "fake compare: a candidate that was not gated or prepared");
+    if (slot_lost(f, kid))
+        return EVAL_RETRY;
+    pthread_mutex_lock(&f->lock);
     f->compares++;
+    pthread_mutex_unlock(&f->lock);
     *ratio = f->model_us(kid) / f->model_us(parent);
     *spread = 0.004;
     fill(f, kid);
@@ -119,7 +161,26 @@ static void fake_release(void *ctx, Child *kid)
     kid->priv = NULL;
 }
 
-const EvaluatorOps fake_eval_ops = {"fake", fake_submit, fake_gate, fake_time, fake_compare, fake_release};
+static int fake_calibrate(void *ctx, Child *baseline, EvoErr *err)
+{
+    FakeEval *f = ctx;
+    (void)err;
+    if (!baseline->priv)
+        return err_set(err, "fake calibrate: the baseline is not prepared");
+    pthread_mutex_lock(&f->lock);
+    f->calibrations++;
+    pthread_mutex_unlock(&f->lock);
+    return 0;
+}
+
+static int fake_slots(void *ctx)
+{
+    FakeEval *f = ctx;
+    return f->nslots > 0 ? f->nslots : 1;
+}
+
+const EvaluatorOps fake_eval_ops = {"fake", fake_submit, fake_gate, fake_time, fake_compare, fake_release,
+                                    fake_slots, fake_calibrate};
 
 int fake_eval_setup(const char *name, const char *task_file, char *tmpdir, size_t n, Task **task)
 {

@@ -8,6 +8,8 @@
 #ifndef EVO_TEST_FAKE_EVAL_H
 #define EVO_TEST_FAKE_EVAL_H
 
+#include <pthread.h>
+
 #include "evolve.h"
 
 typedef struct FakeEval {
@@ -15,6 +17,13 @@ typedef struct FakeEval {
     double      (*model_us)(const Child *c);               /* latency of a child */
     const char *(*compile_error)(const Child *c);          /* a compile error message, or NULL */
     const char *(*gate_error)(const Child *c, int stage);  /* a gate failure at this stage, or NULL */
+    int nslots;           /* concurrent slots (GPUs); 0: 1 */
+    int delay_us;         /* a stage-1 gate takes this long (so slots overlap) */
+    int die_slot;         /* with die_after > 0: this slot is lost after ... */
+    int die_after;        /* ... that many requests on it (EVAL_RETRY from then on) */
+    pthread_mutex_t lock; /* the counters: slots run on threads of their own */
+    int per_slot[8];      /* stage-1 gates per slot */
+    int calibrations;
     /* counters */
     int submits[3], gates[3], times, compares;
     int evaluates;        /* stage-1 gates: candidates judged */
@@ -23,9 +32,11 @@ typedef struct FakeEval {
     char seen[4096][96];
 } FakeEval;
 
-/* A zeroed FakeEval with these hooks (caller frees with free()). */
+/* A zeroed FakeEval with these hooks (release with fake_eval_free()). */
 FakeEval *fake_eval_new(double (*model_us)(const Child *), const char *(*compile_error)(const Child *),
                         const char *(*gate_error)(const Child *, int));
+
+void fake_eval_free(FakeEval *f);
 
 extern const EvaluatorOps fake_eval_ops;
 

@@ -54,6 +54,10 @@ expect 5 "run without a GPU" -- "$EVOENG" run --generations 1 --db "$tmp/run.db"
 grep_out err "GPU" "run says a GPU is needed"
 expect 5 "bench without a GPU" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/attention/task.json" --db "$tmp/run.db"
 grep_out err "GPU" "bench says a GPU is needed"
+expect 5 "bench --repeat (A/A) without a GPU" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/triad/task.json" --repeat 3 --shared 0 --db "$tmp/run.db"
+expect 2 "bench --repeat 0 is a usage error" -- "$EVOENG" bench --repeat 0
+grep_out err "repeat: expected an integer from 1" "the bad --repeat value is named"
+expect 2 "bench --shared 2 is a usage error" -- "$EVOENG" bench --shared 2
 # check: the attention task without a GPU, then the compile cache.
 export EVOENG_CACHE_DIR="$tmp/cache"
 expect 0 "check the attention task for sm_90" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --sample 1
@@ -65,6 +69,7 @@ expect 1 "WGMMA on sm_80 is refused by the constraints" -- "$EVOENG" check "$EVO
 grep_out err "breaks a constraint.*wgmma runs on sm_90a" "the constraint that fails is named"
 grep_out out "invalid  BLOCK_M=64" "the table marks the configuration invalid"
 expect 0 "check the softmax task for sm_90 (its reference compiles)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/softmax/task.json" --arch sm_90 --sample 2
+expect 0 "check the triad task for sm_90 (its template and reference compile)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/triad/task.json" --arch sm_90 --sample 4
 expect 0 "check a small task" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
 grep_out out " 0 from the cache" "the first check compiles everything"
 expect 0 "check it again" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4

@@ -127,6 +127,24 @@ static void test_errors(void)
     CHECK(PARSE(&s, &err, "evoeng", "--version", "x") != 0);
 }
 
+static void test_gpus(void)
+{
+    Settings s;
+    EvoErr err;
+    CHECK(PARSE(&s, &err, "evoeng", "run") == 0);
+    CHECK(s.ngpus == 0 && s.gpus_count == 0);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--gpus", "all") == 0 && s.gpus_count == -1 && s.ngpus == 0);
+    CHECK(PARSE(&s, &err, "evoeng", "check", "--gpus", "2") == 0 && s.gpus_count == 2 && s.ngpus == 0);
+    CHECK(PARSE(&s, &err, "evoeng", "bench", "--gpus", "0,2") == 0 && s.ngpus == 2 && s.gpus[0] == 0 &&
+          s.gpus[1] == 2 && s.gpus_count == 0);
+    CHECK(PARSE(&s, &err, "evoeng", "resume", "--gpus", "3,") == 0 && s.ngpus == 1 && s.gpus[0] == 3);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--gpus", "0") != 0 && strstr(err.msg, "--gpus") != NULL);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--gpus", "1,1") != 0 && strstr(err.msg, "twice") != NULL);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--gpus", "a,b") != 0 && strstr(err.msg, "not a GPU ordinal") != NULL);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--gpus", ",") != 0 && strstr(err.msg, "names no GPU") != NULL);
+    CHECK(PARSE(&s, &err, "evoeng", "status", "--gpus", "2") != 0);   /* not an evaluating command */
+}
+
 int main(void)
 {
     RUN(test_defaults);
@@ -134,5 +152,6 @@ int main(void)
     RUN(test_positionals);
     RUN(test_help_version);
     RUN(test_errors);
+    RUN(test_gpus);
     return test_report();
 }

@@ -48,9 +48,19 @@ static void test_softmax_cases(void)
     CHECK_NEAR(yb[0], 0.5, 1e-15);
 }
 
+static void test_triad_cases(void)
+{
+    double b[3] = {1, -2, 0.5}, c[3] = {2, 1, -0.5}, a[3];
+    cpu_triad(b, c, a, 3, 3);
+    CHECK_NEAR(a[0], 7, 1e-15);
+    CHECK_NEAR(a[1], 1, 1e-15);
+    CHECK_NEAR(a[2], -1, 1e-15);
+}
+
 int main(void)
 {
     RUN(test_attention_cases);
     RUN(test_softmax_cases);
+    RUN(test_triad_cases);
     return test_report();
 }

@@ -230,7 +230,7 @@ static void test_run_bookkeeping(void)
     CHECK(r.generations_done == sum.generations_done);
     run_record_free(&r);
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
 }
 
 static void test_determinism(void)
@@ -260,9 +260,9 @@ static void test_determinism(void)
     store_close(&s1);
     store_close(&s2);
     store_close(&s3);
-    free(f1);
-    free(f2);
-    free(f3);
+    fake_eval_free(f1);
+    fake_eval_free(f2);
+    fake_eval_free(f3);
 }
 
 static void resume_strategy(const char *strategy)
@@ -319,11 +319,11 @@ static void resume_strategy(const char *strategy)
         free(got);
         CHECK(f->evaluates == fr->evaluates + inflight);
         store_close(&s);
-        free(f);
+        fake_eval_free(f);
     }
     free(want);
     store_close(&ref);
-    free(fr);
+    fake_eval_free(fr);
 }
 
 /* Resume proposes what the killed run would have: the evolve strategy
@@ -370,7 +370,7 @@ static void test_exhaustive(void)
     CHECK(f->double_eval == 0);
     CHECK_NEAR(sum.best_latency_us, best, 1e-9);   /* the model's optimum over the valid space */
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
 }
 
 static void test_bad_baseline(void)
@@ -403,7 +403,7 @@ static void test_bad_baseline(void)
     task = saved;
     task_free(&t2);
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
 }
 
 /* Staged evaluation: stage B (the other shapes) only for children that
@@ -451,7 +451,7 @@ static void test_staged(void)
     CHECK(f->compares > 0);
     store_candidates_free(l, n);
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
 }
 
 /* Speculation (the next generation's units compiled during stage B) only
@@ -479,8 +479,48 @@ static void test_speculation(void)
     free(k2);
     store_close(&s1);
     store_close(&s2);
-    free(f1);
-    free(f2);
+    fake_eval_free(f1);
+    fake_eval_free(f2);
+}
+
+/* Several slots (GPUs): children are judged concurrently, one per slot,
+ * and the run commits exactly what one slot commits, in the same order;
+ * a slot lost mid-run hands its child to another, nothing is lost or
+ * committed twice. */
+static void test_slots(void)
+{
+    Store *s1 = fresh_store("slots1.db"), *s3 = fresh_store("slots3.db"), *sd = fresh_store("slotsd.db");
+    FakeEval *f1 = fake_new(), *f3 = fake_new(), *fd = fake_new();
+    f3->nslots = 3;
+    f3->delay_us = fd->delay_us = 2000;
+    fd->nslots = 2;
+    fd->die_slot = 1;
+    fd->die_after = 7;
+    EvolveConfig c = config("evolve", 8);
+    EvolveSummary a, b, d;
+    EvoErr err;
+    CHECK(evolve_run(s1, task, &dev, &fake_eval_ops, f1, &c, 0, &a, &err) == 0);
+    CHECK_MSG(evolve_run(s3, task, &dev, &fake_eval_ops, f3, &c, 0, &b, &err) == 0, "%s", err.msg);
+    CHECK_MSG(evolve_run(sd, task, &dev, &fake_eval_ops, fd, &c, 0, &d, &err) == 0, "%s", err.msg);
+    char *k1 = keys_of(s1, a.run_id), *k3 = keys_of(s3, b.run_id), *kd = keys_of(sd, d.run_id);
+    CHECK_STR(k3, k1);
+    CHECK_STR(kd, k1);
+    CHECK(a.evaluated == b.evaluated && a.evaluated == d.evaluated);
+    for (int w = 0; w < 3; w++)
+        CHECK_MSG(f3->per_slot[w] > 0, "slot %d judged nothing", w);
+    CHECK(f3->calibrations == 1);
+    CHECK(f1->calibrations == 0);   /* one slot: nothing to normalise */
+    CHECK_MSG(fd->per_slot[1] > 0 && fd->per_slot[0] > fd->per_slot[1], "slot 0 %d, lost slot 1 %d",
+              fd->per_slot[0], fd->per_slot[1]);
+    free(k1);
+    free(k3);
+    free(kd);
+    store_close(&s1);
+    store_close(&s3);
+    store_close(&sd);
+    fake_eval_free(f1);
+    fake_eval_free(f3);
+    fake_eval_free(fd);
 }
 
 /* Every generation is full until the valid space is used up, and the run
@@ -646,11 +686,13 @@ static void test_warm_resume(void)
     volatile int stop = 0;
     EvolveConfig c2 = c;
     c2.stop = &stop;
-    c2.stop_after = 2;
+    c2.stop_after = 1;   /* right after the baseline: generation 0 is proposed on resume */
     CHECK(evolve_run(b, task, &dev, &fake_eval_ops, f, &c2, 0, &s2, &err) == 0);
     CHECK(s2.interrupted);
     CHECK_MSG(evolve_run(b, task, &dev, &fake_eval_ops, f, &c, s2.run_id, &s3, &err) == 0, "%s", err.msg);
-    CHECK(s3.warm_seeded == s1.warm_seeded);
+    CHECK_MSG(s2.generations_done == 0 && s3.warm_seeded == s1.warm_seeded,
+              "stopped after %d generations, %d evaluated; %d seeded on resume, %d without a stop",
+              s2.generations_done, s2.evaluated, s3.warm_seeded, s1.warm_seeded);
     char *ka = keys_of(a, s1.run_id), *kb = keys_of(b, s3.run_id);
     CHECK_STR(kb, ka);
     free(ka);
@@ -676,6 +718,7 @@ int main(void)
     RUN(test_bad_baseline);
     RUN(test_staged);
     RUN(test_speculation);
+    RUN(test_slots);
     RUN(test_full_generations);
     RUN(test_deceptive);
     RUN(test_warm_start);

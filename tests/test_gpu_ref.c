@@ -104,7 +104,8 @@ static void compare(const char *what, const double *gpu, const double *cpu, uint
     CHECK_MSG(bad == 0, "%s: %llu elements differ from the CPU", what, (unsigned long long)bad);
 }
 
-static void check_task(const char *rel, int is_attention)
+/* kind: 0 softmax, 1 attention, 2 triad */
+static void check_task(const char *rel, int kind)
 {
     EvoErr err;
     Task *t = NULL;
@@ -118,9 +119,10 @@ static void check_task(const char *rel, int is_attention)
     int checked = 0;
     for (int s = 0; s < task_nshapes(t); s++) {
         char *label = task_shape_label(t, s);
-        double cost = is_attention ? (double)dim(t, s, "B") * dim(t, s, "H") * dim(t, s, "S") * dim(t, s, "S") *
-                                         dim(t, s, "D")
-                                   : (double)dim(t, s, "ROWS") * dim(t, s, "COLS");
+        double cost = kind == 1 ? (double)dim(t, s, "B") * dim(t, s, "H") * dim(t, s, "S") * dim(t, s, "S") *
+                                      dim(t, s, "D")
+                      : kind == 2 ? (double)dim(t, s, "N")
+                                  : (double)dim(t, s, "ROWS") * dim(t, s, "COLS");
         if (cost > 3e9) {
             printf("  %-44s skipped (too large for the CPU)\n", label);
             free(label);
@@ -128,7 +130,18 @@ static void check_task(const char *rel, int is_attention)
         }
         Plan plan = {0};
         double *in[3] = {0}, *out = NULL;
-        if (is_attention) {
+        if (kind == 2) {
+            const char *names[2] = {"B", "C"};
+            CHECK(run_reference(t, &ref, s, &plan, in, 2, names, "A", &out) == 0);
+            if (out) {
+                long n = (long)dim(t, s, "N");
+                double *want = xmalloc((size_t)n * sizeof(double));
+                cpu_triad(in[0], in[1], want, 3.0, n);
+                compare(label, out, want, (uint64_t)n);
+                free(want);
+                checked++;
+            }
+        } else if (kind == 1) {
             const char *names[3] = {"Q", "K", "V"};
             CHECK(run_reference(t, &ref, s, &plan, in, 3, names, "O", &out) == 0);
             if (out) {
@@ -172,6 +185,11 @@ static void test_softmax_reference(void)
     check_task("templates/softmax/task.json", 0);
 }
 
+static void test_triad_reference(void)
+{
+    check_task("templates/triad/task.json", 2);
+}
+
 int main(void)
 {
     EvoErr err;
@@ -182,6 +200,7 @@ int main(void)
     printf("device: %s\n", ctx.info.name);
     RUN(test_attention_reference);
     RUN(test_softmax_reference);
+    RUN(test_triad_reference);
     cuda_context_close(&ctx);
     cuda_close(&api);
     return test_report();

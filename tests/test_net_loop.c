@@ -284,7 +284,7 @@ static void test_loop(void)
     free(wal);
     free(errp);
     free(dbp);
-    free(f);
+    fake_eval_free(f);
 }
 
 static void test_resume(void)
@@ -334,7 +334,7 @@ static void test_resume(void)
     llmop_close(&op);
     stub_stop(&stub);
     free(dbp);
-    free(f);
+    fake_eval_free(f);
 }
 
 /* `evoeng run --llm openai` with no key in the environment is a usage

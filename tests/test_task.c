@@ -477,7 +477,8 @@ static void test_targets(void)
 static void test_shipped_tasks(void)
 {
     /* The task specs under templates/ load and their defaults pass on sm_90. */
-    const char *specs[] = {"templates/softmax/task.json", "templates/attention/task.json"};
+    const char *specs[] = {"templates/softmax/task.json", "templates/attention/task.json",
+                           "templates/triad/task.json"};
     const char *root = getenv("EVO_SOURCE_ROOT");
     DeviceInfo dev;
     EvoErr err;

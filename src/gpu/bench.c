@@ -57,6 +57,18 @@ void bench_stats(const double *x, int n, BenchStats *out)
     free(dev);
 }
 
+double bench_percentile(const double *x, int n, double p)
+{
+    if (n <= 0)
+        return NAN;
+    double *s = xmalloc((size_t)n * sizeof(*s));
+    memcpy(s, x, (size_t)n * sizeof(*s));
+    qsort(s, (size_t)n, sizeof(*s), cmp_double);
+    double v = pct_sorted(s, n, p);
+    free(s);
+    return v;
+}
+
 int bench_settled(const BenchStats *ratio, double threshold)
 {
     double half = (ratio->p90 - ratio->p10) / 2;

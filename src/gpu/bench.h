@@ -51,6 +51,10 @@ typedef struct BenchStats {
  * between order statistics. n == 0 gives all zeros. */
 void bench_stats(const double *x, int n, BenchStats *out);
 
+/* The p-quantile (0 <= p <= 1) of x[0..n) (not modified), interpolated
+ * the same way as bench_stats. NaN when n == 0. */
+double bench_percentile(const double *x, int n, double p);
+
 typedef struct BenchOptions {
     int      warmup;          /* warm-up batches (default 3) */
     int      samples;         /* timed samples (default 25, at least 20 is wise) */

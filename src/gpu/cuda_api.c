@@ -70,6 +70,8 @@ static const Sym syms[] = {
     SYM(cuGraphDestroy, "cuGraphDestroy", 1),
     SYM(cuMemGetInfo, "cuMemGetInfo_v2", 0),
     SYM(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 0),
+    SYM2(cuDeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid", 0),
+    SYM(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 0),
 };
 
 int cuda_load_from(const char *path, CudaApi **out, EvoErr *err)
@@ -213,6 +215,18 @@ int cuda_query_device(CudaApi *api, int ordinal, DeviceInfo *out, EvoErr *err)
     }
     EVO_CU(api, api->cuDeviceGet(&dev, ordinal), err);
     EVO_CU(api, api->cuDeviceGetName(out->name, (int)sizeof(out->name), dev), err);
+    out->ordinal = ordinal;
+    out->device_count = count;
+    CUuuid uuid;
+    if (api->cuDeviceGetUuid && api->cuDeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) {
+        const unsigned char *u = (const unsigned char *)uuid.bytes;
+        snprintf(out->uuid, sizeof(out->uuid),
+                 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3],
+                 u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    }
+    if (api->cuDeviceGetPCIBusId && api->cuDeviceGetPCIBusId(out->pci_bus_id, (int)sizeof(out->pci_bus_id), dev) !=
+                                        CUDA_SUCCESS)
+        out->pci_bus_id[0] = 0;
     for (size_t i = 0; i < EVO_ARRAY_LEN(attrs); i++) {
         int v = 0;
         /* A few attributes are deprecated on new drivers (clock rates):

@@ -83,6 +83,8 @@ typedef struct CudaApi {
     CUresult (*cuGraphExecDestroy)(CUgraphExec e);
     CUresult (*cuGraphDestroy)(CUgraph g);
     /* optional (NULL when the driver lacks them) */
+    CUresult (*cuDeviceGetUuid)(CUuuid *uuid, CUdevice d);
+    CUresult (*cuDeviceGetPCIBusId)(char *id, int len, CUdevice d);
     CUresult (*cuMemGetInfo)(size_t *free_b, size_t *total_b);
     CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *addr,
                                        const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,

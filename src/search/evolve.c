@@ -37,9 +37,10 @@ int evolve_tournament(Rng *rng, int n, int k)
 
 int evolve_evaluate(const EvaluatorOps *ev, void *ctx, Child *kid, EvoErr *err)
 {
-    if (ev->submit(ctx, kid, 1, err) || ev->gate(ctx, kid, 1, err) || ev->submit(ctx, kid, 2, err) ||
-        ev->gate(ctx, kid, 2, err) || ev->time(ctx, kid, err))
-        return -1;
+    int rc;
+    if ((rc = ev->submit(ctx, kid, 1, err)) || (rc = ev->gate(ctx, kid, 1, err)) ||
+        (rc = ev->submit(ctx, kid, 2, err)) || (rc = ev->gate(ctx, kid, 2, err)) || (rc = ev->time(ctx, kid, err)))
+        return rc;
     return 0;
 }
 
@@ -298,6 +299,9 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
     L.np = task_nparams(task);
     L.t0 = time_now_ms();
     L.tty = isatty(STDERR_FILENO);
+    L.nparents = cfg->population + 1 > PARENT_CACHE ? cfg->population + 1 : PARENT_CACHE;
+    L.parents = xcalloc((size_t)L.nparents, sizeof(Child));
+    L.parent_used = xcalloc((size_t)L.nparents, sizeof(uint64_t));
     int rc = -1;
 
     if (resume_run_id) {
@@ -341,6 +345,8 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
     }
 
     if (setup_baseline(&L, err))
+        goto fail_run;
+    if (ev->calibrate && ev->slots && ev->slots(ev_ctx) > 1 && ev->calibrate(ev_ctx, &L.baseline, err))
         goto fail_run;
     summary->baseline_latency_us = L.base_latency;
 
@@ -389,9 +395,11 @@ out:
     summary->wall_ms = time_now_ms() - L.t0;
     if (L.baseline.vals)
         loop_child_free(&L, &L.baseline);
-    for (int i = 0; i < PARENT_CACHE; i++)
+    for (int i = 0; i < L.nparents; i++)
         if (L.parents[i].vals)
             loop_child_free(&L, &L.parents[i]);
+    free(L.parents);
+    free(L.parent_used);
     loop_spec_free(&L);
     free(L.base_kernel);
     run_record_free(&L.run);

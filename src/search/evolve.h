@@ -96,8 +96,14 @@ typedef struct Child {
     CompileRecord   comp;         /* compile row of the benchmark-shape source */
     char           *source_text;  /* rendered benchmark-shape source (stored in `sources`) */
     void           *priv;         /* the evaluator's state (compiled modules) */
+    int             gpu;          /* the evaluator slot (GPU) judging it, set by the loop; 0 with one */
     char           *own_source;   /* owned storage behind custom_source, or NULL */
 } Child;
+
+/* Returned by gate, time and compare when the slot the child was on is
+ * lost for good (its GPU was dropped from the run): the child was not
+ * judged and goes to another slot. */
+#define EVAL_RETRY (-2)
 
 typedef struct EvaluatorOps {
     const char *name;
@@ -134,6 +140,15 @@ typedef struct EvaluatorOps {
     /* Drop what the evaluator keeps for a child (waiting for its
      * compilations still in flight). */
     void (*release)(void *ctx, Child *kid);
+    /* How many children the evaluator can judge at once (one per GPU),
+     * each on its own slot: gate, time and compare use slot kid->gpu and
+     * are called concurrently for children on different slots (a parent
+     * may be shared). NULL: 1. */
+    int (*slots)(void *ctx);
+    /* With several slots: time the (prepared) baseline on every slot and
+     * normalise each slot's latencies to slot 0's, so candidates measured
+     * on different GPUs rank fairly. NULL: nothing to do. 0 or -1. */
+    int (*calibrate)(void *ctx, Child *baseline, EvoErr *err);
 } EvaluatorOps;
 
 typedef struct EvolveConfig {
@@ -179,9 +194,9 @@ typedef struct EvolveSummary {
 int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps *ev, void *ev_ctx,
                const EvolveConfig *cfg, int64_t resume_run_id, EvolveSummary *summary, EvoErr *err);
 
-/* Evaluate one child completely, with no parent: both stages' gates and
- * its timing (what `check` and `bench` do). Returns what the ops return;
- * the outcome is in kid->rec. */
+/* Evaluate one child completely on slot kid->gpu, with no parent: both
+ * stages' gates and its timing (what `check` and `bench` do). Returns 0
+ * (the outcome is in kid->rec), EVAL_RETRY (the slot was lost) or -1. */
 int evolve_evaluate(const EvaluatorOps *ev, void *ev_ctx, Child *kid, EvoErr *err);
 
 /* A zeroed Child with room for nparams values and "NULL" records, and its

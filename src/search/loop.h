@@ -12,7 +12,7 @@
 #include "evolve.h"
 #include "llmop.h"
 
-#define PARENT_CACHE 16   /* parents kept compiled and loaded for their children's A/B */
+#define PARENT_CACHE 16   /* at least this many parents kept compiled and loaded for their children's A/B */
 
 typedef struct Loop {
     Store              *st;
@@ -33,8 +33,9 @@ typedef struct Loop {
     int64_t             exh_index;
     char               *base_kernel;   /* the baseline's raw kernel when not the template, else NULL */
     /* parents kept prepared (compiled, loaded), least recently used out */
-    Child               parents[PARENT_CACHE];
-    uint64_t            parent_used[PARENT_CACHE];
+    Child              *parents;       /* nparents entries: max(PARENT_CACHE, population + 1), so a */
+    uint64_t           *parent_used;   /* batch's parents (population members) all fit */
+    int                 nparents;
     uint64_t            parent_tick;
     /* the next generation's likely children, compiling ahead (speculate()) */
     Child              *spec;

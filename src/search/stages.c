@@ -5,6 +5,8 @@
  */
 #include "loop.h"
 
+#include <pthread.h>
+
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -103,23 +105,22 @@ static int needs_full_gate(const Child *c, const Child *parent)
            strcmp(c->op, "exhaustive") == 0;
 }
 
-/* Stage A of a submitted child: the gate on the benchmark shape, then the
- * A/B against its parent. Returns 0 with *next = 1 when the child goes on
- * to stage B (its other units are then queued), 0 with *next = 0 when it
- * is decided (failed, or reverted and not needing the full gate), -1 on
- * an error. */
-static int stage_a(Loop *L, Child *c, Child *parent, GenerationRecord *g, int *next, EvoErr *err)
+/* Stage A of a submitted child on slot c->gpu: the gate on the benchmark
+ * shape, then the A/B against its parent. Sets *next = 1 when the child
+ * goes on to stage B (its other units are then queued), 0 when it is
+ * decided (failed, or reverted and not needing the full gate). Returns 0,
+ * EVAL_RETRY (its slot was lost: judge it again elsewhere) or -1. Runs on
+ * a GPU thread: it touches nothing of the loop but the child. */
+static int stage_a(Loop *L, Child *c, Child *parent, int *next, EvoErr *err)
 {
+    int rc;
     *next = 0;
-    loop_live_line(L, "gen %lld: gating %s child (%s)", (long long)g->generation, c->op, c->params_key);
-    if (L->ev->gate(L->ev_ctx, c, 1, err))
-        return -1;
+    if ((rc = L->ev->gate(L->ev_ctx, c, 1, err)) != 0)
+        return rc;
     if (!c->rec.status && parent) {
         double ratio = NAN, spread = NAN;
-        loop_live_line(L, "gen %lld: A/B %s child vs parent %lld", (long long)g->generation, c->op,
-                  (long long)parent->rec.id);
-        if (L->ev->compare(L->ev_ctx, parent, c, &ratio, &spread, err))
-            return -1;
+        if ((rc = L->ev->compare(L->ev_ctx, parent, c, &ratio, &spread, err)) != 0)
+            return rc;
         if (!c->rec.status)
             c->rec.status = xstrdup("crashed");   /* an evaluator that judged nothing */
         if (strcmp(c->rec.status, "ok") == 0) {
@@ -137,24 +138,26 @@ static int stage_a(Loop *L, Child *c, Child *parent, GenerationRecord *g, int *n
     return L->ev->submit(L->ev_ctx, c, 2, err);
 }
 
-/* Stage B of a child that passed stage A: the gate on every other shape,
- * and the timing of a child with no parent. Sets its decision. */
-static int stage_b(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
+/* Stage B of a child that passed stage A, on slot c->gpu: the gate on
+ * every other shape, and the timing of a child with no parent. Sets its
+ * decision. Returns 0, EVAL_RETRY (the child is as it was) or -1. Runs on
+ * a GPU thread. */
+static int stage_b(Loop *L, Child *c, EvoErr *err)
 {
-    loop_live_line(L, "gen %lld: full gate of %s child (%s)", (long long)g->generation, c->op, c->params_key);
     char *ab_status = c->rec.status;   /* "ok" after an A/B, NULL without one */
     c->rec.status = NULL;
-    if (L->ev->gate(L->ev_ctx, c, 2, err)) {
-        free(ab_status);
-        return -1;
-    }
-    if (!c->rec.status && ab_status) {
+    int rc = L->ev->gate(L->ev_ctx, c, 2, err);
+    if (rc == 0 && !c->rec.status && ab_status) {
         c->rec.status = ab_status;
         ab_status = NULL;
     }
+    if (rc) {
+        c->rec.status = ab_status;
+        return rc;
+    }
     free(ab_status);
-    if (!c->rec.status && L->ev->time(L->ev_ctx, c, err))
-        return -1;
+    if (!c->rec.status && (rc = L->ev->time(L->ev_ctx, c, err)) != 0)
+        return rc;
     if (!c->rec.status)
         c->rec.status = xstrdup("crashed");
     if (strcmp(c->rec.status, "ok") != 0) {
@@ -193,19 +196,19 @@ static int load_parent(Loop *L, int64_t parent_id, Child **parent, EvoErr *err)
         return 0;
     }
     int slot = -1;
-    for (int i = 0; i < PARENT_CACHE; i++) {
+    for (int i = 0; i < L->nparents; i++) {
         if (L->parents[i].vals && L->parents[i].rec.id == parent_id) {
             L->parent_used[i] = ++L->parent_tick;
             *parent = &L->parents[i];
             return 0;
         }
     }
-    for (int i = 0; i < PARENT_CACHE && slot < 0; i++)
+    for (int i = 0; i < L->nparents && slot < 0; i++)
         if (!L->parents[i].vals)
             slot = i;
     if (slot < 0) {
         slot = 0;
-        for (int i = 1; i < PARENT_CACHE; i++)
+        for (int i = 1; i < L->nparents; i++)
             if (L->parent_used[i] < L->parent_used[slot])
                 slot = i;
     }
@@ -311,55 +314,246 @@ static void speculate(Loop *L, int64_t gen, Child *kids, const int *later, int n
     free(pop);
 }
 
-/* Evaluate and commit each child of kids[0..n) not marked done, as a
- * pipeline: every child's benchmark-shape unit is queued for compilation
- * at once; the GPU gates and compares each child as soon as its unit is
- * built while the rest compile; a child that goes on to stage B has its
- * other units queued then, and its full gate runs after the batch's stage
- * A. Stops early (0) on *stop (what is not committed is evaluated again
- * on resume) or the time limit (children already in stage B are
- * finished); -1 on an error. */
-int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationRecord *g, int64_t *req_ids,
-                      int ahead, EvoErr *err)
+/* ---- GPU threads ------------------------------------------------------ */
+
+/* One stage of a batch, spread over the evaluator's slots: a thread per
+ * slot takes the next queued child, runs the stage on it and marks it
+ * done; the main thread waits for the children in order and commits
+ * them, so commits (and the store) stay on one thread and in a fixed
+ * order. A slot whose GPU is lost (EVAL_RETRY) puts its child back and
+ * its thread ends; the others take it. */
+typedef struct Job {
+    Child *kid, *parent;
+    int    state;        /* JOB_* */
+    int    next;         /* stage A: goes on to stage B */
+    int    rc;
+    EvoErr err;
+} Job;
+
+#define JOB_QUEUED  0
+#define JOB_RUNNING 1
+#define JOB_DONE    2
+
+typedef struct Dispatch {
+    Loop           *L;
+    Job            *jobs;
+    int             n, stage;
+    int             running;      /* threads still taking jobs */
+    int             time_limit;   /* stop taking jobs at the time limit too */
+    pthread_mutex_t lock;
+    pthread_cond_t  cv;
+} Dispatch;
+
+typedef struct GpuThread {
+    Dispatch *d;
+    int       slot;
+    pthread_t tid;
+} GpuThread;
+
+/* Should the threads stop taking new children? */
+static int stop_now(const Dispatch *d)
 {
-    int *later = xcalloc((size_t)n + 1, sizeof(int));
-    int nlater = 0, rc = -1;
-    for (int i = 0; i < n; i++)
-        if (!(done && done[i]) && L->ev->submit(L->ev_ctx, &kids[i], 1, err))
-            goto out;
+    const EvolveConfig *cfg = d->L->cfg;
+    if (cfg->stop && *cfg->stop)
+        return 1;
+    return d->time_limit && cfg->time_limit_s > 0 && (time_now_ms() - d->L->t0) / 1000.0 >= cfg->time_limit_s;
+}
+
+static void *gpu_thread(void *arg)
+{
+    GpuThread *t = arg;
+    Dispatch *d = t->d;
+    pthread_mutex_lock(&d->lock);
+    for (;;) {
+        Job *j = NULL;
+        int busy = 0;
+        for (int i = 0; i < d->n && !j; i++) {
+            if (d->jobs[i].state == JOB_QUEUED)
+                j = &d->jobs[i];
+            busy |= d->jobs[i].state == JOB_RUNNING;
+        }
+        if (stop_now(d) || (!j && !busy))
+            break;
+        if (!j) {                       /* a job may come back from a lost slot */
+            pthread_cond_wait(&d->cv, &d->lock);
+            continue;
+        }
+        j->state = JOB_RUNNING;
+        pthread_mutex_unlock(&d->lock);
+        j->kid->gpu = t->slot;
+        int rc = d->stage == 1 ? stage_a(d->L, j->kid, j->parent, &j->next, &j->err)
+                               : stage_b(d->L, j->kid, &j->err);
+        pthread_mutex_lock(&d->lock);
+        if (rc == EVAL_RETRY) {
+            j->state = JOB_QUEUED;      /* this slot is gone: another takes it */
+            pthread_cond_broadcast(&d->cv);
+            break;
+        }
+        j->rc = rc;
+        j->state = JOB_DONE;
+        pthread_cond_broadcast(&d->cv);
+    }
+    d->running--;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->lock);
+    return NULL;
+}
+
+/* Start the threads of one stage over jobs[0..n). */
+static int dispatch_start(Dispatch *d, GpuThread **threads, int *nthreads, EvoErr *err)
+{
+    int slots = d->L->ev->slots ? d->L->ev->slots(d->L->ev_ctx) : 1;
+    int nt = slots < d->n ? slots : d->n;
+    *threads = xcalloc((size_t)nt + 1, sizeof(GpuThread));
+    *nthreads = 0;
+    pthread_mutex_init(&d->lock, NULL);
+    pthread_cond_init(&d->cv, NULL);
+    for (int i = 0; i < nt; i++) {
+        GpuThread *t = &(*threads)[i];
+        t->d = d;
+        t->slot = i;
+        pthread_mutex_lock(&d->lock);
+        d->running++;
+        pthread_mutex_unlock(&d->lock);
+        int e = pthread_create(&t->tid, NULL, gpu_thread, t);
+        if (e) {
+            pthread_mutex_lock(&d->lock);
+            d->running--;
+            pthread_mutex_unlock(&d->lock);
+            err_set(err, "pthread_create: %s", strerror(e));
+            break;
+        }
+        ++*nthreads;
+    }
+    return *nthreads == nt ? 0 : -1;
+}
+
+/* Wait until job i is done; 0 when it was not (every thread stopped). */
+static int dispatch_wait(Dispatch *d, int i)
+{
+    pthread_mutex_lock(&d->lock);
+    while (d->jobs[i].state != JOB_DONE && d->running > 0)
+        pthread_cond_wait(&d->cv, &d->lock);
+    int done = d->jobs[i].state == JOB_DONE;
+    pthread_mutex_unlock(&d->lock);
+    return done;
+}
+
+/* Stop taking jobs, join the threads (each finishes its child). */
+static void dispatch_end(Dispatch *d, GpuThread *threads, int nthreads)
+{
+    pthread_mutex_lock(&d->lock);
+    for (int i = 0; i < d->n; i++)
+        if (d->jobs[i].state == JOB_QUEUED)
+            d->jobs[i].state = JOB_DONE + 1;   /* dropped */
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->lock);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(threads[i].tid, NULL);
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->lock);
+    free(threads);
+}
+
+/* Run one stage over jobs[0..n) and hand each finished job, in order, to
+ * take(). Returns 0 (also when stopped early: L->sum->interrupted), or -1
+ * (an evaluator or take() error, every GPU lost). */
+static int run_stage(Loop *L, int stage, Job *jobs, int n, int time_limit,
+                     int (*take)(Loop *L, Job *j, int i, void *arg), void *arg, EvoErr *err)
+{
+    if (n == 0)
+        return 0;
+    Dispatch d = {.L = L, .jobs = jobs, .n = n, .stage = stage, .time_limit = time_limit};
+    GpuThread *threads = NULL;
+    int nthreads = 0, rc = dispatch_start(&d, &threads, &nthreads, err);
+    for (int i = 0; i < n && rc == 0; i++) {
+        if (!dispatch_wait(&d, i)) {
+            if (stop_now(&d))
+                L->sum->interrupted = 1;
+            else
+                rc = err_set(err, "every GPU of the run was lost");
+            break;
+        }
+        rc = jobs[i].rc ? -1 : take(L, &jobs[i], i, arg);
+        if (rc)
+            *err = jobs[i].err;
+    }
+    dispatch_end(&d, threads, nthreads);
+    return rc;
+}
+
+/* ---- a batch --------------------------------------------------------- */
+
+typedef struct Batch {
+    Child         *kids;
+    int            n, ndone, nlater;
+    int           *later;       /* indices of the children in stage B */
+    int           *idx;         /* job -> child index */
+    int64_t       *req_ids;
+    GenerationRecord *g;
+} Batch;
+
+static int take_a(Loop *L, Job *j, int i, void *arg)
+{
+    Batch *b = arg;
+    int k = b->idx[i];
+    b->ndone++;
+    loop_live_line(L, "gen %lld: %d/%d judged (%s)", (long long)b->g->generation, b->ndone, b->n,
+                   b->kids[k].params_key);
+    if (j->next) {
+        b->later[b->nlater++] = k;
+        return 0;
+    }
+    return commit_one(L, &b->kids[k], b->req_ids ? b->req_ids[k] : 0, b->g, &j->err);
+}
+
+static int take_b(Loop *L, Job *j, int i, void *arg)
+{
+    Batch *b = arg;
+    int k = b->idx[i];
+    loop_live_line(L, "gen %lld: full gate %d/%d", (long long)b->g->generation, i + 1, b->nlater);
+    return commit_one(L, &b->kids[k], b->req_ids ? b->req_ids[k] : 0, b->g, &j->err);
+}
+
+int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationRecord *g, int64_t *req_ids,
+                    int ahead, EvoErr *err)
+{
+    Batch b = {.kids = kids, .req_ids = req_ids, .g = g};
+    Job *jobs = xcalloc((size_t)n + 1, sizeof(Job));
+    b.later = xcalloc((size_t)n + 1, sizeof(int));
+    b.idx = xcalloc((size_t)n + 1, sizeof(int));
+    int nj = 0, rc = -1;
+    /* Every child's benchmark unit is queued at once; its parent is made
+     * ready here, on this thread (the cache holds a whole population). */
     for (int i = 0; i < n; i++) {
         if (done && done[i])
             continue;
-        if (L->cfg->stop && *L->cfg->stop) {
-            L->sum->interrupted = 1;
-            rc = 0;
+        if (L->ev->submit(L->ev_ctx, &kids[i], 1, err) || load_parent(L, kids[i].parent_id, &jobs[nj].parent, err))
             goto out;
-        }
-        Child *parent = NULL;
-        int next = 0;
-        if (load_parent(L, kids[i].parent_id, &parent, err) || stage_a(L, &kids[i], parent, g, &next, err))
-            goto out;
-        if (next)
-            later[nlater++] = i;
-        else if (commit_one(L, &kids[i], req_ids ? req_ids[i] : 0, g, err))
-            goto out;
-        if (loop_time_limit_hit(L))
-            break;
+        jobs[nj].kid = &kids[i];
+        b.idx[nj++] = i;
+    }
+    b.n = nj;
+    if (run_stage(L, 1, jobs, nj, 1, take_a, &b, err))
+        goto out;
+    if (L->sum->interrupted && L->cfg->stop && *L->cfg->stop) {
+        rc = 0;
+        goto out;
     }
     if (ahead)
-        speculate(L, g->generation, kids, later, nlater);
-    for (int k = 0; k < nlater; k++) {
-        if (L->cfg->stop && *L->cfg->stop) {
-            L->sum->interrupted = 1;
-            break;
-        }
-        int i = later[k];
-        if (stage_b(L, &kids[i], g, err) || commit_one(L, &kids[i], req_ids ? req_ids[i] : 0, g, err))
-            goto out;
+        speculate(L, g->generation, kids, b.later, b.nlater);
+    /* Stage B, for those that went on (also at the time limit: they are
+     * nearly done; not after a stop). */
+    memset(jobs, 0, (size_t)(n + 1) * sizeof(Job));
+    for (int k = 0; k < b.nlater; k++) {
+        jobs[k].kid = &kids[b.later[k]];
+        b.idx[k] = b.later[k];
     }
-    rc = 0;
+    rc = run_stage(L, 2, jobs, b.nlater, 0, take_b, &b, err);
 out:
-    free(later);
+    free(jobs);
+    free(b.later);
+    free(b.idx);
     return rc;
 }
 
