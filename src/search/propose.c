@@ -115,7 +115,8 @@ int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, Ev
     *n = 0;
     for (int i = 0; i < m && *n < L->cfg->population; i++, (*n)++)
         take[i] = 1;
-    if (!L->cfg->no_diversity && strcmp(L->cfg->strategy, "random") != 0)
+    if (!L->cfg->no_diversity &&
+        (strcmp(L->cfg->strategy, "evolve") == 0 || strcmp(L->cfg->strategy, "model") == 0))
         add_niches(L, all, m, take, n);
     *pop = xcalloc((size_t)L->cfg->population + 1, sizeof(**pop));
     int k = 0;
