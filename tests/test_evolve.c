@@ -265,23 +265,23 @@ static void test_determinism(void)
     fake_eval_free(f3);
 }
 
-static void resume_strategy(const char *strategy)
+static void resume_strategy(const char *strategy, int gens, int kmax, int kstep)
 {
     /* The reference: an uninterrupted run. */
     char rname[64];
-    snprintf(rname, sizeof(rname), "resume_ref_%s.db", strategy);
+    snprintf(rname, sizeof(rname), "resume_ref_%s_%d.db", strategy, gens);
     Store *ref = fresh_store(rname);
     FakeEval *fr = fake_new();
-    EvolveConfig c = config(strategy, 5);
+    EvolveConfig c = config(strategy, gens);
     EvolveSummary rs;
     EvoErr err;
     CHECK(evolve_run(ref, task, &dev, &fake_eval_ops, fr, &c, 0, &rs, &err) == 0);
     char *want = keys_of(ref, rs.run_id);
 
     /* Stopped after k commits (as if killed), at several points, then resumed. */
-    for (int k = 1; k <= 13; k += 3) {
+    for (int k = 1; k <= kmax; k += kstep) {
         char name[64];
-        snprintf(name, sizeof(name), "resume_%s_%d.db", strategy, k);
+        snprintf(name, sizeof(name), "resume_%s_%d_%d.db", strategy, gens, k);
         Store *s = fresh_store(name);
         FakeEval *f = fake_new();
         volatile int stop = 0;
@@ -330,8 +330,20 @@ static void resume_strategy(const char *strategy)
  * (with its niches, widening and immigrants) and the model strategy. */
 static void test_resume(void)
 {
-    resume_strategy("evolve");
-    resume_strategy("model");
+    resume_strategy("evolve", 5, 13, 3);
+    resume_strategy("model", 5, 13, 3);
+    /* the larger space: many generations of niches, widening, immigrants
+     * and model fits before and after the stop */
+    Task *t2 = NULL, *saved = task;
+    EvoErr err;
+    char *p = xasprintf("%s/tests/data/search_task.json", getenv("EVO_SOURCE_ROOT"));
+    CHECK_MSG(task_load(p, &t2, &err) == 0, "%s", err.msg);
+    free(p);
+    task = t2;
+    resume_strategy("evolve", 12, 50, 14);
+    resume_strategy("model", 12, 50, 14);
+    task = saved;
+    task_free(&t2);
 }
 
 static void test_exhaustive(void)
