@@ -36,7 +36,8 @@
  * Search (issue 12; propose.c, model.c, warm.c): a slot whose moves find
  * nothing new widens them up to a scan of the space, so generations are
  * full until the valid space is exhausted (summary->space_exhausted); the
- * population keeps niches of the structural knobs, mutations grow with
+ * population keeps niches of the structural knobs (a value no survivor
+ * holds gets a founder child, compared with the baseline), mutations grow with
  * stagnation and immigrants come after 3 generations without improvement;
  * strategy "model" ranks a pool of proposals with the surrogate fitted on
  * the run's earlier generations; generation 0 is warm-started from earlier

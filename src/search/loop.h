@@ -117,10 +117,11 @@ int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *ki
 int loop_warm_propose(Loop *L, Child *kids, int want, int *done, EvoErr *err);
 
 /* model.c */
-/* The model strategy's proposals (same contract as loop_propose): many
- * candidate moves ranked by the surrogate fitted on the run so far. */
-int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int want, int *done,
-                       int *exhausted, EvoErr *err);
+/* The model strategy's proposals (same contract as loop_propose, with
+ * kids[0..nprior) already proposed): many candidate moves ranked by the
+ * surrogate fitted on the run so far. */
+int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int nprior, int want,
+                       int *done, int *exhausted, EvoErr *err);
 
 /* llmgen.c */
 /* LLM slots of generation gen, or -1. */

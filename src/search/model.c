@@ -93,15 +93,19 @@ static int nearest(Loop *L, const CandidateRecord *pop, int npop, const int64_t 
     return best;
 }
 
-int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int want, int *done,
-                       int *exhausted, EvoErr *err)
+int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int nprior, int want,
+                       int *done, int *exhausted, EvoErr *err)
 {
     Rng rng;
     rng_seed(&rng, rng_mix(L->cfg->seed, (uint64_t)gen));
-    int nrows = 0, rc = 0, npool = 0, n = 0;
+    int nrows = 0, rc = 0, npool = 0, n = nprior;
+    want -= nprior;
     Surrogate *s = fit_run(L, gen, &nrows, err);
-    if (!s && nrows < 0)
+    if (!s && nrows < 0) {
+        for (int i = 0; i < nprior; i++)
+            loop_child_free(L, &kids[i]);
         return -1;
+    }
     int cap = want * POOL_PER_CHILD;
     Child *pool = xcalloc((size_t)cap + 1, sizeof(Child));
     int *pstate = xcalloc((size_t)cap + 1, sizeof(int));
@@ -128,6 +132,8 @@ int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Chi
                 c.parent_id = pop[kp].id;
                 c.parent2_id = 0;
                 got = loop_place(L, gen, pool, npool, &c, &pop[kp], &state, err);
+                if (got > 0 && loop_in_batch(kids, nprior, c.params_key))
+                    got = 0;
             } else if (got > 0) {
                 got = 0;
             }
@@ -156,6 +162,10 @@ int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Chi
                 rc = -1;
             else if (got == 0 && exhausted)
                 *exhausted = 1;
+            break;
+        }
+        if (loop_in_batch(kids, nprior, c.params_key)) {   /* the only one left is the founder */
+            loop_child_free(L, &c);
             break;
         }
         int kp = nearest(L, pop, npop, c.vals, mv.p2);

@@ -335,6 +335,76 @@ void loop_moves_free(LoopMoves *mv)
     memset(mv, 0, sizeof(*mv));
 }
 
+/* A niche founder: when a value of a structural knob is held by no
+ * survivor of the run yet (say WGMMA=1), one child a generation takes the
+ * best member's configuration with that value (the missing pairs take
+ * turns by generation), repaired by wider moves of the other params if the
+ * constraints refuse it. It is compared with the baseline, like an
+ * immigrant, so it founds the niche (it becomes a survivor) unless it is
+ * more than 2% slower than the baseline. Returns 1 with kids[n] filled, 0
+ * when there is nothing to found or no valid new founder, -1 on an error. */
+static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int npop, Child *kids, int n,
+                           int *done, EvoErr *err)
+{
+    CandidateRecord *all = NULL;
+    int na = 0, np = L->np, rc = 0;
+    if (npop == 0 || store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
+        return npop == 0 ? 0 : -1;
+    int *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = niche_knobs(L->task, knobs);
+    int64_t *v = xcalloc((size_t)np + 1, sizeof(int64_t)), *base = xcalloc((size_t)np + 1, sizeof(int64_t));
+    int *miss_k = xcalloc((size_t)np * 2 + 2, sizeof(int)), *miss_v = xcalloc((size_t)np * 2 + 2, sizeof(int));
+    int nmiss = 0;
+    EvoErr e;
+    for (int k = 0; k < nk; k++) {
+        int i = knobs[k];
+        for (int vi = 0; vi < task_param_nvalues(L->task, i) && vi < 2; vi++) {
+            int64_t val = task_param_value(L->task, i, vi);
+            int held = 0;
+            for (int j = 0; j < na && !held; j++)
+                held = all[j].generation < gen && task_params_parse(L->task, all[j].params_json, v, &e) == 0 &&
+                       v[i] == val;
+            if (!held) {
+                miss_k[nmiss] = i;
+                miss_v[nmiss++] = vi;
+            }
+        }
+    }
+    if (nmiss > 0 && task_params_parse(L->task, pop[0].params_json, base, err) == 0) {
+        int pick = (int)(gen % nmiss), knob = miss_k[pick];
+        int64_t val = task_param_value(L->task, knob, miss_v[pick]);
+        Rng rng;
+        rng_seed(&rng, rng_mix(rng_mix(L->cfg->seed, (uint64_t)gen), 0xf0u));
+        for (int attempt = 0; attempt < 64 && rc == 0; attempt++) {
+            Child c;
+            loop_child_init(L, &c);
+            if (attempt == 0 || ops_perturb(L->task, &rng, base, 1 + attempt / 16, attempt >= 32, c.vals))
+                memcpy(c.vals, base, (size_t)np * sizeof(int64_t));
+            c.vals[knob] = val;
+            c.op = "niche";
+            c.parent_id = L->baseline.rec.id;
+            int state = 0, got = loop_place(L, gen, kids, n, &c, &pop[0], &state, err);
+            if (got > 0) {
+                done[n] = state == 1;
+                kids[n] = c;
+                rc = 1;
+            } else {
+                loop_child_free(L, &c);
+                if (got < 0)
+                    rc = -1;
+            }
+        }
+    } else if (nmiss > 0) {
+        rc = -1;
+    }
+    store_candidates_free(all, na);
+    free(knobs);
+    free(v);
+    free(base);
+    free(miss_k);
+    free(miss_v);
+    return rc;
+}
+
 /* Propose up to `want` children for generation gen into kids[]. Children
  * already committed in this generation (a resumed run) are returned with
  * done = 1 and not evaluated again. When stagnation reaches STAGNATION_K,
@@ -349,12 +419,17 @@ int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *ki
     rng_seed(&rng, rng_mix(L->cfg->seed, (uint64_t)gen));
     if (exhausted)
         *exhausted = 0;
+    const int diverse = !L->cfg->no_diversity &&
+                        (strcmp(L->cfg->strategy, "evolve") == 0 || strcmp(L->cfg->strategy, "model") == 0);
+    int nf = diverse && gen > 0 && want > 1 ? propose_founder(L, gen, pop, npop, kids, 0, done, err) : 0;
+    if (nf < 0)
+        return -1;
     if (strcmp(L->cfg->strategy, "model") == 0 && gen > 0 && npop > 0)
-        return loop_model_propose(L, gen, pop, npop, kids, want, done, exhausted, err);
+        return loop_model_propose(L, gen, pop, npop, kids, nf, want, done, exhausted, err);
     LoopMoves mv;
     loop_moves_init(L, gen, pop, npop, &mv);
     int immigrants = mv.stagnation >= STAGNATION_K ? (want + 3) / 4 : 0;
-    int n = 0, rc = 0;
+    int n = nf, rc = 0;
     const int exh = strcmp(L->cfg->strategy, "exhaustive") == 0;
     if (gen == 0 && !exh && strcmp(L->cfg->strategy, "random") != 0)
         n = loop_warm_propose(L, kids, want, done, err);
