@@ -91,6 +91,26 @@ static char *keys_of(Store *s, int64_t run)
     return sb_take(&sb);
 }
 
+/* Make tests/data/<file> the task of the tests that follow; returns the
+ * one it replaces, for restore_task(). */
+static Task *swap_task(const char *file)
+{
+    Task *t2 = NULL, *saved = task;
+    EvoErr err;
+    char *p = xasprintf("%s/tests/data/%s", getenv("EVO_SOURCE_ROOT"), file);
+    CHECK_MSG(task_load(p, &t2, &err) == 0, "%s", err.msg);
+    free(p);
+    task = t2 ? t2 : saved;
+    return saved;
+}
+
+static void restore_task(Task *saved)
+{
+    if (task != saved)
+        task_free(&task);
+    task = saved;
+}
+
 /* ---- tests ----------------------------------------------------------- */
 
 static void test_revert_rule(void)
@@ -334,16 +354,10 @@ static void test_resume(void)
     resume_strategy("model", 5, 13, 3);
     /* the larger space: many generations of niches, widening, immigrants
      * and model fits before and after the stop */
-    Task *t2 = NULL, *saved = task;
-    EvoErr err;
-    char *p = xasprintf("%s/tests/data/search_task.json", getenv("EVO_SOURCE_ROOT"));
-    CHECK_MSG(task_load(p, &t2, &err) == 0, "%s", err.msg);
-    free(p);
-    task = t2;
+    Task *saved = swap_task("search_task.json");
     resume_strategy("evolve", 12, 50, 14);
     resume_strategy("model", 12, 50, 14);
-    task = saved;
-    task_free(&t2);
+    restore_task(saved);
 }
 
 static void test_exhaustive(void)
@@ -567,7 +581,7 @@ static void test_full_generations(void)
         /* baseline + every other valid configuration: 16 (test_exhaustive counts them) */
         CHECK_MSG(sum.evaluated == 16, "%s: evaluated %d of 16 valid", strategies[k], sum.evaluated);
         store_close(&s);
-        free(f);
+        fake_eval_free(f);
     }
 }
 
@@ -606,27 +620,20 @@ static int deceptive_wins(Task *t, const char *strategy, int no_diversity, int n
             wins++;
         candidate_record_free(&b);
         store_close(&s);
-        free(f);
+        fake_eval_free(f);
     }
     return wins;
 }
 
 static void test_deceptive(void)
 {
-    Task *t2 = NULL;
-    EvoErr err;
-    char *p = xasprintf("%s/tests/data/search_task.json", getenv("EVO_SOURCE_ROOT"));
-    CHECK_MSG(task_load(p, &t2, &err) == 0, "%s", err.msg);
-    free(p);
-    Task *saved = task;
-    task = t2;
-    int old = deceptive_wins(t2, "evolve", 1, 6), evo = deceptive_wins(t2, "evolve", 0, 6),
-        mod = deceptive_wins(t2, "model", 0, 6);
+    Task *saved = swap_task("search_task.json");
+    int old = deceptive_wins(task, "evolve", 1, 6), evo = deceptive_wins(task, "evolve", 0, 6),
+        mod = deceptive_wins(task, "model", 0, 6);
     fprintf(stderr, "     global basin reached: plain evolve %d/6, evolve %d/6, model %d/6\n", old, evo, mod);
     CHECK(evo >= 5 && evo > old);
     CHECK(mod >= 5);
-    task = saved;
-    task_free(&t2);
+    restore_task(saved);
 }
 
 /* Warm starts: a second run of the task on the same device and store starts
@@ -677,7 +684,7 @@ static void test_warm_start(void)
     CHECK(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &e, &err) == 0);
     CHECK(e.warm_seeded == 0);
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
 }
 
 /* Resume of a warm-started run seeds and proposes what the run that was
@@ -711,7 +718,7 @@ static void test_warm_resume(void)
     free(kb);
     store_close(&a);
     store_close(&b);
-    free(f);
+    fake_eval_free(f);
 }
 
 int main(void)

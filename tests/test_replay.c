@@ -59,7 +59,7 @@ static char *make_truth(int *valid, double *best)
     *valid = sum.evaluated;
     *best = sum.best_latency_us;
     store_close(&s);
-    free(f);
+    fake_eval_free(f);
     return path;
 }
 
