@@ -350,14 +350,16 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
     int na = 0, np = L->np, rc = 0;
     if (npop == 0 || store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
         return npop == 0 ? 0 : -1;
-    int *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = niche_knobs(L->task, knobs);
+    int *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = niche_knobs(L->task, knobs), pairs = 0;
+    for (int k = 0; k < nk; k++)
+        pairs += task_param_nvalues(L->task, knobs[k]);
     int64_t *v = xcalloc((size_t)np + 1, sizeof(int64_t)), *base = xcalloc((size_t)np + 1, sizeof(int64_t));
-    int *miss_k = xcalloc((size_t)np * 2 + 2, sizeof(int)), *miss_v = xcalloc((size_t)np * 2 + 2, sizeof(int));
+    int *miss_k = xcalloc((size_t)pairs + 1, sizeof(int)), *miss_v = xcalloc((size_t)pairs + 1, sizeof(int));
     int nmiss = 0;
     EvoErr e;
     for (int k = 0; k < nk; k++) {
         int i = knobs[k];
-        for (int vi = 0; vi < task_param_nvalues(L->task, i) && vi < 2; vi++) {
+        for (int vi = 0; vi < task_param_nvalues(L->task, i); vi++) {
             int64_t val = task_param_value(L->task, i, vi);
             int held = 0;
             for (int j = 0; j < na && !held; j++)
