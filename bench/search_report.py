@@ -1,67 +1,107 @@
 #!/usr/bin/env python3
-"""Search-quality figures from two evoeng stores: an evolve run and an
-exhaustive run of the same task. Prints evolve's best / exhaustive's best,
-the rank of evolve's best configuration in the exhaustive ranking, the
-evaluations each used, candidates per minute, and wall time split into
-compile, gate, timing (incl. A/B) and the rest.
+"""Convergence plot of the search-quality replay (bench/search_replay
+--csv): for each strategy, the median over seeds of best / exhaustive best
+against the number of evaluations, as a plain SVG (no plotting library
+needed), plus the same figures as a markdown table on stdout.
 
-Usage: search_report.py EVOLVE.db EXHAUSTIVE.db
-The last line is "BEST_PARAMS evolve=<K=V,...> exhaustive=<K=V,...>" for
-a side-by-side `evoeng bench --params ... --against ...`.
+Usage: search_report.py TRACE.csv OUT.svg [TITLE]
+TRACE.csv has the columns strategy,seed,evaluations,ratio (one row per
+evaluation of each replay).
 """
-import datetime
-import sqlite3
+import csv
+import math
+import statistics
 import sys
 
+COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
 
-def run_figures(path):
-    db = sqlite3.connect(path)
-    run = db.execute("SELECT id, started_at, finished_at, strategy, generations_done FROM runs "
-                     "ORDER BY id DESC LIMIT 1").fetchone()
-    rid, start, end, strategy, gens = run
-    t0 = datetime.datetime.fromisoformat(start.replace("Z", "+00:00"))
-    t1 = datetime.datetime.fromisoformat(end.replace("Z", "+00:00")) if end else t0
-    wall = max((t1 - t0).total_seconds(), 1e-9)
-    n, comp, gate, tim = db.execute(
-        "SELECT count(*), sum(coalesce(compile_ms,0)), sum(coalesce(gate_ms,0)), sum(coalesce(time_ms,0)) "
-        "FROM candidates WHERE run_id = ?", (rid,)).fetchone()
-    valid = db.execute("SELECT count(*) FROM candidates WHERE run_id=? AND status='ok'", (rid,)).fetchone()[0]
-    best = db.execute("SELECT id, latency_us, params_key FROM survivors WHERE run_id=? "
-                      "ORDER BY latency_us LIMIT 1", (rid,)).fetchone()
-    ranking = [r[0] for r in db.execute(
-        "SELECT params_key FROM candidates WHERE run_id=? AND status='ok' ORDER BY latency_us", (rid,))]
-    lat = {r[0]: r[1] for r in db.execute(
-        "SELECT params_key, latency_us FROM candidates WHERE run_id=? AND status='ok'", (rid,))}
-    return dict(strategy=strategy, gens=gens, wall=wall, n=n, valid=valid, compile_s=comp / 1000,
-                gate_s=gate / 1000, time_s=tim / 1000, best=best, ranking=ranking, lat=lat)
+
+def load(path):
+    traces = {}
+    with open(path) as f:
+        for row in csv.DictReader(f):
+            runs = traces.setdefault(row["strategy"], {})
+            runs.setdefault(int(row["seed"]), []).append(float(row["ratio"]))
+    return traces
+
+
+def at(trace, n):
+    if not trace:
+        return math.inf
+    return trace[min(n, len(trace)) - 1]
+
+
+def medians(traces):
+    """strategy -> list of the median ratio after 1..N evaluations"""
+    out = {}
+    for strategy, runs in traces.items():
+        n = max(len(t) for t in runs.values())
+        out[strategy] = [statistics.median(at(t, i) for t in runs.values()) for i in range(1, n + 1)]
+    return out
+
+
+def svg(meds, title, path, width=720, height=420):
+    left, right, top, bottom = 70, 160, 40, 50
+    n = max(len(m) for m in meds.values())
+    finite = [v for m in meds.values() for v in m if math.isfinite(v)]
+    ymax = min(max(finite), 2.0) if finite else 2.0
+    ymin = 1.0
+
+    def x(i):
+        return left + (width - left - right) * (i - 1) / max(n - 1, 1)
+
+    def y(v):
+        v = min(max(v, ymin), ymax)
+        return top + (height - top - bottom) * (1 - (v - ymin) / max(ymax - ymin, 1e-9))
+
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+             'font-size="12">' % (width, height),
+             '<rect width="100%" height="100%" fill="white"/>',
+             '<text x="%d" y="22" font-size="14">%s</text>' % (left, title)]
+    for k in range(6):   # y grid
+        v = ymin + (ymax - ymin) * k / 5
+        parts.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (left, width - right, y(v), y(v)))
+        parts.append('<text x="%d" y="%.1f" text-anchor="end">%.2f</text>' % (left - 6, y(v) + 4, v))
+    for k in range(6):   # x ticks
+        i = 1 + round((n - 1) * k / 5)
+        parts.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (x(i), height - bottom + 18, i))
+    parts.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#888" stroke-dasharray="4 3"/>' % (
+        left, width - right, y(1.02), y(1.02)))
+    parts.append('<text x="%d" y="%.1f" fill="#888">2%%</text>' % (width - right + 4, y(1.02) + 4))
+    parts.append('<text x="%d" y="%d" text-anchor="middle">evaluations</text>' % (
+        (left + width - right) // 2, height - 12))
+    parts.append('<text x="16" y="%d" transform="rotate(-90 16 %d)" text-anchor="middle">best / exhaustive '
+                 'best (median over seeds)</text>' % ((top + height - bottom) // 2, (top + height - bottom) // 2))
+    for k, (strategy, m) in enumerate(sorted(meds.items())):
+        color = COLORS[k % len(COLORS)]
+        pts = " ".join("%.1f,%.1f" % (x(i + 1), y(v)) for i, v in enumerate(m) if math.isfinite(v))
+        parts.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' % (color, pts))
+        ly = top + 20 * k + 10
+        parts.append('<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>' % (
+            width - right + 20, width - right + 44, ly, ly, color))
+        parts.append('<text x="%d" y="%d">%s</text>' % (width - right + 50, ly + 4, strategy))
+    parts.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(parts) + "\n")
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
-    ev, ex = run_figures(sys.argv[1]), run_figures(sys.argv[2])
-    print("%-11s %6s %6s %9s %9s %9s %9s %9s %10s" % ("strategy", "evals", "valid", "wall s", "cand/min",
-                                                    "compile s", "gate s", "timing s", "best us"))
-    for f in (ev, ex):
-        rest = f["wall"] - f["gate_s"] - f["time_s"]
-        print("%-11s %6d %6d %9.1f %9.1f %9.1f %9.1f %9.1f %10.3f" % (
-            f["strategy"], f["n"], f["valid"], f["wall"], 60 * f["n"] / f["wall"], f["compile_s"], f["gate_s"],
-            f["time_s"], f["best"][1]))
-        print("%-11s compile is NVRTC time summed over parallel threads; wall minus gate and timing = %.1f s "
-              "(compile wall, bookkeeping, worker start)" % ("", rest))
-    ratio = ev["best"][1] / ex["best"][1]
-    key = ev["best"][2]
-    rank = ex["ranking"].index(key) + 1 if key in ex["ranking"] else None
-    same = ex["lat"].get(key)
-    print()
-    print("evolve best / exhaustive best = %.4f (%.3f us / %.3f us, stored latencies of two runs)" % (
-        ratio, ev["best"][1], ex["best"][1]))
-    if rank:
-        print("evolve's best configuration ranks %d of %d valid in the exhaustive run (%.3f us there)" % (
-            rank, len(ex["ranking"]), same))
-    print("evaluations: evolve %d, exhaustive %d (%.0f%% of the space)" % (
-        ev["n"], ex["n"], 100.0 * ev["n"] / max(ex["n"], 1)))
-    print("BEST_PARAMS evolve=%s exhaustive=%s" % (ev["best"][2], ex["best"][2]))
+    traces = load(sys.argv[1])
+    if not traces:
+        sys.exit("%s: no traces" % sys.argv[1])
+    meds = medians(traces)
+    title = sys.argv[3] if len(sys.argv) == 4 else "search quality"
+    svg(meds, title, sys.argv[2])
+    names = sorted(meds)
+    n = max(len(m) for m in meds.values())
+    print("| evaluations | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for i in sorted({1, 10, 25, 50, 100, 150, 200, 300, 400, 500, 750, 1000, n}):
+        if i <= n:
+            print("| %d | " % i + " | ".join("%.4f" % at(meds[s], i) for s in names) + " |")
+    print("\nplot: %s" % sys.argv[2])
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ enum {
     O_VERSION = 256, O_DB, O_TASK, O_ARCH, O_GENERATIONS, O_POPULATION, O_CHILDREN, O_SEED,
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
     O_SOURCE, O_COLD, O_AGAINST, O_REPEAT, O_SHARED, O_GPU, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
-    O_LLM_CONC, O_LLM_MAX, O_GPUS,
+    O_LLM_CONC, O_LLM_MAX, O_GPUS, O_NO_WARM,
 };
 
 typedef struct OptInfo {
@@ -101,7 +101,8 @@ static const OptInfo options[] = {
     {"population", required_argument, O_POPULATION, BIT(CMD_RUN), "P", "population size (default 8)"},
     {"children", required_argument, O_CHILDREN, BIT(CMD_RUN), "C", "children per generation (default 8)"},
     {"seed", required_argument, O_SEED, BIT(CMD_RUN) | BIT(CMD_CHECK) | BIT(CMD_BENCH), "S", "random seed (default 1)"},
-    {"strategy", required_argument, O_STRATEGY, BIT(CMD_RUN), "NAME", "evolve | random | exhaustive (default evolve)"},
+    {"strategy", required_argument, O_STRATEGY, BIT(CMD_RUN), "NAME", "evolve | model | random | exhaustive (default evolve); model: a surrogate ranks many proposals"},
+    {"no-warm-start", no_argument, O_NO_WARM, BIT(CMD_RUN), NULL, "do not seed generation 0 with the best of earlier runs of the task on this device"},
     {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h)"},
     {"revert-threshold", required_argument, O_REVERT, BIT(CMD_RUN) | BIT(CMD_BENCH), "F", "revert a child more than F slower than its parent (default 0.02)"},
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
@@ -135,7 +136,7 @@ static const struct {
     const char *name;
     const char *const *values;
 } choices[] = {
-    {"strategy", (const char *const[]){"evolve", "random", "exhaustive", NULL}},
+    {"strategy", (const char *const[]){"evolve", "model", "random", "exhaustive", NULL}},
     {"format", (const char *const[]){"cu", "json", NULL}},
     {"llm", (const char *const[]){"openai", "anthropic", NULL}},
     {"llm-mode", (const char *const[]){"free", "insight", "full", NULL}},
@@ -312,6 +313,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_JSON: s->json = 1; return 0;
     case O_BEST: s->best = 1; return 0;
     case O_COLD: s->cold = 1; return 0;
+    case O_NO_WARM: s->no_warm_start = 1; return 0;
     case O_GPU: s->gpu = 1; return 0;
     case O_AGAINST: s->against = arg; return 0;
     case O_DB: s->db = arg; return 0;

@@ -41,7 +41,8 @@ typedef struct Settings {
     int          generations, population, children;
     uint64_t     seed;
     int          seed_set;
-    const char  *strategy;          /* evolve | random | exhaustive */
+    const char  *strategy;          /* evolve | model | random | exhaustive */
+    int          no_warm_start;     /* --no-warm-start */
     double       time_limit_s;      /* 0: none */
     double       revert_threshold;  /* 0.02 */
     int          jobs;              /* compile threads, 0: one per core */

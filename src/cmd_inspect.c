@@ -140,6 +140,41 @@ static void count_cb(void *ctx, const char *status, const char *decision, int64_
 
 /* ---- status ---------------------------------------------------------- */
 
+/* "  warm start   N configurations seeded from runs R, ..." when generation
+ * 0 of the run was warm-started (operator warm; the rationale names the
+ * source run and candidate). */
+static void print_warm(Store *st, int64_t run_id)
+{
+    CandidateRecord *l = NULL;
+    int n = 0, seeded = 0;
+    EvoErr err;
+    if (store_candidate_list(st, run_id, STORE_ALL_BY_ID, 0, &l, &n, &err))
+        return;
+    StrBuf runs = {0};
+    long long seen[32];
+    int nseen = 0;
+    for (int i = 0; i < n; i++) {
+        long long from = 0;
+        if (!l[i].operator || strcmp(l[i].operator, "warm") != 0)
+            continue;
+        seeded++;
+        if (!l[i].rationale || sscanf(l[i].rationale, "warm start from run %lld", &from) != 1)
+            continue;
+        int dup = 0;
+        for (int k = 0; k < nseen; k++)
+            dup |= seen[k] == from;
+        if (!dup && nseen < 32) {
+            seen[nseen++] = from;
+            sb_printf(&runs, "%s%lld", runs.len ? ", " : "", from);
+        }
+    }
+    if (seeded)
+        printf("  warm start   %d configurations seeded from run%s %s (operator warm; see 'show')\n", seeded,
+               runs.s && strchr(runs.s, ',') ? "s" : "", runs.s ? runs.s : "?");
+    sb_free(&runs);
+    store_candidates_free(l, n);
+}
+
 EvoExit cmd_status(const Settings *s)
 {
     EvoExit rc = EVO_EXIT_OK;
@@ -178,6 +213,7 @@ EvoExit cmd_status(const Settings *s)
     } else {
         printf("  best         none yet\n");
     }
+    print_warm(st, r.id);
     /* The LLM operator, per prompt mode (the llm_mode_stats view). */
     LlmModeStats *ms = NULL;
     int nms = 0;

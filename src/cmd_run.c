@@ -61,6 +61,8 @@ static char *config_json(const Settings *s)
                           "strategy", s->strategy, "revert_threshold", s->revert_threshold,
                           "time_limit_s", s->time_limit_s, "seeds", s->seeds, "dims", dims, "jobs", s->jobs,
                           "source", s->source);
+    if (s->no_warm_start)
+        json_object_set_new(o, "no_warm_start", json_true());
     if (s->llm || s->llm_cmd)
         json_object_set_new(o, "llm",
                             json_pack("{s:s?, s:s?, s:s?, s:s?, s:s, s:f, s:i, s:i}", "provider", s->llm, "url",
@@ -116,6 +118,7 @@ static void settings_from_config(Settings *s, const char *cfg_json, const Settin
         s->revert_threshold = json_real_value(v);
     if ((v = json_object_get(o, "seeds")))
         s->seeds = (int)json_integer_value(v);
+    s->no_warm_start = json_is_true(json_object_get(o, "no_warm_start"));
     if (given->time_limit_s == 0 && (v = json_object_get(o, "time_limit_s")))
         s->time_limit_s = json_real_value(v);
     json_t *lo = json_object_get(o, "llm");
@@ -262,6 +265,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         .task_path = task_abs, .baseline_source = src,
         .device_name = dev->name, .device_arch = dev->arch, .device_json = devj, .nvrtc_version = nv,
         .driver_version = drv, .stop = &stop_int, .llm = llm, .llm_rate = s->llm_rate,
+        .no_warm_start = s->no_warm_start,
     };
     if (!s->quiet && !s->json)
         printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
@@ -292,6 +296,8 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         printf("\nrun %lld %s: %d evaluated, %d valid, %d reverted, %d failed, %.1f s\n", (long long)sum.run_id,
                sum.interrupted ? "stopped early" : "finished", sum.evaluated, sum.valid, sum.reverted, sum.failed,
                sum.wall_ms / 1000);
+        if (sum.space_exhausted)
+            printf("the valid space is exhausted: every valid configuration was evaluated\n");
         if (sum.best_id)
             printf("best: candidate %lld, %.2f us, %.2fx over the baseline (%.2f us)\n", (long long)sum.best_id,
                    sum.best_latency_us, sum.baseline_latency_us / sum.best_latency_us, sum.baseline_latency_us);

@@ -17,6 +17,54 @@ static int copy_and_list_movable(const Task *t, const int64_t *p1, int64_t *out,
     return nm;
 }
 
+/* Move param i of out to a neighbouring value in its ordered list. */
+static void move_neighbour(const Task *t, Rng *rng, int i, int64_t *out)
+{
+    int nv = task_param_nvalues(t, i);
+    int k = task_param_find(t, i, out[i]);
+    if (k < 0)
+        k = task_param_default(t, i);
+    if (k == 0)
+        k = 1;
+    else if (k == nv - 1)
+        k = nv - 2;
+    else
+        k += rng_below(rng, 2) ? 1 : -1;
+    out[i] = task_param_value(t, i, k);
+}
+
+/* Set param i of out to a uniformly random different value. */
+static void move_reset(const Task *t, Rng *rng, int i, int64_t *out)
+{
+    int nv = task_param_nvalues(t, i);
+    int cur = task_param_find(t, i, out[i]);
+    int k = (int)rng_below(rng, (uint64_t)(nv - 1));
+    if (k >= cur && cur >= 0)
+        k++;
+    out[i] = task_param_value(t, i, k);
+}
+
+int ops_perturb(const Task *t, Rng *rng, const int64_t *p1, int n, int reset, int64_t *out)
+{
+    int movable[256], nm = copy_and_list_movable(t, p1, out, movable);
+    if (nm == 0)
+        return -1;
+    if (n > nm)
+        n = nm;
+    /* n distinct params: a partial Fisher-Yates shuffle of the movable list */
+    for (int c = 0; c < n; c++) {
+        int j = c + (int)rng_below(rng, (uint64_t)(nm - c));
+        int i = movable[j];
+        movable[j] = movable[c];
+        movable[c] = i;
+        if (reset)
+            move_reset(t, rng, i, out);
+        else
+            move_neighbour(t, rng, i, out);
+    }
+    return 0;
+}
+
 /* Move one or two params to a neighbouring value in their ordered list. */
 static int op_mutate(const Task *t, Rng *rng, const int64_t *p1, const int64_t *p2, int64_t *out)
 {
@@ -32,17 +80,7 @@ static int op_mutate(const Task *t, Rng *rng, const int64_t *p1, const int64_t *
             i = movable[rng_below(rng, (uint64_t)nm)];
         while (i == first);
         first = i;
-        int nv = task_param_nvalues(t, i);
-        int k = task_param_find(t, i, out[i]);
-        if (k < 0)
-            k = task_param_default(t, i);
-        if (k == 0)
-            k = 1;
-        else if (k == nv - 1)
-            k = nv - 2;
-        else
-            k += rng_below(rng, 2) ? 1 : -1;
-        out[i] = task_param_value(t, i, k);
+        move_neighbour(t, rng, i, out);
     }
     return 0;
 }
@@ -54,13 +92,7 @@ static int op_reset(const Task *t, Rng *rng, const int64_t *p1, const int64_t *p
     int movable[256], nm = copy_and_list_movable(t, p1, out, movable);
     if (nm == 0)
         return -1;
-    int i = movable[rng_below(rng, (uint64_t)nm)];
-    int nv = task_param_nvalues(t, i);
-    int cur = task_param_find(t, i, out[i]);
-    int k = (int)rng_below(rng, (uint64_t)(nv - 1));
-    if (k >= cur && cur >= 0)
-        k++;
-    out[i] = task_param_value(t, i, k);
+    move_reset(t, rng, movable[rng_below(rng, (uint64_t)nm)], out);
     return 0;
 }
 

@@ -36,6 +36,11 @@ const Operator *ops_find(const char *name);
  * two-parent operators only when allow_two). */
 const Operator *ops_pick(Rng *rng, int allow_two);
 
+/* A stronger mutation: n distinct movable params (at most all of them)
+ * each move to a neighbouring value, or, with reset set, to a uniformly
+ * random different value. Returns 0, or -1 when no param can move. */
+int ops_perturb(const Task *t, Rng *rng, const int64_t *p1, int n, int reset, int64_t *out);
+
 /* A uniformly random configuration (each param independently). */
 void ops_random(const Task *t, Rng *rng, int64_t *out);
 

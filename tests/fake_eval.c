@@ -181,3 +181,31 @@ static int fake_slots(void *ctx)
 
 const EvaluatorOps fake_eval_ops = {"fake", fake_submit, fake_gate, fake_time, fake_compare, fake_release,
                                     fake_slots, fake_calibrate};
+
+int fake_eval_setup(const char *name, const char *task_file, char *tmpdir, size_t n, Task **task)
+{
+    const char *root = getenv("EVO_SOURCE_ROOT");
+    if (!root) {
+        fprintf(stderr, "EVO_SOURCE_ROOT is not set\n");
+        return 1;
+    }
+    snprintf(tmpdir, n, "/tmp/evo_test_%s_XXXXXX", name);
+    if (!mkdtemp(tmpdir))
+        return 1;
+    EvoErr err;
+    char *p = xasprintf("%s/tests/data/%s", root, task_file);
+    int rc = task_load(p, task, &err);
+    free(p);
+    if (rc)
+        fprintf(stderr, "%s\n", err.msg);
+    return rc ? 1 : 0;
+}
+
+void fake_eval_teardown(const char *tmpdir, Task **task)
+{
+    task_free(task);
+    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cleanup failed\n");
+    free(cmd);
+}

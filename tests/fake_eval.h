@@ -40,4 +40,11 @@ void fake_eval_free(FakeEval *f);
 
 extern const EvaluatorOps fake_eval_ops;
 
+/* A test's setup: a fresh temporary directory /tmp/evo_test_<name>_XXXXXX
+ * into tmpdir (room for n) and the task tests/data/<task_file> of
+ * $EVO_SOURCE_ROOT into *task. Returns 0, or 1 after a message on stderr. */
+int fake_eval_setup(const char *name, const char *task_file, char *tmpdir, size_t n, Task **task);
+/* Free the task and remove the temporary directory. */
+void fake_eval_teardown(const char *tmpdir, Task **task);
+
 #endif

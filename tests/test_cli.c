@@ -101,7 +101,9 @@ static void test_errors(void)
     CHECK(PARSE(&s, &err, "evoeng", "run", "--generations", "10x") != 0);
     CHECK(PARSE(&s, &err, "evoeng", "run", "--population", "0") != 0);
     CHECK(PARSE(&s, &err, "evoeng", "run", "--strategy", "greedy") != 0);
-    CHECK_CONTAINS(err.msg, "expected one of: evolve, random, exhaustive");
+    CHECK_CONTAINS(err.msg, "expected one of: evolve, model, random, exhaustive");
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--strategy", "model", "--no-warm-start") == 0);
+    CHECK(s.no_warm_start && strcmp(s.strategy, "model") == 0);
     CHECK(PARSE(&s, &err, "evoeng", "run", "--revert-threshold", "-0.1") != 0);
     CHECK(PARSE(&s, &err, "evoeng", "run", "--time-limit", "soon") != 0);
     CHECK(PARSE(&s, &err, "evoeng", "run", "--dim", "S") != 0);

@@ -91,6 +91,26 @@ static char *keys_of(Store *s, int64_t run)
     return sb_take(&sb);
 }
 
+/* Make tests/data/<file> the task of the tests that follow; returns the
+ * one it replaces, for restore_task(). */
+static Task *swap_task(const char *file)
+{
+    Task *t2 = NULL, *saved = task;
+    EvoErr err;
+    char *p = xasprintf("%s/tests/data/%s", getenv("EVO_SOURCE_ROOT"), file);
+    CHECK_MSG(task_load(p, &t2, &err) == 0, "%s", err.msg);
+    free(p);
+    task = t2 ? t2 : saved;
+    return saved;
+}
+
+static void restore_task(Task *saved)
+{
+    if (task != saved)
+        task_free(&task);
+    task = saved;
+}
+
 /* ---- tests ----------------------------------------------------------- */
 
 static void test_revert_rule(void)
@@ -169,7 +189,8 @@ static void test_run_bookkeeping(void)
     EvoErr err;
     CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
     CHECK(sum.run_id > 0);
-    CHECK(sum.generations_done == 7);
+    /* 16 valid configurations: the run may use them all up and stop early */
+    CHECK(sum.generations_done == 7 || (sum.space_exhausted && sum.generations_done < 7));
     CHECK(f->double_eval == 0);
     CHECK(sum.best_latency_us <= sum.baseline_latency_us);
     CHECK(sum.best_latency_us <= 12.0 + 1e-9);   /* the model's valid optimum is 12.0 */
@@ -215,7 +236,7 @@ static void test_run_bookkeeping(void)
     GenerationRecord *g;
     int ng;
     store_generation_list(s, sum.run_id, &g, &ng, &err);
-    CHECK(ng == 7);
+    CHECK(ng == sum.generations_done);
     for (int i = 0; i < ng; i++) {
         CHECK(g[i].generation == i);
         if (i > 0)
@@ -226,7 +247,7 @@ static void test_run_bookkeeping(void)
     RunRecord r;
     CHECK(store_run_get(s, sum.run_id, &r, &err) == 1);
     CHECK_STR(r.status, "completed");
-    CHECK(r.generations_done == 7);
+    CHECK(r.generations_done == sum.generations_done);
     run_record_free(&r);
     store_close(&s);
     fake_eval_free(f);
@@ -264,21 +285,23 @@ static void test_determinism(void)
     fake_eval_free(f3);
 }
 
-static void test_resume(void)
+static void resume_strategy(const char *strategy, int gens, int kmax, int kstep)
 {
     /* The reference: an uninterrupted run. */
-    Store *ref = fresh_store("resume_ref.db");
+    char rname[64];
+    snprintf(rname, sizeof(rname), "resume_ref_%s_%d.db", strategy, gens);
+    Store *ref = fresh_store(rname);
     FakeEval *fr = fake_new();
-    EvolveConfig c = config("evolve", 5);
+    EvolveConfig c = config(strategy, gens);
     EvolveSummary rs;
     EvoErr err;
     CHECK(evolve_run(ref, task, &dev, &fake_eval_ops, fr, &c, 0, &rs, &err) == 0);
     char *want = keys_of(ref, rs.run_id);
 
     /* Stopped after k commits (as if killed), at several points, then resumed. */
-    for (int k = 1; k <= 13; k += 3) {
+    for (int k = 1; k <= kmax; k += kstep) {
         char name[64];
-        snprintf(name, sizeof(name), "resume_%d.db", k);
+        snprintf(name, sizeof(name), "resume_%s_%d_%d.db", strategy, gens, k);
         Store *s = fresh_store(name);
         FakeEval *f = fake_new();
         volatile int stop = 0;
@@ -321,6 +344,20 @@ static void test_resume(void)
     free(want);
     store_close(&ref);
     fake_eval_free(fr);
+}
+
+/* Resume proposes what the killed run would have: the evolve strategy
+ * (with its niches, widening and immigrants) and the model strategy. */
+static void test_resume(void)
+{
+    resume_strategy("evolve", 5, 13, 3);
+    resume_strategy("model", 5, 13, 3);
+    /* the larger space: many generations of niches, widening, immigrants
+     * and model fits before and after the stop */
+    Task *saved = swap_task("search_task.json");
+    resume_strategy("evolve", 12, 50, 14);
+    resume_strategy("model", 12, 50, 14);
+    restore_task(saved);
 }
 
 static void test_exhaustive(void)
@@ -512,23 +549,183 @@ static void test_slots(void)
     fake_eval_free(fd);
 }
 
+/* Every generation is full until the valid space is used up, and the run
+ * says so: the unit-test space has 16 valid configurations, and 10
+ * generations of 4 children ask for more (the old proposer gave up after
+ * 64 attempts per slot and left generations short). */
+static void test_full_generations(void)
+{
+    const char *strategies[] = {"evolve", "model"};
+    for (int k = 0; k < 2; k++) {
+        Store *s = fresh_store(k ? "full_model.db" : "full.db");
+        FakeEval *f = fake_new();
+        EvolveConfig c = config(strategies[k], 10);
+        EvolveSummary sum;
+        EvoErr err;
+        CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+        CHECK(sum.space_exhausted);
+        CHECK(f->double_eval == 0);
+        GenerationRecord *g;
+        int ng;
+        store_generation_list(s, sum.run_id, &g, &ng, &err);
+        CHECK(ng == sum.generations_done && ng < 11);
+        int total = 0;
+        for (int i = 0; i < ng; i++) {
+            total += (int)g[i].evaluated;
+            if (i > 0 && i < ng - 1)
+                CHECK_MSG(g[i].evaluated == c.children, "%s: generation %d evaluated %lld", strategies[k], i,
+                          (long long)g[i].evaluated);
+            free(g[i].finished_at);
+        }
+        free(g);
+        /* baseline + every other valid configuration: 16 (test_exhaustive counts them) */
+        CHECK_MSG(sum.evaluated == 16, "%s: evaluated %d of 16 valid", strategies[k], sum.evaluated);
+        store_close(&s);
+        fake_eval_free(f);
+    }
+}
+
+/* A deceptive landscape on the larger test space (tests/data/search_task.json):
+ * MODE=0 is a wide bowl with its floor at A=B=2 (+5 us); MODE=1 holds the
+ * global optimum at A=B=6 (+0) but is worse than MODE=0 wherever MODE=0 is
+ * good, so a MODE flip from the MODE=0 optimum is always reverted. */
+static double deceptive_us(const Child *c)
+{
+    double a = (double)pval(c, "A"), b = (double)pval(c, "B");
+    double g = pval(c, "MODE") ? fabs(a - 6) + fabs(b - 6) : 5 + 0.5 * (fabs(a - 2) + fabs(b - 2));
+    return model_us(c) + g;
+}
+
+/* How many of nseeds runs of `strategy` reach the global basin (MODE=1 and
+ * better than any MODE=0 configuration), diversity on or off. */
+static int deceptive_wins(Task *t, const char *strategy, int no_diversity, int nseeds)
+{
+    int wins = 0;
+    for (int k = 0; k < nseeds; k++) {
+        char name[64];
+        snprintf(name, sizeof(name), "decept_%s_%d_%d.db", strategy, no_diversity, k);
+        Store *s = fresh_store(name);
+        FakeEval *f = fake_eval_new(deceptive_us, compile_error, gate_error);
+        EvolveConfig c = config(strategy, 30);
+        c.seed = 100 + (uint64_t)k;
+        c.no_diversity = no_diversity;
+        EvolveSummary sum;
+        EvoErr err;
+        CHECK_MSG(evolve_run(s, t, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+        CandidateRecord b;
+        CHECK(store_candidate_get(s, sum.best_id, &b, &err) == 1);
+        int64_t v[8];
+        task_params_parse(t, b.params_json, v, &err);
+        if (v[task_param_index(t, "MODE")] == 1 && b.latency_us < 11.0 + 5.0)
+            wins++;
+        candidate_record_free(&b);
+        store_close(&s);
+        fake_eval_free(f);
+    }
+    return wins;
+}
+
+static void test_deceptive(void)
+{
+    Task *saved = swap_task("search_task.json");
+    int old = deceptive_wins(task, "evolve", 1, 6), evo = deceptive_wins(task, "evolve", 0, 6),
+        mod = deceptive_wins(task, "model", 0, 6);
+    fprintf(stderr, "     global basin reached: plain evolve %d/6, evolve %d/6, model %d/6\n", old, evo, mod);
+    CHECK(evo >= 5 && evo > old);
+    CHECK(mod >= 5);
+    restore_task(saved);
+}
+
+/* Warm starts: a second run of the task on the same device and store starts
+ * from the first run's best; --no-warm-start and another device do not. */
+static void test_warm_start(void)
+{
+    Store *s = fresh_store("warm.db");
+    FakeEval *f = fake_new();
+    EvolveConfig c = config("evolve", 3);
+    c.device_name = "FakeGPU";
+    EvolveSummary a, b, d, e;
+    EvoErr err;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &a, &err) == 0, "%s", err.msg);
+    CHECK(a.warm_seeded == 0);
+    CandidateRecord best;
+    CHECK(store_candidate_get(s, a.best_id, &best, &err) == 1);
+    c.seed = 99;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &b, &err) == 0, "%s", err.msg);
+    CHECK(b.warm_seeded >= 1 && b.warm_seeded <= 2);   /* at most half of P - 1 = 3 */
+    CHECK_STR(b.warm_runs, "1");
+    CandidateRecord *l;
+    int n, seeded_best = 0;
+    store_candidate_list(s, b.run_id, STORE_ALL_BY_ID, 0, &l, &n, &err);
+    for (int i = 0; i < n; i++) {
+        if (strcmp(l[i].operator, "warm") != 0)
+            continue;
+        CHECK(l[i].generation == 0 && l[i].parent_id == 0 && l[i].parent2_id > 0);
+        CHECK(l[i].rationale && strstr(l[i].rationale, "warm start from run 1 candidate"));
+        if (strcmp(l[i].params_key, best.params_key) == 0 && strcmp(l[i].decision, "accepted") == 0)
+            seeded_best = 1;
+    }
+    store_candidates_free(l, n);
+    /* the first run's best is seeded unless it is the baseline itself */
+    CHECK(seeded_best || strcmp(best.decision, "baseline") == 0);
+    GenerationRecord *g;
+    int ng;
+    store_generation_list(s, b.run_id, &g, &ng, &err);
+    CHECK(ng > 0 && g[0].best_latency_us <= best.latency_us + 1e-9);
+    for (int i = 0; i < ng; i++)
+        free(g[i].finished_at);
+    free(g);
+    candidate_record_free(&best);
+    c.no_warm_start = 1;
+    CHECK(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &d, &err) == 0);
+    CHECK(d.warm_seeded == 0);
+    c.no_warm_start = 0;
+    c.device_name = "OtherGPU";
+    CHECK(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &e, &err) == 0);
+    CHECK(e.warm_seeded == 0);
+    store_close(&s);
+    fake_eval_free(f);
+}
+
+/* Resume of a warm-started run seeds and proposes what the run that was
+ * not stopped did. */
+static void test_warm_resume(void)
+{
+    Store *a = fresh_store("warm_res_a.db"), *b = fresh_store("warm_res_b.db");
+    FakeEval *f = fake_new();
+    EvolveConfig c = config("evolve", 3);
+    c.device_name = "FakeGPU";
+    EvolveSummary s0, s1, s2, s3;
+    EvoErr err;
+    CHECK(evolve_run(a, task, &dev, &fake_eval_ops, f, &c, 0, &s0, &err) == 0);
+    CHECK(evolve_run(b, task, &dev, &fake_eval_ops, f, &c, 0, &s0, &err) == 0);
+    c.seed = 7;
+    CHECK(evolve_run(a, task, &dev, &fake_eval_ops, f, &c, 0, &s1, &err) == 0);
+    CHECK(s1.warm_seeded > 0);
+    volatile int stop = 0;
+    EvolveConfig c2 = c;
+    c2.stop = &stop;
+    c2.stop_after = 1;   /* right after the baseline: generation 0 is proposed on resume */
+    CHECK(evolve_run(b, task, &dev, &fake_eval_ops, f, &c2, 0, &s2, &err) == 0);
+    CHECK(s2.interrupted);
+    CHECK_MSG(evolve_run(b, task, &dev, &fake_eval_ops, f, &c, s2.run_id, &s3, &err) == 0, "%s", err.msg);
+    CHECK_MSG(s2.generations_done == 0 && s3.warm_seeded == s1.warm_seeded,
+              "stopped after %d generations, %d evaluated; %d seeded on resume, %d without a stop",
+              s2.generations_done, s2.evaluated, s3.warm_seeded, s1.warm_seeded);
+    char *ka = keys_of(a, s1.run_id), *kb = keys_of(b, s3.run_id);
+    CHECK_STR(kb, ka);
+    free(ka);
+    free(kb);
+    store_close(&a);
+    store_close(&b);
+    fake_eval_free(f);
+}
+
 int main(void)
 {
-    const char *root = getenv("EVO_SOURCE_ROOT");
-    if (!root) {
-        fprintf(stderr, "EVO_SOURCE_ROOT is not set\n");
-        return 1;
-    }
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/evo_test_evolve_XXXXXX");
-    if (!mkdtemp(tmpdir))
+    if (fake_eval_setup("evolve", "good_task.json", tmpdir, sizeof(tmpdir), &task))
         return 1;
     EvoErr err;
-    char *p = xasprintf("%s/tests/data/good_task.json", root);
-    if (task_load(p, &task, &err)) {
-        fprintf(stderr, "%s\n", err.msg);
-        return 1;
-    }
-    free(p);
     device_profile("sm_90", &dev, &err);
     RUN(test_revert_rule);
     RUN(test_tournament);
@@ -541,10 +738,10 @@ int main(void)
     RUN(test_staged);
     RUN(test_speculation);
     RUN(test_slots);
-    task_free(&task);
-    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "cleanup failed\n");
-    free(cmd);
+    RUN(test_full_generations);
+    RUN(test_deceptive);
+    RUN(test_warm_start);
+    RUN(test_warm_resume);
+    fake_eval_teardown(tmpdir, &task);
     return test_report();
 }

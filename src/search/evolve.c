@@ -144,6 +144,33 @@ static void report_generation(Loop *L, const GenerationRecord *g, int total_gens
     fflush(stdout);
 }
 
+/* A line about the run (not a generation): text, or with --json the
+ * object {"run", "event", "count", "runs"?}. Nothing with --quiet. */
+static void report_event(Loop *L, const char *event, int count, const char *runs, const char *fmt, ...)
+    EVO_PRINTF(5, 6);
+static void report_event(Loop *L, const char *event, int count, const char *runs, const char *fmt, ...)
+{
+    if (L->cfg->quiet)
+        return;
+    loop_live_clear(L);
+    if (L->cfg->json) {
+        json_t *o = json_pack("{s:I, s:s, s:i}", "run", (json_int_t)L->run.id, "event", event, "count", count);
+        if (runs)
+            json_object_set_new(o, "runs", json_string(runs));
+        char *txt = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", txt);
+        free(txt);
+        json_decref(o);
+    } else {
+        va_list ap;
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
 /* ---- limits ---------------------------------------------------------- */
 
 int loop_time_limit_hit(Loop *L)
@@ -182,10 +209,21 @@ static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
     /* The LLM requests go out first, to travel while the others compile and run. */
     if (nllm > 0 && loop_llm_submit_generation(L, gen, pop, npop, nllm, err))
         goto out;
-    n = want > 0 ? loop_propose(L, gen, pop, npop, kids, want, done, err) : 0;
+    int exhausted = 0;
+    n = want > 0 ? loop_propose(L, gen, pop, npop, kids, want, done, &exhausted, err) : 0;
     if (n < 0) {
         n = 0;
         goto out;
+    }
+    if (gen == 0 && L->sum->warm_seeded)
+        report_event(L, "warm_start", L->sum->warm_seeded, L->sum->warm_runs,
+                     "warm start: %d of generation 0's members seeded from run%s %s (same task, same device)",
+                     L->sum->warm_seeded, strchr(L->sum->warm_runs, ',') ? "s" : "", L->sum->warm_runs);
+    if (exhausted && !L->sum->space_exhausted) {
+        L->sum->space_exhausted = 1;
+        report_event(L, "space_exhausted", n, NULL,
+                     "gen %3lld: the valid space is exhausted: %d new of %d children asked for, every other valid "
+                     "configuration was evaluated", (long long)gen, n, want);
     }
     if (loop_decide_all(L, kids, done, n, &g, NULL, 1, err))
         goto out;
@@ -347,7 +385,7 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
         int64_t before = summary->evaluated;
         if (run_generation(&L, gen, exhaustive ? 0 : total, err))
             goto fail_run;
-        if (summary->interrupted)
+        if (summary->interrupted || summary->space_exhausted)
             break;
         if (exhaustive && gen > 0 && summary->evaluated == before && L.exh_index >= (int64_t)task_space_size(task))
             break;

@@ -33,6 +33,17 @@
  * of earlier generations, so `resume` after kill -9 proposes the same
  * children and skips those already committed.
  *
+ * Search (issue 12; propose.c, model.c, warm.c): a slot whose moves find
+ * nothing new widens them up to a scan of the space, so generations are
+ * full until the valid space is exhausted (summary->space_exhausted); the
+ * population keeps niches of the structural knobs (a value no survivor
+ * holds gets a founder child, compared with the baseline), mutations grow with
+ * stagnation and immigrants come after 3 generations without improvement;
+ * strategy "model" ranks a pool of proposals with the surrogate fitted on
+ * the run's earlier generations; generation 0 is warm-started from earlier
+ * runs of the task on the device (runs with a smaller id only). All of it
+ * reads only committed state, so resume stays exact.
+ *
  * Kernels: a child renders the kernel of its primary parent: the task's
  * template, or a kernel that is not (a --source baseline, an LLM answer),
  * whose raw text the store keeps in `kernels` under the key in its
@@ -146,7 +157,7 @@ typedef struct EvolveConfig {
     int         population;
     int         children;
     uint64_t    seed;
-    const char *strategy;         /* evolve | random | exhaustive */
+    const char *strategy;         /* evolve | model | random | exhaustive */
     double      time_limit_s;     /* 0: none */
     double      revert_threshold; /* 0.02 */
     int         quiet, json;
@@ -158,6 +169,8 @@ typedef struct EvolveConfig {
     int         stop_after;       /* tests: stop (as if killed) after this many commits; 0: never */
     LlmOp      *llm;              /* the LLM operator (borrowed), or NULL: none */
     double      llm_rate;         /* fraction of each generation's children asked of the LLM */
+    int         no_warm_start;    /* generation 0: no seeds from earlier runs of the task on the device */
+    int         no_diversity;     /* tests, benchmarks: no niches, adaptive strength or immigrants */
 } EvolveConfig;
 
 typedef struct EvolveSummary {
@@ -170,6 +183,9 @@ typedef struct EvolveSummary {
     int     llm_children;         /* LLM children evaluated by this call */
     int     llm_accepted;         /* of which accepted */
     double  wall_ms, eval_ms;
+    int     space_exhausted;      /* a generation found no unevaluated valid configuration left */
+    int     warm_seeded;          /* generation 0 members seeded from earlier runs */
+    char    warm_runs[128];       /* those runs' ids, "3, 5" */
 } EvolveSummary;
 
 /* Start a new run (resume_run_id == 0) or continue one, and run it to the

@@ -65,16 +65,63 @@ int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationReco
 void loop_spec_free(Loop *L);
 
 /* propose.c */
-/* The P fastest survivors of generations before gen, fastest first. */
+/* The P fastest survivors of generations before gen, fastest first, with
+ * the best survivor of each unrepresented value of a structural knob
+ * (niches). */
 int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, EvoErr *err);
+/* Generations since the population's best was found. */
+int loop_stagnation(int64_t gen, const CandidateRecord *pop, int npop);
+
+/* What the moves of one generation work from. */
+typedef struct LoopMoves {
+    const CandidateRecord *pop;
+    int                    npop;
+    int                    strength;    /* params a mutation moves (adaptive: grows with stagnation) */
+    int                    stagnation;  /* loop_stagnation() */
+    int                    immigrant;   /* this slot takes a random valid immigrant */
+    int                    uniform;     /* this slot's parent is drawn uniformly, not by tournament */
+    int64_t               *p1, *p2;     /* scratch: the parents' values */
+} LoopMoves;
+void loop_moves_init(Loop *L, int64_t gen, const CandidateRecord *pop, int npop, LoopMoves *mv);
+void loop_moves_free(LoopMoves *mv);
+/* One proposal into c (vals, op, parents) for attempt `attempt` of a slot:
+ * the later the attempt, the wider the move. *kparent: the index in
+ * mv->pop of the primary parent, or -1 (random: the baseline's kernel).
+ * 0, 1 (the operator could not move: try again) or -1 (err). */
+int loop_propose_one(Loop *L, int64_t gen, Rng *rng, const LoopMoves *mv, int attempt, Child *c, int *kparent,
+                     EvoErr *err);
+/* Give c its kernel and key and check it: 1 when valid, new to the run
+ * (or committed in generation gen: *state 1) and not in kids[0..n); 0 when
+ * not; -1 on an error. */
+int loop_place(Loop *L, int64_t gen, Child *kids, int n, Child *c, const CandidateRecord *kparent, int *state,
+               EvoErr *err);
+/* An unevaluated valid configuration found by a scan of the space from a
+ * random point (op random, parent the baseline): 1, 0 when the valid space
+ * is exhausted, 2 when a huge space showed none in the part scanned, -1. */
+int loop_fill_unseen(Loop *L, int64_t gen, Rng *rng, Child *kids, int n, Child *c, int *state, EvoErr *err);
 /* 0 new, 1 committed in generation gen (resume), 2 in an earlier one; -1. */
 int loop_key_state(Loop *L, const char *key, int64_t gen, EvoErr *err);
 /* 1 when key is the params key of one of kids[0..n). */
 int loop_in_batch(Child *kids, int n, const char *key);
 /* Propose up to want children of generation gen into kids[] (done[i] = 1:
- * already committed). Returns the count or -1. */
+ * already committed); *exhausted (may be NULL) = 1 when fewer because the
+ * valid space is exhausted. Returns the count or -1. */
 int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int want, int *done,
-                 EvoErr *err);
+                 int *exhausted, EvoErr *err);
+
+/* warm.c */
+/* Generation 0's seeds from earlier runs of the task on the device, into
+ * kids[0..) (at most half of want), with done[] as loop_propose; the
+ * summary's warm_seeded and warm_runs say how many and from where. The
+ * count or -1. */
+int loop_warm_propose(Loop *L, Child *kids, int want, int *done, EvoErr *err);
+
+/* model.c */
+/* The model strategy's proposals (same contract as loop_propose, with
+ * kids[0..nprior) already proposed): many candidate moves ranked by the
+ * surrogate fitted on the run so far. */
+int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int nprior, int want,
+                       int *done, int *exhausted, EvoErr *err);
 
 /* llmgen.c */
 /* LLM slots of generation gen, or -1. */

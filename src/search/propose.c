@@ -9,28 +9,138 @@
 
 #include "ops.h"
 
-#define MAX_ATTEMPTS 64   /* proposals tried per child slot before giving up */
+/* A slot's attempts widen the move: plain operators first, then stronger
+ * mutations, then random resets of several params, then random valid
+ * immigrants; after MAX_ATTEMPTS a scan of the space from a random point
+ * finds an unevaluated valid configuration if one is left. */
+#define PLAIN_ATTEMPTS  16
+#define WIDE_ATTEMPTS   32
+#define RESET_ATTEMPTS  48
+#define MAX_ATTEMPTS    96
+#define STAGNATION_K    3    /* generations without improvement before immigrants */
 
 /* ---- populations and proposals --------------------------------------- */
 
+/* The structural knobs: the movable params with the fewest values (a task
+ * names none, so they are found generically: on/off switches such as
+ * WGMMA or CLUSTER). Fills knobs[] (room for np) and returns how many. */
+static int niche_knobs(const Task *t, int *knobs)
+{
+    int np = task_nparams(t), fewest = 0, n = 0;
+    for (int i = 0; i < np; i++) {
+        int nv = task_param_nvalues(t, i);
+        if (nv > 1 && (fewest == 0 || nv < fewest))
+            fewest = nv;
+    }
+    for (int i = 0; i < np && fewest; i++)
+        if (task_param_nvalues(t, i) == fewest)
+            knobs[n++] = i;
+    return n;
+}
+
+/* Niches: a value of a structural knob that no member of the plain top-P
+ * holds, but some survivor does, gets its best survivor into the
+ * population in place of the slowest members (at most half of it; the
+ * best niches first). The fastest survivor always stays: elitism holds.
+ * all[0..na) are the survivors fastest first, take[] marks the chosen. */
+static void add_niches(Loop *L, CandidateRecord *all, int na, char *take, int *n)
+{
+    int np = L->np, *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = niche_knobs(L->task, knobs);
+    int64_t *v = xcalloc((size_t)np + 1, sizeof(int64_t));
+    int *rep = xcalloc((size_t)na + 1, sizeof(int)), nrep = 0;
+    EvoErr e;
+    for (int k = 0; k < nk; k++) {
+        int i = knobs[k];
+        for (int vi = 0; vi < task_param_nvalues(L->task, i); vi++) {
+            int64_t val = task_param_value(L->task, i, vi), held = 0, best = -1;
+            for (int j = 0; j < na && !held; j++) {
+                if (task_params_parse(L->task, all[j].params_json, v, &e) || v[i] != val)
+                    continue;
+                if (take[j])
+                    held = 1;
+                else if (best < 0)
+                    best = j;
+            }
+            if (!held && best >= 0) {
+                int dup = 0;
+                for (int r = 0; r < nrep; r++)
+                    dup |= rep[r] == best;
+                if (!dup)
+                    rep[nrep++] = (int)best;
+            }
+        }
+    }
+    /* rep[] indexes all[], which is sorted fastest first: the best niches first */
+    for (int a = 1; a < nrep; a++)
+        for (int b = a; b > 0 && rep[b] < rep[b - 1]; b--) {
+            int x = rep[b];
+            rep[b] = rep[b - 1];
+            rep[b - 1] = x;
+        }
+    int room = L->cfg->population / 2;
+    for (int r = 0; r < nrep && r < room; r++) {
+        if (*n >= L->cfg->population) {
+            int worst = -1;
+            for (int j = na - 1; j > 0 && worst < 0; j--)
+                if (take[j] == 1)
+                    worst = j;
+            if (worst < 0)
+                break;
+            take[worst] = 0;
+            (*n)--;
+        }
+        take[rep[r]] = 2;   /* a niche's member: never dropped for another niche */
+        (*n)++;
+    }
+    free(knobs);
+    free(v);
+    free(rep);
+}
+
 /* The population at the start of generation gen: the P fastest survivors
- * of earlier generations, fastest first. */
+ * of earlier generations, fastest first, with the niches of add_niches()
+ * (strategies evolve and model, unless cfg->no_diversity). */
 int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, EvoErr *err)
 {
     CandidateRecord *all = NULL;
-    int na = 0;
+    int na = 0, m = 0;
     if (store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
         return -1;
-    *pop = xcalloc((size_t)L->cfg->population + 1, sizeof(**pop));
+    for (int i = 0; i < na; i++)
+        if (all[i].generation < gen)
+            all[m++] = all[i];
+        else
+            candidate_record_free(&all[i]);
+    char *take = xcalloc((size_t)m + 1, 1);
     *n = 0;
-    for (int i = 0; i < na; i++) {
-        if (all[i].generation < gen && *n < L->cfg->population) {
-            (*pop)[(*n)++] = all[i];
-            memset(&all[i], 0, sizeof(all[i]));
-        }
+    for (int i = 0; i < m && *n < L->cfg->population; i++, (*n)++)
+        take[i] = 1;
+    if (!L->cfg->no_diversity &&
+        (strcmp(L->cfg->strategy, "evolve") == 0 || strcmp(L->cfg->strategy, "model") == 0))
+        add_niches(L, all, m, take, n);
+    *pop = xcalloc((size_t)L->cfg->population + 1, sizeof(**pop));
+    int k = 0;
+    for (int i = 0; i < m; i++) {
+        if (take[i])
+            (*pop)[k++] = all[i];
+        else
+            candidate_record_free(&all[i]);
     }
-    store_candidates_free(all, na);
+    *n = k;
+    free(take);
+    free(all);
     return 0;
+}
+
+/* Generations since the population's best was found (0 when it was found
+ * in the generation before gen): the stagnation that widens the moves and
+ * brings immigrants. A function of the committed population only. */
+int loop_stagnation(int64_t gen, const CandidateRecord *pop, int npop)
+{
+    if (npop == 0 || gen <= 1)
+        return 0;
+    int64_t s = gen - 1 - pop[0].generation;
+    return s < 0 ? 0 : (int)s;
 }
 
 /* Status of a params key in this run: 0 new, 1 done in this generation
@@ -109,84 +219,268 @@ static int inherit_kernel(Loop *L, Child *c, const CandidateRecord *parent, EvoE
     return 0;
 }
 
+#define SCAN_MAX (1u << 22)   /* configurations a scan looks at, at most */
+
+/* Scan the space, from a random point, for a valid configuration that
+ * this run has not evaluated and the batch does not hold. 1 with c->vals
+ * and c->params_key set (*state: its loop_key_state), 0 when none is left
+ * (the valid space is exhausted), 2 when a space too large to scan whole
+ * showed none in SCAN_MAX configurations, -1 on an error. */
+static int scan_unseen(Loop *L, int64_t gen, Rng *rng, Child *kids, int n, Child *c, int *state, EvoErr *err)
+{
+    double total = task_space_size(L->task);
+    uint64_t size = total > 1e18 ? (uint64_t)1e18 : (uint64_t)total, start = rng_below(rng, size);
+    uint64_t look = size > SCAN_MAX ? SCAN_MAX : size;
+    for (uint64_t s = 0; s < look; s++) {
+        uint64_t idx = (start + s) % size;
+        for (int i = L->np - 1; i >= 0; i--) {
+            int nv = task_param_nvalues(L->task, i);
+            c->vals[i] = task_param_value(L->task, i, (int)(idx % (uint64_t)nv));
+            idx /= (uint64_t)nv;
+        }
+        int v = valid_config(L, c->vals, NULL, err);
+        if (v < 0 || (v && inherit_kernel(L, c, NULL, err)))
+            return -1;
+        if (!v || loop_in_batch(kids, n, c->params_key))
+            continue;
+        *state = loop_key_state(L, c->params_key, gen, err);
+        if (*state < 0)
+            return -1;
+        if (*state != 2)
+            return 1;
+    }
+    return look < size ? 2 : 0;
+}
+
+int loop_propose_one(Loop *L, int64_t gen, Rng *rng, const LoopMoves *mv, int attempt, Child *c,
+                     int *kparent, EvoErr *err)
+{
+    *kparent = -1;
+    const CandidateRecord *pop = mv->pop;
+    int npop = mv->npop;
+    if (strcmp(L->cfg->strategy, "random") == 0 || gen == 0 || npop == 0 || mv->immigrant ||
+        attempt >= RESET_ATTEMPTS) {
+        ops_random(L->task, rng, c->vals);
+        c->op = "random";
+        c->parent_id = gen == 0 ? 0 : L->baseline.rec.id;
+        return 0;
+    }
+    /* a uniform draw gives the niches' (slower) members children too */
+    int a = mv->uniform ? (int)rng_below(rng, (uint64_t)npop) : evolve_tournament(rng, npop, 3), b = a;
+    if (task_params_parse(L->task, pop[a].params_json, mv->p1, err))
+        return -1;
+    const Operator *op = attempt < PLAIN_ATTEMPTS ? ops_pick(rng, npop > 1) : NULL;
+    int strength = mv->strength + (attempt >= PLAIN_ATTEMPTS ? 1 + (attempt - PLAIN_ATTEMPTS) / 8 : 0);
+    if (op && op->nparents == 2) {
+        while (b == a)
+            b = evolve_tournament(rng, npop, 3);
+        if (task_params_parse(L->task, pop[b].params_json, mv->p2, err))
+            return -1;
+    }
+    int rc;
+    if (op && (op->nparents == 2 || strength <= 1))
+        rc = op->propose(L->task, rng, mv->p1, mv->p2, c->vals);
+    else   /* adaptive strength: more params at once, then random resets of several */
+        rc = ops_perturb(L->task, rng, mv->p1, strength + (int)rng_below(rng, 2), attempt >= WIDE_ATTEMPTS,
+                         c->vals);
+    if (rc)
+        return 1;
+    c->op = op ? op->name : "mutate";
+    /* The primary parent is the faster one: the lineage goes on from it. */
+    *kparent = a < b ? a : b;
+    c->parent_id = pop[*kparent].id;
+    c->parent2_id = op && op->nparents == 2 ? pop[a < b ? b : a].id : 0;
+    return 0;
+}
+
+int loop_place(Loop *L, int64_t gen, Child *kids, int n, Child *c, const CandidateRecord *kparent, int *state,
+               EvoErr *err)
+{
+    if (inherit_kernel(L, c, kparent, err))
+        return -1;
+    int v = valid_config(L, c->vals, NULL, err);
+    *state = v > 0 ? loop_key_state(L, c->params_key, gen, err) : 0;
+    if (v < 0 || *state < 0)
+        return -1;
+    return v && *state != 2 && !loop_in_batch(kids, n, c->params_key);
+}
+
+int loop_fill_unseen(Loop *L, int64_t gen, Rng *rng, Child *kids, int n, Child *c, int *state, EvoErr *err)
+{
+    int got = scan_unseen(L, gen, rng, kids, n, c, state, err);
+    if (got == 1) {
+        c->op = "random";
+        c->parent_id = gen == 0 ? 0 : L->baseline.rec.id;
+        c->parent2_id = 0;
+    }
+    return got;
+}
+
+void loop_moves_init(Loop *L, int64_t gen, const CandidateRecord *pop, int npop, LoopMoves *mv)
+{
+    memset(mv, 0, sizeof(*mv));
+    mv->pop = pop;
+    mv->npop = npop;
+    mv->p1 = xcalloc((size_t)L->np + 1, sizeof(int64_t));
+    mv->p2 = xcalloc((size_t)L->np + 1, sizeof(int64_t));
+    int stag = L->cfg->no_diversity ? 0 : loop_stagnation(gen, pop, npop);
+    mv->strength = 1 + stag / 2;
+    mv->stagnation = stag;
+}
+
+void loop_moves_free(LoopMoves *mv)
+{
+    free(mv->p1);
+    free(mv->p2);
+    memset(mv, 0, sizeof(*mv));
+}
+
+/* A niche founder: when a value of a structural knob is held by no
+ * survivor of the run yet (say WGMMA=1), one child a generation takes the
+ * best member's configuration with that value (the missing pairs take
+ * turns by generation), repaired by wider moves of the other params if the
+ * constraints refuse it. It is compared with the baseline, like an
+ * immigrant, so it founds the niche (it becomes a survivor) unless it is
+ * more than 2% slower than the baseline. Returns 1 with kids[n] filled, 0
+ * when there is nothing to found or no valid new founder, -1 on an error. */
+static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int npop, Child *kids, int n,
+                           int *done, EvoErr *err)
+{
+    CandidateRecord *all = NULL;
+    int na = 0, np = L->np, rc = 0;
+    if (npop == 0 || store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
+        return npop == 0 ? 0 : -1;
+    int *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = niche_knobs(L->task, knobs), pairs = 0;
+    for (int k = 0; k < nk; k++)
+        pairs += task_param_nvalues(L->task, knobs[k]);
+    int64_t *v = xcalloc((size_t)np + 1, sizeof(int64_t)), *base = xcalloc((size_t)np + 1, sizeof(int64_t));
+    int *miss_k = xcalloc((size_t)pairs + 1, sizeof(int)), *miss_v = xcalloc((size_t)pairs + 1, sizeof(int));
+    int nmiss = 0;
+    EvoErr e;
+    for (int k = 0; k < nk; k++) {
+        int i = knobs[k];
+        for (int vi = 0; vi < task_param_nvalues(L->task, i); vi++) {
+            int64_t val = task_param_value(L->task, i, vi);
+            int held = 0;
+            for (int j = 0; j < na && !held; j++)
+                held = all[j].generation < gen && task_params_parse(L->task, all[j].params_json, v, &e) == 0 &&
+                       v[i] == val;
+            if (!held) {
+                miss_k[nmiss] = i;
+                miss_v[nmiss++] = vi;
+            }
+        }
+    }
+    if (nmiss > 0 && task_params_parse(L->task, pop[0].params_json, base, err) == 0) {
+        int pick = (int)(gen % nmiss), knob = miss_k[pick];
+        int64_t val = task_param_value(L->task, knob, miss_v[pick]);
+        Rng rng;
+        rng_seed(&rng, rng_mix(rng_mix(L->cfg->seed, (uint64_t)gen), 0xf0u));
+        for (int attempt = 0; attempt < 64 && rc == 0; attempt++) {
+            Child c;
+            loop_child_init(L, &c);
+            if (attempt == 0 || ops_perturb(L->task, &rng, base, 1 + attempt / 16, attempt >= 32, c.vals))
+                memcpy(c.vals, base, (size_t)np * sizeof(int64_t));
+            c.vals[knob] = val;
+            c.op = "niche";
+            c.parent_id = L->baseline.rec.id;
+            int state = 0, got = loop_place(L, gen, kids, n, &c, &pop[0], &state, err);
+            if (got > 0) {
+                done[n] = state == 1;
+                kids[n] = c;
+                rc = 1;
+            } else {
+                loop_child_free(L, &c);
+                if (got < 0)
+                    rc = -1;
+            }
+        }
+    } else if (nmiss > 0) {
+        rc = -1;
+    }
+    store_candidates_free(all, na);
+    free(knobs);
+    free(v);
+    free(base);
+    free(miss_k);
+    free(miss_v);
+    return rc;
+}
+
 /* Propose up to `want` children for generation gen into kids[]. Children
  * already committed in this generation (a resumed run) are returned with
- * done = 1 and not evaluated again. Returns the count, or -1. */
+ * done = 1 and not evaluated again. When stagnation reaches STAGNATION_K,
+ * a quarter of the slots (at least one) are random immigrants. A slot
+ * whose moves find nothing new widens them (see MAX_ATTEMPTS), so a
+ * generation is full until the valid space is exhausted (*exhausted = 1,
+ * when given). Returns the count, or -1. */
 int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int want, int *done,
-                   EvoErr *err)
+                 int *exhausted, EvoErr *err)
 {
     Rng rng;
     rng_seed(&rng, rng_mix(L->cfg->seed, (uint64_t)gen));
-    int n = 0;
-    int64_t *p1 = xcalloc((size_t)L->np + 1, sizeof(int64_t));
-    int64_t *p2 = xcalloc((size_t)L->np + 1, sizeof(int64_t));
-    int rc = 0;
-    const char *strategy = L->cfg->strategy;
-    for (int slot = 0; slot < want && rc == 0; slot++) {
+    if (exhausted)
+        *exhausted = 0;
+    const int diverse = !L->cfg->no_diversity &&
+                        (strcmp(L->cfg->strategy, "evolve") == 0 || strcmp(L->cfg->strategy, "model") == 0);
+    int nf = diverse && gen > 0 && want > 1 ? propose_founder(L, gen, pop, npop, kids, 0, done, err) : 0;
+    if (nf < 0)
+        return -1;
+    if (strcmp(L->cfg->strategy, "model") == 0 && gen > 0 && npop > 0)
+        return loop_model_propose(L, gen, pop, npop, kids, nf, want, done, exhausted, err);
+    LoopMoves mv;
+    loop_moves_init(L, gen, pop, npop, &mv);
+    int immigrants = mv.stagnation >= STAGNATION_K ? (want + 3) / 4 : 0;
+    int n = nf, rc = 0;
+    const int exh = strcmp(L->cfg->strategy, "exhaustive") == 0;
+    if (gen == 0 && !exh && strcmp(L->cfg->strategy, "random") != 0)
+        n = loop_warm_propose(L, kids, want, done, err);
+    if (n < 0) {
+        loop_moves_free(&mv);
+        return -1;
+    }
+    for (int slot = n; slot < want && rc == 0; slot++) {
+        mv.immigrant = slot >= want - immigrants;
+        mv.uniform = !L->cfg->no_diversity && slot % 4 == 1;
         int placed = 0;
-        for (int attempt = 0; attempt < MAX_ATTEMPTS && !placed; attempt++) {
+        for (int attempt = 0; attempt <= MAX_ATTEMPTS && !placed && rc == 0; attempt++) {
             Child c;
             loop_child_init(L, &c);
-            const CandidateRecord *kparent = NULL;   /* whose kernel the child renders (NULL: baseline's) */
-            if (strcmp(strategy, "exhaustive") == 0) {
-                int got = exhaustive_next(L, c.vals, err);
-                if (got <= 0) {
-                    loop_child_free(L, &c);
-                    rc = got;
-                    goto out;
+            int kp = -1, state = 0, got;
+            if (exh) {
+                got = exhaustive_next(L, c.vals, err);
+                if (got > 0) {
+                    c.op = "exhaustive";
+                    c.parent_id = L->baseline.rec.id;
+                    got = loop_place(L, gen, kids, n, &c, NULL, &state, err);
+                    attempt = 0;   /* the cursor moves on: no widening */
+                } else {
+                    rc = got < 0 ? -1 : 1;
                 }
-                c.op = "exhaustive";
-                c.parent_id = L->baseline.rec.id;
-            } else if (strcmp(strategy, "random") == 0 || gen == 0 || npop == 0) {
-                ops_random(L->task, &rng, c.vals);
-                c.op = "random";
-                c.parent_id = gen == 0 ? 0 : L->baseline.rec.id;
+            } else if (attempt == MAX_ATTEMPTS) {
+                got = loop_fill_unseen(L, gen, &rng, kids, n, &c, &state, err);
+                if (got == 0 && exhausted)
+                    *exhausted = 1;
+                rc = got < 0 ? -1 : got == 0 ? 1 : 0;
+                got = got == 2 ? 0 : got;   /* an unlucky slot of a huge space stays empty */
             } else {
-                const Operator *op = ops_pick(&rng, npop > 1);
-                int a = evolve_tournament(&rng, npop, 3), b = a;
-                if (op->nparents == 2)
-                    while (b == a)
-                        b = evolve_tournament(&rng, npop, 3);
-                if (task_params_parse(L->task, pop[a].params_json, p1, err) ||
-                    task_params_parse(L->task, pop[b].params_json, p2, err)) {
-                    loop_child_free(L, &c);
-                    rc = -1;
-                    goto out;
-                }
-                if (op->propose(L->task, &rng, p1, p2, c.vals)) {
-                    loop_child_free(L, &c);
-                    continue;
-                }
-                c.op = op->name;
-                /* The primary parent is the faster one: the lineage goes on from it. */
-                c.parent_id = pop[a < b ? a : b].id;
-                c.parent2_id = op->nparents == 2 ? pop[a < b ? b : a].id : 0;
-                kparent = &pop[a < b ? a : b];
+                got = loop_propose_one(L, gen, &rng, &mv, attempt, &c, &kp, err);
+                if (got == 0)
+                    got = loop_place(L, gen, kids, n, &c, kp >= 0 ? &pop[kp] : NULL, &state, err);
+                else if (got > 0)
+                    got = 0;
             }
-            if (inherit_kernel(L, &c, kparent, err)) {
-                loop_child_free(L, &c);
+            if (got < 0)
                 rc = -1;
-                goto out;
-            }
-            int v = valid_config(L, c.vals, NULL, err);
-            int state = v > 0 ? loop_key_state(L, c.params_key, gen, err) : 0;
-            if (v < 0 || state < 0) {
-                loop_child_free(L, &c);
-                rc = -1;
-                goto out;
-            }
-            if (!v || state == 2 || loop_in_batch(kids, n, c.params_key)) {
+            if (got > 0 && rc == 0) {
+                done[n] = state == 1;
+                kids[n++] = c;
+                placed = 1;
+            } else {
                 loop_child_free(L, &c);   /* invalid or already evaluated: refill */
-                continue;
             }
-            done[n] = state == 1;
-            kids[n++] = c;
-            placed = 1;
         }
     }
-out:
-    free(p1);
-    free(p2);
+    loop_moves_free(&mv);
     return rc < 0 ? -1 : n;
 }
-

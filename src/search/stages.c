@@ -302,7 +302,7 @@ static void speculate(Loop *L, int64_t gen, Child *kids, const int *later, int n
     int keep = m < cfg->population ? m : cfg->population;
     L->spec = xcalloc((size_t)cfg->children + 1, sizeof(Child));
     int *done = xcalloc((size_t)cfg->children + 1, sizeof(int));
-    int n = loop_propose(L, gen + 1, all, keep, L->spec, cfg->children, done, &e);
+    int n = loop_propose(L, gen + 1, all, keep, L->spec, cfg->children, done, NULL, &e);
     L->nspec = n > 0 ? n : 0;
     for (int i = 0; i < L->nspec; i++)
         if (!done[i] && L->ev->submit(L->ev_ctx, &L->spec[i], 1, &e))
