@@ -11,6 +11,10 @@
  * integer metrics, NaN for reals, NULL for text. Writers use BEGIN
  * IMMEDIATE; store_candidate_insert() commits one candidate (with its
  * source and compile rows) in its own transaction.
+ *
+ * Files: store.c (open, migrate, runs), candidates.c (candidates, sources,
+ * compiles, generations), requests.c (LLM requests, raw kernels), rows.c
+ * (field tables and statement helpers, shared through store_int.h).
  */
 #ifndef EVO_STORE_H
 #define EVO_STORE_H
