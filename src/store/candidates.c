@@ -42,6 +42,7 @@ static const Field candidate_fields[] = {
     FLD(CandidateRecord, gate_ms, F_REAL), FLD(CandidateRecord, time_ms, F_REAL),
     FLD(CandidateRecord, llm_request_id, F_ID), FLD(CandidateRecord, rationale, F_TEXT),
     FLD(CandidateRecord, created_at, F_TEXT), FLD(CandidateRecord, decided_at, F_TEXT),
+    FLD(CandidateRecord, gate_stage, F_INT),
 };
 
 static const Field generation_fields[] = {
@@ -129,9 +130,37 @@ static int compile_put(Store *s, CompileRecord *c, EvoErr *err)
     return sdb_insert(s, "compiles", compile_fields, NFIELDS(compile_fields), c, &c->id, err);
 }
 
+const char *gate_stage_name(int64_t stage)
+{
+    switch (stage) {
+    case GATE_STAGE_NONE:  return "none";
+    case GATE_STAGE_BENCH: return "bench";
+    case GATE_STAGE_FULL:  return "full";
+    default:               return "?";
+    }
+}
+
+/* The stage a single-stage gate (every shape at once) reached for a
+ * status: the default of a record whose writer did not state one, and the
+ * rule db/004_gate_stage.sql backfills older rows with. */
+static int64_t gate_stage_of_status(const char *status)
+{
+    static const char *const gated[] = {"incorrect", "crashed", "timeout", "launch_error"};
+    if (!status)
+        return GATE_STAGE_NONE;
+    if (strcmp(status, "ok") == 0)
+        return GATE_STAGE_FULL;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(gated); i++)
+        if (strcmp(status, gated[i]) == 0)
+            return GATE_STAGE_BENCH;
+    return GATE_STAGE_NONE;
+}
+
 int store_candidate_insert(Store *s, CandidateRecord *c, const char *source_text,
                            CompileRecord *comp, EvoErr *err)
 {
+    if (c->gate_stage < 0)
+        c->gate_stage = gate_stage_of_status(c->status);
     if (sdb_exec(s, "BEGIN IMMEDIATE", err))
         return -1;
     if (source_text && c->source_hash && source_put(s, c->source_hash, source_text, err))
@@ -188,12 +217,17 @@ int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
 {
     *out = NULL;
     *n = 0;
-    /* SELECT id, <cols> FROM candidates | survivors [WHERE run_id = ?]
-     *   ORDER BY id | latency_us, id [LIMIT ?] */
+    /* SELECT id, <cols> FROM candidates WHERE (?1 = 0 OR run_id = ?1) ORDER BY id LIMIT ?2
+     * SELECT id, <cols> FROM survivors WHERE gate_stage = 2 AND (?1 = 0 OR run_id = ?1)
+     *   ORDER BY latency_us, id LIMIT ?2
+     * The survivors view (db/004_gate_stage.sql) already requires the full
+     * gate; the query says so too, so no survivor, parent, best or export
+     * can ever come from a candidate gated on the benchmark shape only. */
+    int surv = order == STORE_SURVIVORS_BY_LATENCY;
     char *cols = fld_columns(candidate_fields, NFIELDS(candidate_fields));
-    char *sql = xasprintf("SELECT id, %s FROM %s WHERE (?1 = 0 OR run_id = ?1) ORDER BY %s LIMIT ?2", cols,
-                          order == STORE_SURVIVORS_BY_LATENCY ? "survivors" : "candidates",
-                          order == STORE_SURVIVORS_BY_LATENCY ? "latency_us, id" : "id");
+    char *sql = xasprintf("SELECT id, %s FROM %s WHERE %s(?1 = 0 OR run_id = ?1) ORDER BY %s LIMIT ?2", cols,
+                          surv ? "survivors" : "candidates", surv ? "gate_stage = 2 AND " : "",
+                          surv ? "latency_us, id" : "id");
     free(cols);
     sqlite3_stmt *st = NULL;
     int rc = sdb_prepare(s, sql, &st, err);
@@ -203,8 +237,8 @@ int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
     return sdb_read_rows(s, st, candidate_fields, NFIELDS(candidate_fields), sizeof(CandidateRecord),
-                     offsetof(CandidateRecord, id), free_candidate, "SELECT FROM candidates", (void **)out, n,
-                     err);
+                         offsetof(CandidateRecord, id), free_candidate, "SELECT FROM candidates", (void **)out,
+                         n, err);
 }
 
 void store_candidates_free(CandidateRecord *list, int n)
