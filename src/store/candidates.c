@@ -140,6 +140,16 @@ const char *gate_stage_name(int64_t stage)
     }
 }
 
+const char *gate_stage_explain(int64_t stage)
+{
+    switch (stage) {
+    case GATE_STAGE_NONE:  return "never gated (it failed before the correctness gate)";
+    case GATE_STAGE_BENCH: return "gated on the benchmark shape only (stage A); never gated on the other shapes";
+    case GATE_STAGE_FULL:  return "gated on every shape (stage B)";
+    default:               return "unknown gate stage";
+    }
+}
+
 /* The stage a single-stage gate (every shape at once) reached for a
  * status: the default of a record whose writer did not state one, and the
  * rule db/004_gate_stage.sql backfills older rows with. */

@@ -79,6 +79,9 @@ typedef struct CandidateRecord {
 
 /* "none", "bench", "full" for a GATE_STAGE_*; "?" for anything else. */
 const char *gate_stage_name(int64_t stage);
+/* A sentence for people on how far the gate went, e.g. "gated on the
+ * benchmark shape only (stage A); never gated on the other shapes". */
+const char *gate_stage_explain(int64_t stage);
 
 typedef struct GenerationRecord {
     int64_t run_id, generation, best_id;
