@@ -234,15 +234,11 @@ int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
      * gate; the query says so too, so no survivor, parent, best or export
      * can ever come from a candidate gated on the benchmark shape only. */
     int surv = order == STORE_SURVIVORS_BY_LATENCY;
-    char *cols = fld_columns(candidate_fields, NFIELDS(candidate_fields));
-    char *sql = xasprintf("SELECT id, %s FROM %s WHERE %s(?1 = 0 OR run_id = ?1) ORDER BY %s LIMIT ?2", cols,
-                          surv ? "survivors" : "candidates", surv ? "gate_stage = 2 AND " : "",
-                          surv ? "latency_us, id" : "id");
-    free(cols);
     sqlite3_stmt *st = NULL;
-    int rc = sdb_prepare(s, sql, &st, err);
-    free(sql);
-    if (rc)
+    if (sdb_prepare_select(s, 1, candidate_fields, NFIELDS(candidate_fields), &st, err,
+                           "FROM %s WHERE %s(?1 = 0 OR run_id = ?1) ORDER BY %s LIMIT ?2",
+                           surv ? "survivors" : "candidates", surv ? "gate_stage = 2 AND " : "",
+                           surv ? "latency_us, id" : "id"))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
@@ -287,20 +283,7 @@ int store_generation_put(Store *s, const GenerationRecord *g, EvoErr *err)
     if (!copy.finished_at)
         copy.finished_at = now = time_iso8601();
     /* INSERT OR REPLACE INTO generations (<cols>) VALUES (?...) */
-    char *cols = fld_columns(generation_fields, NFIELDS(generation_fields));
-    char *ph = fld_placeholders(NFIELDS(generation_fields));
-    char *sql = xasprintf("INSERT OR REPLACE INTO generations (%s) VALUES (%s)", cols, ph);
-    free(cols);
-    free(ph);
-    sqlite3_stmt *st = NULL;
-    int rc = sdb_prepare(s, sql, &st, err);
-    free(sql);
-    if (!rc) {
-        if (fld_bind(st, 1, generation_fields, NFIELDS(generation_fields), &copy) != SQLITE_OK ||
-            sqlite3_step(st) != SQLITE_DONE)
-            rc = sdb_fail(s, err, "INSERT INTO generations");
-        sqlite3_finalize(st);
-    }
+    int rc = sdb_replace(s, "generations", generation_fields, NFIELDS(generation_fields), &copy, err);
     free(now);
     return rc;
 }
@@ -309,17 +292,14 @@ int store_generation_list(Store *s, int64_t run_id, GenerationRecord **out, int 
 {
     *out = NULL;
     *n = 0;
-    char *cols = fld_columns(generation_fields, NFIELDS(generation_fields));
-    char *sql = xasprintf("SELECT %s FROM generations WHERE run_id = ? ORDER BY generation", cols);
-    free(cols);
+    /* SELECT <cols> FROM generations WHERE run_id = ? ORDER BY generation */
     sqlite3_stmt *st = NULL;
-    int rc = sdb_prepare(s, sql, &st, err);
-    free(sql);
-    if (rc)
+    if (sdb_prepare_select(s, 0, generation_fields, NFIELDS(generation_fields), &st, err,
+                           "FROM generations WHERE run_id = ? ORDER BY generation"))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     return sdb_read_rows(s, st, generation_fields, NFIELDS(generation_fields), sizeof(GenerationRecord), NO_ID,
-                     free_generation, "SELECT FROM generations", (void **)out, n, err);
+                         free_generation, "SELECT FROM generations", (void **)out, n, err);
 }
 
 int store_run_counts(Store *s, int64_t run_id,

@@ -69,18 +69,14 @@ int store_llm_request_list(Store *s, int64_t run_id, LlmRequestRecord **out, int
     *out = NULL;
     *n = 0;
     /* SELECT id, <cols> FROM llm_requests WHERE (?1 = 0 OR run_id = ?1) ORDER BY id */
-    char *cols = fld_columns(llm_fields, NFIELDS(llm_fields));
-    char *sql = xasprintf("SELECT id, %s FROM llm_requests WHERE (?1 = 0 OR run_id = ?1) ORDER BY id", cols);
-    free(cols);
     sqlite3_stmt *st = NULL;
-    int rc = sdb_prepare(s, sql, &st, err);
-    free(sql);
-    if (rc)
+    if (sdb_prepare_select(s, 1, llm_fields, NFIELDS(llm_fields), &st, err,
+                           "FROM llm_requests WHERE (?1 = 0 OR run_id = ?1) ORDER BY id"))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     return sdb_read_rows(s, st, llm_fields, NFIELDS(llm_fields), sizeof(LlmRequestRecord),
-                     offsetof(LlmRequestRecord, id), free_llm_request, "SELECT FROM llm_requests", (void **)out,
-                     n, err);
+                         offsetof(LlmRequestRecord, id), free_llm_request, "SELECT FROM llm_requests",
+                         (void **)out, n, err);
 }
 
 void store_llm_requests_free(LlmRequestRecord *list, int n)

@@ -7,6 +7,7 @@
 #include "store_int.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,7 +85,7 @@ void fld_read(sqlite3_stmt *st, int first, const Field *f, int n, void *rec)
 }
 
 /* "a, b, c" and "?, ?, ?" for a field table. */
-char *fld_columns(const Field *f, int n)
+static char *fld_columns(const Field *f, int n)
 {
     StrBuf sb = {0};
     for (int i = 0; i < n; i++)
@@ -92,7 +93,7 @@ char *fld_columns(const Field *f, int n)
     return sb_take(&sb);
 }
 
-char *fld_placeholders(int n)
+static char *fld_placeholders(int n)
 {
     StrBuf sb = {0};
     for (int i = 0; i < n; i++)
@@ -125,12 +126,12 @@ int sdb_exec(Store *s, const char *sql, EvoErr *err)
     return 0;
 }
 
-/* Insert a record from its field table: INSERT INTO table (cols) VALUES (?...). */
-int sdb_insert(Store *s, const char *table, const Field *f, int n, const void *rec,
-               int64_t *id, EvoErr *err)
+/* "<verb> table (cols) VALUES (?...)" from a field table. */
+static int insert_as(Store *s, const char *verb, const char *table, const Field *f, int n, const void *rec,
+                     int64_t *id, EvoErr *err)
 {
     char *cols = fld_columns(f, n), *ph = fld_placeholders(n);
-    char *sql = xasprintf("INSERT INTO %s (%s) VALUES (%s)", table, cols, ph);
+    char *sql = xasprintf("%s %s (%s) VALUES (%s)", verb, table, cols, ph);
     free(cols);
     free(ph);
     sqlite3_stmt *st = NULL;
@@ -147,19 +148,44 @@ int sdb_insert(Store *s, const char *table, const Field *f, int n, const void *r
     return rc;
 }
 
+/* INSERT INTO table (cols) VALUES (?...) */
+int sdb_insert(Store *s, const char *table, const Field *f, int n, const void *rec, int64_t *id, EvoErr *err)
+{
+    return insert_as(s, "INSERT INTO", table, f, n, rec, id, err);
+}
+
+/* INSERT OR REPLACE INTO table (cols) VALUES (?...) */
+int sdb_replace(Store *s, const char *table, const Field *f, int n, const void *rec, EvoErr *err)
+{
+    return insert_as(s, "INSERT OR REPLACE INTO", table, f, n, rec, NULL, err);
+}
+
+/* SELECT [id, ]<cols> <tail> */
+int sdb_prepare_select(Store *s, int with_id, const Field *f, int n, sqlite3_stmt **st, EvoErr *err,
+                       const char *tail_fmt, ...)
+{
+    va_list ap;
+    va_start(ap, tail_fmt);
+    char *tail = xvasprintf(tail_fmt, ap);
+    va_end(ap);
+    char *cols = fld_columns(f, n);
+    char *sql = xasprintf("SELECT %s%s %s", with_id ? "id, " : "", cols, tail);
+    free(cols);
+    free(tail);
+    int rc = sdb_prepare(s, sql, st, err);
+    free(sql);
+    return rc;
+}
+
 /* SELECT id, <cols> FROM table WHERE id = ?. Returns 1, 0 or -1. */
 int sdb_select_by_id(Store *s, const char *table, const Field *f, int n, int64_t id,
                      void *rec, int64_t *id_out, EvoErr *err)
 {
-    char *cols = fld_columns(f, n);
-    char *sql = xasprintf("SELECT id, %s FROM %s WHERE id = ?", cols, table);
-    free(cols);
     sqlite3_stmt *st = NULL;
-    int rc = sdb_prepare(s, sql, &st, err);
-    free(sql);
-    if (rc)
+    if (sdb_prepare_select(s, 1, f, n, &st, err, "FROM %s WHERE id = ?", table))
         return -1;
     sqlite3_bind_int64(st, 1, id);
+    int rc;
     int step = sqlite3_step(st);
     if (step == SQLITE_ROW) {
         *id_out = sqlite3_column_int64(st, 0);

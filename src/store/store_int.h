@@ -43,9 +43,6 @@ void fld_free(const Field *f, int n, void *rec);
 int fld_bind(sqlite3_stmt *st, int first, const Field *f, int n, const void *rec);
 /* Read columns first..first+n-1 of the current row into rec. */
 void fld_read(sqlite3_stmt *st, int first, const Field *f, int n, void *rec);
-/* "a, b, c" and "?, ?, ?" for a field table: fresh strings. */
-char *fld_columns(const Field *f, int n);
-char *fld_placeholders(int n);
 
 /* ---- statement helpers ----------------------------------------------- */
 /* Each returns 0 or -1 with err naming the file, `what` and SQLite's message. */
@@ -54,8 +51,13 @@ int sdb_fail(Store *s, EvoErr *err, const char *what);
 int sdb_prepare(Store *s, const char *sql, sqlite3_stmt **st, EvoErr *err);
 int sdb_exec(Store *s, const char *sql, EvoErr *err);
 /* INSERT INTO table (cols) VALUES (?...) from a field table; *id (if
- * non-NULL) gets the new rowid. */
+ * non-NULL) gets the new rowid. sdb_replace: INSERT OR REPLACE. */
 int sdb_insert(Store *s, const char *table, const Field *f, int n, const void *rec, int64_t *id, EvoErr *err);
+int sdb_replace(Store *s, const char *table, const Field *f, int n, const void *rec, EvoErr *err);
+/* Prepare "SELECT [id, ]<columns of f> <tail>", tail from tail_fmt (table
+ * names and SQL words only: values are bound). */
+int sdb_prepare_select(Store *s, int with_id, const Field *f, int n, sqlite3_stmt **st, EvoErr *err,
+                       const char *tail_fmt, ...) EVO_PRINTF(7, 8);
 /* SELECT id, <cols> FROM table WHERE id = ?. Returns 1 found, 0 not, -1. */
 int sdb_select_by_id(Store *s, const char *table, const Field *f, int n, int64_t id, void *rec, int64_t *id_out,
                      EvoErr *err);
