@@ -37,6 +37,17 @@ static int64_t add_run(Store *s)
     return id;
 }
 
+/* A new store under tmpdir with one run: *path is a fresh string. */
+static Store *open_with_run(const char *name, char **path, int64_t *run)
+{
+    Store *s = NULL;
+    EvoErr err;
+    *path = tmp_path(name);
+    CHECK_MSG(store_open(&s, *path, &err) == 0, "%s", err.msg);
+    *run = s ? add_run(s) : 0;
+    return s;
+}
+
 static void test_create_reopen(void)
 {
     char *p = tmp_path("sub/dir/pop.db");
@@ -326,23 +337,30 @@ static void test_migrate_from_v1(void)
 
 /* ---- gate stages (issue 11) ------------------------------------------- */
 
-/* Insert a candidate of run; stage -1 leaves it to the store. Returns its id. */
+/* A candidate of run (not inserted); stage -1 leaves it to the store. */
+static void cand_fill(CandidateRecord *c, int64_t run, int64_t parent, const char *key, const char *status,
+                      const char *decision, double latency_us, int64_t stage)
+{
+    candidate_record_init(c);
+    c->run_id = run;
+    c->generation = parent ? 1 : 0;
+    c->parent_id = parent;
+    c->operator = xstrdup(parent ? "mutate" : "baseline");
+    c->params_json = xstrdup("{}");
+    c->params_key = xstrdup(key);
+    c->status = xstrdup(status);
+    c->decision = xstrdup(decision);
+    c->latency_us = latency_us;
+    c->speedup = isnan(latency_us) ? NAN : 20.0 / latency_us;
+    c->gate_stage = stage;
+}
+
+/* Insert a candidate made by cand_fill. Returns its id. */
 static int64_t add_cand(Store *s, int64_t run, int64_t parent, const char *key, const char *status,
                         const char *decision, double latency_us, int64_t stage)
 {
     CandidateRecord c;
-    candidate_record_init(&c);
-    c.run_id = run;
-    c.generation = parent ? 1 : 0;
-    c.parent_id = parent;
-    c.operator = xstrdup(parent ? "mutate" : "baseline");
-    c.params_json = xstrdup("{}");
-    c.params_key = xstrdup(key);
-    c.status = xstrdup(status);
-    c.decision = xstrdup(decision);
-    c.latency_us = latency_us;
-    c.speedup = isnan(latency_us) ? NAN : 20.0 / latency_us;
-    c.gate_stage = stage;
+    cand_fill(&c, run, parent, key, status, decision, latency_us, stage);
     EvoErr err;
     CHECK_MSG(store_candidate_insert(s, &c, NULL, NULL, &err) == 0, "%s", err.msg);
     int64_t id = c.id;
@@ -380,11 +398,10 @@ static int64_t query_int(const char *path, const char *sql, int64_t arg)
 
 static void test_gate_stage_roundtrip(void)
 {
-    char *p = tmp_path("stage.db");
-    Store *s = NULL;
+    char *p;
+    int64_t run;
+    Store *s = open_with_run("stage.db", &p, &run);
     EvoErr err;
-    CHECK(store_open(&s, p, &err) == 0);
-    int64_t run = add_run(s);
     int64_t base = add_cand(s, run, 0, "base", "ok", "baseline", 20.0, GATE_STAGE_FULL);
     /* Stated stages are kept, whatever the status says. */
     int64_t a = add_cand(s, run, base, "a", "ok", "reverted", 19.0, GATE_STAGE_BENCH);
@@ -400,15 +417,7 @@ static void test_gate_stage_roundtrip(void)
     CHECK(stage_of(s, add_cand(s, run, base, "f", "invalid", "failed", NAN, -1)) == GATE_STAGE_NONE);
     /* Out of range: the CHECK constraint refuses it. */
     CandidateRecord bad;
-    candidate_record_init(&bad);
-    bad.run_id = run;
-    bad.generation = 1;
-    bad.operator = xstrdup("mutate");
-    bad.params_json = xstrdup("{}");
-    bad.params_key = xstrdup("g");
-    bad.status = xstrdup("ok");
-    bad.decision = xstrdup("accepted");
-    bad.gate_stage = 3;
+    cand_fill(&bad, run, base, "g", "ok", "accepted", 12.0, 3);
     CHECK(store_candidate_insert(s, &bad, NULL, NULL, &err) != 0);
     CHECK(bad.id == 0);
     candidate_record_free(&bad);
@@ -422,11 +431,10 @@ static void test_gate_stage_roundtrip(void)
 
 static void test_survivors_need_full_gate(void)
 {
-    char *p = tmp_path("surv.db");
-    Store *s = NULL;
+    char *p;
+    int64_t run;
+    Store *s = open_with_run("surv.db", &p, &run);
     EvoErr err;
-    CHECK(store_open(&s, p, &err) == 0);
-    int64_t run = add_run(s);
     int64_t base = add_cand(s, run, 0, "base", "ok", "baseline", 20.0, GATE_STAGE_FULL);
     /* Faster than anything, accepted, status ok, but gated on the
      * benchmark shape only: never a survivor, parent or best. */
