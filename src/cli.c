@@ -35,23 +35,24 @@ static const CmdInfo commands[] = {
      "a run's configuration, counts by status and best candidate",
      "Shows a run (default: the most recent one): its task, configuration, device, counts of candidates\n"
      "by status and decision, the best candidate, and LLM validity rates per mode.", 1},
-    {CMD_TOP, "top", "[-n N] [RUN_ID]",
+    {CMD_TOP, "top", "[-n N] [RUN_ID] [--json]",
      "the fastest candidates",
-     "Lists the fastest surviving candidates (baseline and accepted) with their parameters, latency,\n"
-     "speedup over the baseline, CTAs and occupancy.", 1},
+     "Lists the fastest surviving candidates (baseline and accepted, gated on every shape) with their\n"
+     "parameters, latency, speedup over the baseline, CTAs and occupancy.", 1},
     {CMD_LINEAGE, "lineage", "ID",
      "the chain of ancestors of a candidate",
      "Shows candidate ID's ancestors back to the baseline: operator, parameter changes and speedup at\n"
      "each step.", 2},
-    {CMD_SHOW, "show", "ID",
+    {CMD_SHOW, "show", "ID [--json]",
      "everything about one candidate",
-     "Shows one candidate: parameters, status, decision, gate result, timings, launch metrics, compile\n"
-     "log and evaluation log.", 2},
+     "Shows one candidate: parameters, status, decision, how far its gate went (the benchmark shape\n"
+     "only, or every shape), gate result, timings, launch metrics, compile log and evaluation log.", 2},
     {CMD_EXPORT, "export", "[ID | --best] [-o FILE.cu] [--format cu|json]",
      "write a candidate as a standalone .cu file",
      "Writes a candidate's kernel with its parameters baked in and a provenance header (task, params,\n"
      "device, latency, speedup, date, lineage, nvcc target). It compiles with the `nvcc -arch=...\n"
-     "-c` line its header gives, unchanged.", 1},
+     "-c` line its header gives, unchanged. Only a candidate gated on every shape is exported; any\n"
+     "other exits 1.", 1},
     {CMD_CHECK, "check", "TASK [--arch sm_90] [--params K=V,...] [--sample N] [--gpu]",
      "validate a task spec and compile configurations (no GPU needed)",
      "Validates TASK, prints the size of its parameter space before and after constraints, then\n"
@@ -108,7 +109,7 @@ static const OptInfo options[] = {
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
     {"seeds", required_argument, O_SEEDS, C_EVAL, "N", "input seeds for the correctness gate (default 3, at least 3)"},
     {"gpus", required_argument, O_GPUS, C_EVAL, "all|N|LIST", "GPUs to judge on, one worker each: all, the first N, or ordinals like 0,2 (one: 3,); default the first"},
-    {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK), NULL, "machine-readable output"},
+    {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK) | BIT(CMD_TOP) | BIT(CMD_SHOW), NULL, "machine-readable output"},
     {"best", no_argument, O_BEST, BIT(CMD_EXPORT), NULL, "export the best candidate of the latest run"},
     {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT), "FILE", "output file (default stdout)"},
     {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json (default cu)"},

@@ -4,6 +4,8 @@
  * as compiled), behind a provenance header: task, params, device,
  * latency, speedup, dates, lineage, and the launch plan of the benchmark
  * shape. The .cu compiles unchanged with the `nvcc -arch=TARGET -c` line of its header.
+ * Only a candidate gated on every shape (gate_stage 2) is exported: any
+ * other is refused with EVO_EXIT_FAIL and a message that says why.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -163,13 +165,20 @@ EvoExit cmd_export(const Settings *s)
         store_candidates_free(best, n);
         run_record_free(&run);
         if (!id) {
-            errorf("%s: no candidate to export (no run with a valid candidate yet)", s->db);
+            errorf("%s: no candidate to export (no run with a candidate gated on every shape yet)", s->db);
             rc = EVO_EXIT_FAIL;
             goto out;
         }
     }
     if (store_candidate_get(st, id, &c, &err) != 1) {
         errorf("%s: no candidate %lld", s->db, (long long)id);
+        rc = EVO_EXIT_FAIL;
+        goto out;
+    }
+    if (c.gate_stage != GATE_STAGE_FULL) {
+        errorf("candidate %lld cannot be exported: it was %s (status %s, decision %s); only a candidate "
+               "gated on every shape is exported (see 'evoeng show %lld')",
+               (long long)id, gate_stage_explain(c.gate_stage), c.status, c.decision, (long long)id);
         rc = EVO_EXIT_FAIL;
         goto out;
     }
@@ -199,11 +208,12 @@ EvoExit cmd_export(const Settings *s)
         goto out;
     }
     if (strcmp(s->format, "json") == 0) {
-        json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:o, s:s, s:s, s:s?, s:s?, s:s}", "id", (json_int_t)c.id, "run",
-                              (json_int_t)c.run_id, "task", run.task_name ? run.task_name : "", "task_path",
+        json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:o, s:s, s:s, s:s, s:s?, s:s?, s:s}", "id", (json_int_t)c.id,
+                              "run", (json_int_t)c.run_id, "task", run.task_name ? run.task_name : "", "task_path",
                               run.task_path ? run.task_path : "", "params",
                               json_loads(c.params_json, 0, NULL), "status", c.status, "decision",
-                              c.decision, "device", run.device_name, "arch", run.device_arch, "lineage", lin);
+                              c.decision, "gate_stage", gate_stage_name(c.gate_stage), "device", run.device_name,
+                              "arch", run.device_arch, "lineage", lin);
         if (!isnan(c.latency_us))
             json_object_set_new(o, "latency_us", json_real(c.latency_us));
         if (!isnan(c.speedup))
@@ -243,7 +253,8 @@ EvoExit cmd_export(const Settings *s)
         if (!isnan(c.speedup))
             fprintf(f, "// speedup:  %.3fx over the baseline (candidate %lld, %.3f us)\n", c.speedup,
                     (long long)base.id, base.latency_us);
-        fprintf(f, "// status:   %s, %s; evaluated %s; exported %s\n", c.status, c.decision, c.decided_at, now);
+        fprintf(f, "// status:   %s, %s, gated on every shape; evaluated %s; exported %s\n", c.status, c.decision,
+                c.decided_at, now);
         fprintf(f, "// lineage:  %s\n", lin);
         fprintf(f, "// build:    nvcc -arch=%s -std=c++17 -c (the NVRTC target it was compiled and measured for)\n",
                 target);

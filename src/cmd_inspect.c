@@ -1,7 +1,9 @@
 /*
  * cmd_inspect: the commands that read the population store and need no
  * GPU: --version, status, top, lineage, show. Output is plain aligned
- * text for people (or JSON with --json where it applies).
+ * text for people (or JSON with --json where it applies: top, show).
+ * status, top and the best are survivors, so only ever candidates gated
+ * on every shape; show says how far a candidate's gate went.
  */
 #include <jansson.h>
 #include <math.h>
@@ -113,6 +115,85 @@ static char *params_compact(const char *json)
     }
     json_decref(o);
     return sb_take(&sb);
+}
+
+/* Put a parsed JSON text under key (as a string if it does not parse). */
+static void json_set_text(json_t *o, const char *key, const char *text)
+{
+    if (!text)
+        return;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    json_object_set_new(o, key, v ? v : json_string(text));
+}
+
+static void json_set_real(json_t *o, const char *key, double v)
+{
+    if (isfinite(v))
+        json_object_set_new(o, key, json_real(v));
+}
+
+static void json_set_int(json_t *o, const char *key, int64_t v)
+{
+    if (v >= 0)
+        json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+
+/* A candidate as JSON; gate_stage as "none" | "bench" | "full". With
+ * full, also the gate and metrics details, logs and dates (show). */
+static json_t *candidate_json(const CandidateRecord *c, int full)
+{
+    json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:s}", "id", (json_int_t)c->id, "run",
+                          (json_int_t)c->run_id, "generation", (json_int_t)c->generation, "operator",
+                          c->operator ? c->operator : "", "status", c->status ? c->status : "", "decision",
+                          c->decision ? c->decision : "", "gate_stage", gate_stage_name(c->gate_stage));
+    if (c->parent_id)
+        json_object_set_new(o, "parent", json_integer((json_int_t)c->parent_id));
+    if (c->parent2_id)
+        json_object_set_new(o, "parent2", json_integer((json_int_t)c->parent2_id));
+    json_set_text(o, "params", c->params_json);
+    if (c->error)
+        json_object_set_new(o, "error", json_string(c->error));
+    json_set_real(o, "latency_us", c->latency_us);
+    json_set_real(o, "p90_us", c->p90_us);
+    json_set_real(o, "cv", c->cv);
+    json_set_real(o, "ratio_to_parent", c->ratio_to_parent);
+    json_set_real(o, "speedup", c->speedup);
+    json_set_int(o, "ctas", c->ctas);
+    json_set_int(o, "threads", c->threads);
+    json_set_int(o, "registers", c->registers);
+    json_set_int(o, "occupancy", c->occupancy);
+    if (!full)
+        return o;
+    json_set_real(o, "ratio_spread", c->ratio_spread);
+    json_set_int(o, "ctas_total", c->ctas_total);
+    json_set_int(o, "smem_static", c->smem_static);
+    json_set_int(o, "smem_dynamic", c->smem_dynamic);
+    json_set_real(o, "waves", c->waves);
+    json_set_real(o, "tflops", c->tflops);
+    json_set_real(o, "gbps", c->gbps);
+    json_set_real(o, "compile_ms", c->compile_ms);
+    json_set_real(o, "gate_ms", c->gate_ms);
+    json_set_real(o, "time_ms", c->time_ms);
+    if (c->source_hash)
+        json_object_set_new(o, "source_hash", json_string(c->source_hash));
+    json_set_text(o, "gate", c->gate_json);
+    json_set_text(o, "metrics", c->metrics_json);
+    if (c->rationale)
+        json_object_set_new(o, "rationale", json_string(c->rationale));
+    if (c->log)
+        json_object_set_new(o, "log", json_string(c->log));
+    json_object_set_new(o, "created_at", json_string(c->created_at ? c->created_at : ""));
+    json_object_set_new(o, "decided_at", json_string(c->decided_at ? c->decided_at : ""));
+    return o;
+}
+
+/* Print o (indented) and release it. */
+static void json_print(json_t *o)
+{
+    char *txt = json_dumps(o, JSON_INDENT(2));
+    printf("%s\n", txt ? txt : "null");
+    free(txt);
+    json_decref(o);
 }
 
 typedef struct Counts {
@@ -255,9 +336,14 @@ EvoExit cmd_top(const Settings *s)
     if (store_candidate_list(st, r.id, STORE_SURVIVORS_BY_LATENCY, s->top_n, &list, &n, &err) != 0) {
         errorf("%s", err.msg);
         rc = EVO_EXIT_DB;
+    } else if (s->json) {
+        json_t *arr = json_array();
+        for (int i = 0; i < n; i++)
+            json_array_append_new(arr, candidate_json(&list[i], 0));
+        json_print(json_pack("{s:I, s:s, s:o}", "run", (json_int_t)r.id, "task", r.task_name, "candidates", arr));
     } else {
-        printf("run %lld (%s): the %d fastest of the baseline and accepted candidates\n", (long long)r.id,
-               r.task_name, n);
+        printf("run %lld (%s): the %d fastest of the baseline and accepted candidates gated on every shape\n",
+               (long long)r.id, r.task_name, n);
         printf("%6s %4s %-9s %11s %8s %6s %5s %5s  %s\n", "id", "gen", "operator", "latency", "speedup",
                "CTAs", "occ", "regs", "params");
         for (int i = 0; i < n; i++) {
@@ -374,6 +460,12 @@ EvoExit cmd_show(const Settings *s)
         store_close(&st);
         return got < 0 ? EVO_EXIT_DB : EVO_EXIT_FAIL;
     }
+    if (s->json) {
+        json_print(candidate_json(&c, 1));
+        candidate_record_free(&c);
+        store_close(&st);
+        return rc;
+    }
     char lat[32], p90[32];
     fmt_us(lat, sizeof(lat), c.latency_us);
     fmt_us(p90, sizeof(p90), c.p90_us);
@@ -387,6 +479,8 @@ EvoExit cmd_show(const Settings *s)
     printf("\n  params       %s\n", c.params_json);
     printf("  status       %s, decision %s%s%s\n", c.status, c.decision, c.error ? ": " : "",
            c.error ? c.error : "");
+    printf("  gate stage   %s: %s%s\n", gate_stage_name(c.gate_stage), gate_stage_explain(c.gate_stage),
+           c.gate_stage == GATE_STAGE_FULL ? "" : "; not a survivor, parent or export");
     printf("  latency      %s median, %s p90, CV %.2f%%\n", lat, p90, isnan(c.cv) ? 0.0 : c.cv * 100);
     if (!isnan(c.ratio_to_parent))
         printf("  vs parent    %.4f (spread %.4f)\n", c.ratio_to_parent, c.ratio_spread);

@@ -101,6 +101,29 @@ then
     expect 0 "compare_sdpa.py --dry-run reads the JSON export" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run
     grep_out out "NVRTC --gpu-architecture=sm_90a" "compare_sdpa.py compiles an arch-specific export for its target"
     grep_out out "B4 H8 S512 D64" "compare_sdpa.py reads the shape from the plan"
+    expect 0 "show the exported candidate as JSON" -- "$EVOENG" show 32 --json --db "$tmp/h200.db"
+    grep_out out '"gate_stage": "full"' "show --json gives the gate stage"
+
+    # Issue 11: the same store with #32, the fastest, gated on the benchmark
+    # shape only (stage A): it is no survivor, best or export.
+    cp "$tmp/h200.db" "$tmp/stageA.db"
+    "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("UPDATE candidates SET gate_stage = 1 WHERE id = 32"); c.commit()' "$tmp/stageA.db"
+    expect 1 "export refuses a candidate gated on the benchmark shape only" -- "$EVOENG" export 32 --db "$tmp/stageA.db"
+    grep_out err "^evoeng: candidate 32 cannot be exported: it was gated on the benchmark shape only (stage A); never gated on the other shapes" "the refusal names the candidate and why"
+    if [ -s "$tmp/out" ]; then echo "FAIL the refused export wrote output"; fails=$((fails + 1)); else echo "ok   the refused export wrote nothing"; pass=$((pass + 1)); fi
+    expect 1 "export --format json refuses it too" -- "$EVOENG" export 32 --format json --db "$tmp/stageA.db" -o "$tmp/e32a.json"
+    if [ -e "$tmp/e32a.json" ]; then echo "FAIL the refused export created its file"; fails=$((fails + 1)); else echo "ok   the refused export created no file"; pass=$((pass + 1)); fi
+    expect 0 "export --best skips it" -- "$EVOENG" export --best --db "$tmp/stageA.db"
+    grep_out out "candidate 29 of run 1" "export --best takes the fastest candidate gated on every shape"
+    expect 0 "show a stage-A candidate" -- "$EVOENG" show 32 --db "$tmp/stageA.db"
+    grep_out out "gate stage   bench: gated on the benchmark shape only (stage A); never gated on the other shapes" "show says how far its gate went"
+    expect 0 "show it as JSON" -- "$EVOENG" show 32 --json --db "$tmp/stageA.db"
+    grep_out out '"gate_stage": "bench"' "show --json gives the stage as a string"
+    expect 0 "top as JSON" -- "$EVOENG" top --json --db "$tmp/stageA.db"
+    grep_out out '"gate_stage": "full"' "top --json gives the gate stage"
+    if grep -q '"id": 32,' "$tmp/out"; then echo "FAIL top lists the stage-A candidate"; fails=$((fails + 1)); else echo "ok   top leaves the stage-A candidate out"; pass=$((pass + 1)); fi
+    expect 0 "status" -- "$EVOENG" status --db "$tmp/stageA.db"
+    grep_out out "best         #29 " "status's best is gated on every shape"
 else
     echo "FAIL could not load tests/data/h200_wgmma_run.sql with $PY"; fails=$((fails + 1))
 fi

@@ -64,6 +64,13 @@ static void test_positionals(void)
     CHECK_STR(s.output, "k.cu");
     CHECK(PARSE(&s, &err, "evoeng", "status") == 0);
     CHECK(s.id == 0);
+    CHECK(PARSE(&s, &err, "evoeng", "show", "5", "--json") == 0);  /* with "gate_stage" */
+    CHECK(s.cmd == CMD_SHOW && s.id == 5 && s.json);
+    CHECK(PARSE(&s, &err, "evoeng", "top", "--json") == 0);
+    CHECK(s.cmd == CMD_TOP && s.json);
+    CHECK(PARSE(&s, &err, "evoeng", "lineage", "5", "--json") != 0);  /* not for lineage */
+    CHECK(PARSE(&s, &err, "evoeng", "status") == 0);
+    CHECK(s.id == 0);
     CHECK(PARSE(&s, &err, "evoeng", "bench", "t.json", "--params", "BLOCK_M=64,WARPS=4", "--cold") == 0);
     CHECK_STR(s.params, "BLOCK_M=64,WARPS=4");
     CHECK(s.cold);

@@ -1,5 +1,7 @@
 /* Unit tests for store: create, migrate, reopen, refuse foreign, corrupt
- * and newer databases, candidate round trips, views. */
+ * and newer databases, candidate round trips, views, gate stages (issue
+ * 11): the version 4 migration of an older store, and survivors, bests and
+ * views that only ever hold candidates gated on every shape. */
 #include "testhelp.h"
 #include "store.h"
 #include "store_schema.h"
@@ -33,6 +35,17 @@ static int64_t add_run(Store *s)
     int64_t id = r.id;
     run_record_free(&r);
     return id;
+}
+
+/* A new store under tmpdir with one run: *path is a fresh string. */
+static Store *open_with_run(const char *name, char **path, int64_t *run)
+{
+    Store *s = NULL;
+    EvoErr err;
+    *path = tmp_path(name);
+    CHECK_MSG(store_open(&s, *path, &err) == 0, "%s", err.msg);
+    *run = s ? add_run(s) : 0;
+    return s;
 }
 
 static void test_create_reopen(void)
@@ -322,6 +335,203 @@ static void test_migrate_from_v1(void)
     free(p);
 }
 
+/* ---- gate stages (issue 11) ------------------------------------------- */
+
+/* A candidate of run (not inserted); stage -1 leaves it to the store. */
+static void cand_fill(CandidateRecord *c, int64_t run, int64_t parent, const char *key, const char *status,
+                      const char *decision, double latency_us, int64_t stage)
+{
+    candidate_record_init(c);
+    c->run_id = run;
+    c->generation = parent ? 1 : 0;
+    c->parent_id = parent;
+    c->operator = xstrdup(parent ? "mutate" : "baseline");
+    c->params_json = xstrdup("{}");
+    c->params_key = xstrdup(key);
+    c->status = xstrdup(status);
+    c->decision = xstrdup(decision);
+    c->latency_us = latency_us;
+    c->speedup = isnan(latency_us) ? NAN : 20.0 / latency_us;
+    c->gate_stage = stage;
+}
+
+/* Insert a candidate made by cand_fill. Returns its id. */
+static int64_t add_cand(Store *s, int64_t run, int64_t parent, const char *key, const char *status,
+                        const char *decision, double latency_us, int64_t stage)
+{
+    CandidateRecord c;
+    cand_fill(&c, run, parent, key, status, decision, latency_us, stage);
+    EvoErr err;
+    CHECK_MSG(store_candidate_insert(s, &c, NULL, NULL, &err) == 0, "%s", err.msg);
+    int64_t id = c.id;
+    candidate_record_free(&c);
+    return id;
+}
+
+static int64_t stage_of(Store *s, int64_t id)
+{
+    CandidateRecord c;
+    EvoErr err;
+    int64_t stage = -99;
+    if (store_candidate_get(s, id, &c, &err) == 1)
+        stage = c.gate_stage;
+    candidate_record_free(&c);
+    return stage;
+}
+
+/* One integer from a query with one bound id (-1 when no row). */
+static int64_t query_int(const char *path, const char *sql, int64_t arg)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK_MSG(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+    if (sqlite3_bind_parameter_count(st) > 0)
+        sqlite3_bind_int64(st, 1, arg);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void test_gate_stage_roundtrip(void)
+{
+    char *p;
+    int64_t run;
+    Store *s = open_with_run("stage.db", &p, &run);
+    EvoErr err;
+    int64_t base = add_cand(s, run, 0, "base", "ok", "baseline", 20.0, GATE_STAGE_FULL);
+    /* Stated stages are kept, whatever the status says. */
+    int64_t a = add_cand(s, run, base, "a", "ok", "reverted", 19.0, GATE_STAGE_BENCH);
+    int64_t b = add_cand(s, run, base, "b", "incorrect", "failed", NAN, GATE_STAGE_BENCH);
+    int64_t c = add_cand(s, run, base, "c", "compile_error", "failed", NAN, GATE_STAGE_NONE);
+    CHECK(stage_of(s, base) == GATE_STAGE_FULL);
+    CHECK(stage_of(s, a) == GATE_STAGE_BENCH);
+    CHECK(stage_of(s, b) == GATE_STAGE_BENCH);
+    CHECK(stage_of(s, c) == GATE_STAGE_NONE);
+    /* Not stated (-1 from candidate_record_init): derived from the status. */
+    CHECK(stage_of(s, add_cand(s, run, base, "d", "ok", "accepted", 15.0, -1)) == GATE_STAGE_FULL);
+    CHECK(stage_of(s, add_cand(s, run, base, "e", "timeout", "failed", NAN, -1)) == GATE_STAGE_BENCH);
+    CHECK(stage_of(s, add_cand(s, run, base, "f", "invalid", "failed", NAN, -1)) == GATE_STAGE_NONE);
+    /* Out of range: the CHECK constraint refuses it. */
+    CandidateRecord bad;
+    cand_fill(&bad, run, base, "g", "ok", "accepted", 12.0, 3);
+    CHECK(store_candidate_insert(s, &bad, NULL, NULL, &err) != 0);
+    CHECK(bad.id == 0);
+    candidate_record_free(&bad);
+    CHECK_STR(gate_stage_name(GATE_STAGE_NONE), "none");
+    CHECK_STR(gate_stage_name(GATE_STAGE_BENCH), "bench");
+    CHECK_STR(gate_stage_name(GATE_STAGE_FULL), "full");
+    CHECK_STR(gate_stage_name(7), "?");
+    store_close(&s);
+    free(p);
+}
+
+static void test_survivors_need_full_gate(void)
+{
+    char *p;
+    int64_t run;
+    Store *s = open_with_run("surv.db", &p, &run);
+    EvoErr err;
+    int64_t base = add_cand(s, run, 0, "base", "ok", "baseline", 20.0, GATE_STAGE_FULL);
+    /* Faster than anything, accepted, status ok, but gated on the
+     * benchmark shape only: never a survivor, parent or best. */
+    int64_t fast = add_cand(s, run, base, "fast", "ok", "accepted", 5.0, GATE_STAGE_BENCH);
+    int64_t full = add_cand(s, run, base, "full", "ok", "accepted", 10.0, GATE_STAGE_FULL);
+    add_cand(s, run, base, "never", "ok", "accepted", 1.0, GATE_STAGE_NONE);
+
+    CandidateRecord *list;
+    int n;
+    CHECK(store_candidate_list(s, run, STORE_SURVIVORS_BY_LATENCY, 0, &list, &n, &err) == 0);
+    CHECK(n == 2);
+    if (n == 2)
+        CHECK(list[0].id == full && list[1].id == base);
+    for (int i = 0; i < n; i++)
+        CHECK(list[i].gate_stage == GATE_STAGE_FULL && list[i].id != fast);
+    store_candidates_free(list, n);
+    CHECK(store_candidate_list(s, 0, STORE_SURVIVORS_BY_LATENCY, 1, &list, &n, &err) == 0);  /* every run */
+    CHECK(n == 1 && list[0].id == full);
+    store_candidates_free(list, n);
+    CHECK(store_candidate_list(s, run, STORE_ALL_BY_ID, 0, &list, &n, &err) == 0);
+    CHECK(n == 4);  /* all of them are still listed */
+    store_candidates_free(list, n);
+    store_close(&s);
+
+    CHECK(query_int(p, "SELECT candidate_id FROM best_per_run WHERE run_id = ?", run) == full);
+    CHECK(query_int(p, "SELECT count(*) FROM survivors WHERE gate_stage <> 2", 0) == 0);
+    CHECK(query_int(p, "SELECT count(*) FROM survivors WHERE run_id = ?", run) == 2);
+    CHECK(query_int(p, "SELECT gate_stage FROM lineage WHERE candidate_id = ? AND depth = 0", fast) == 1);
+    free(p);
+}
+
+/* A store written by an older evoeng (schema version 3, no gate_stage)
+ * holding candidates of every status: opening it migrates to version 4,
+ * backfills gate_stage and recreates the views. */
+static void test_migrate_gate_stage(void)
+{
+    char *p = tmp_path("v3.db");
+    sqlite3 *db;
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+    for (int v = 0; v < 3; v++)
+        CHECK(sqlite3_exec(db, store_migrations[v], NULL, NULL, NULL) == SQLITE_OK);
+    static const char *const rows[][3] = {
+        /* status, decision, latency_us: ids 1..10 in this order */
+        {"ok", "baseline", "20"},     {"ok", "accepted", "10"},  {"ok", "reverted", "19"},
+        {"incorrect", "failed", NULL}, {"crashed", "failed", NULL}, {"timeout", "failed", NULL},
+        {"launch_error", "failed", NULL}, {"resource", "failed", NULL}, {"compile_error", "failed", NULL},
+        {"invalid", "failed", NULL},
+    };
+    static const int64_t want[] = {2, 2, 2, 1, 1, 1, 1, 0, 0, 0};
+    CHECK(sqlite3_exec(db, "PRAGMA application_id = 1163284293; PRAGMA user_version = 3;"
+                           "INSERT INTO runs (task_name, task_path, task_json, config_json, evoeng_version,"
+                           " seed, strategy, started_at) VALUES ('t','p','{}','{}','0.0.3',1,'evolve','now');",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    for (size_t i = 0; i < EVO_ARRAY_LEN(rows); i++) {
+        char *sql = xasprintf("INSERT INTO candidates (run_id, generation, parent_id, operator, params_json,"
+                              " params_key, status, decision, latency_us, speedup, created_at, decided_at)"
+                              " VALUES (1, %d, %s, 'mutate', '{}', 'k%zu', '%s', '%s', %s, %s, 'now', 'now')",
+                              i ? 1 : 0, i ? "1" : "NULL", i, rows[i][0], rows[i][1],
+                              rows[i][2] ? rows[i][2] : "NULL", rows[i][2] ? "1.5" : "NULL");
+        CHECK_MSG(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+        free(sql);
+    }
+    CHECK(sqlite3_exec(db, "INSERT INTO llm_requests (run_id, mode, provider, prompt, status, candidate_id,"
+                           " created_at) VALUES (1, 'full', 'openai', 'p', 'ok', 4, 'now')",
+                       NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+
+    Store *s = NULL;
+    EvoErr err;
+    CHECK_MSG(store_open(&s, p, &err) == 0, "%s", err.msg);
+    CHECK(store_schema_version(s) == store_schema_latest());
+    CHECK(store_schema_latest() >= 4);
+    for (size_t i = 0; i < EVO_ARRAY_LEN(rows); i++)
+        CHECK_MSG(stage_of(s, (int64_t)i + 1) == want[i], "%s: gate_stage %lld, expected %lld", rows[i][0],
+                  (long long)stage_of(s, (int64_t)i + 1), (long long)want[i]);
+    CandidateRecord *list;
+    int n;
+    CHECK(store_candidate_list(s, 1, STORE_SURVIVORS_BY_LATENCY, 0, &list, &n, &err) == 0);
+    CHECK(n == 2 && list[0].id == 2 && list[1].id == 1);
+    store_candidates_free(list, n);
+    /* A new candidate after the migration: faster, stage A only. */
+    int64_t fast = add_cand(s, 1, 1, "fast", "ok", "accepted", 2.0, GATE_STAGE_BENCH);
+    store_close(&s);
+
+    CHECK(query_int(p, "SELECT candidate_id FROM best_per_run WHERE run_id = ?", 1) == 2);
+    CHECK(query_int(p, "SELECT count(*) FROM survivors WHERE id = ?", fast) == 0);
+    CHECK(query_int(p, "SELECT count(*) FROM lineage WHERE candidate_id = ? AND gate_stage = 2", fast) == 1);
+    /* The LLM child (#4, incorrect) has a stage but no full-gate speedup. */
+    CHECK(query_int(p, "SELECT best_speedup IS NULL FROM llm_mode_stats WHERE run_id = ?", 1) == 1);
+    CHECK(query_int(p, "SELECT count(*) FROM run_counts WHERE run_id = ?", 1) == 10);
+    /* The column keeps its constraint after the ALTER TABLE. */
+    CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+    CHECK(sqlite3_exec(db, "UPDATE candidates SET gate_stage = 5 WHERE id = 1", NULL, NULL, NULL) != SQLITE_OK);
+    sqlite3_close(db);
+    free(p);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof(tmpdir), "/tmp/evo_test_store_XXXXXX");
@@ -333,6 +543,9 @@ int main(void)
     RUN(test_candidates);
     RUN(test_refuse_foreign);
     RUN(test_migrate_from_v1);
+    RUN(test_gate_stage_roundtrip);
+    RUN(test_survivors_need_full_gate);
+    RUN(test_migrate_gate_stage);
     char *cmd = xasprintf("rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)
         fprintf(stderr, "cleanup failed\n");

@@ -11,6 +11,10 @@
  * integer metrics, NaN for reals, NULL for text. Writers use BEGIN
  * IMMEDIATE; store_candidate_insert() commits one candidate (with its
  * source and compile rows) in its own transaction.
+ *
+ * Files: store.c (open, migrate, runs), candidates.c (candidates, sources,
+ * compiles, generations), requests.c (LLM requests, raw kernels), rows.c
+ * (field tables and statement helpers, shared through store_int.h).
  */
 #ifndef EVO_STORE_H
 #define EVO_STORE_H
@@ -61,11 +65,23 @@ typedef struct CandidateRecord {
     char   *created_at, *decided_at;
 } CandidateRecord;
 
-/* CandidateRecord.gate_stage. Only GATE_STAGE_FULL candidates may be
- * survivors, parents or exports. */
+/* CandidateRecord.gate_stage, the candidates.gate_stage column
+ * (db/004_gate_stage.sql). Only GATE_STAGE_FULL candidates may be
+ * survivors, parents, bests or exports: STORE_SURVIVORS_BY_LATENCY and
+ * the survivors and best_per_run views require it. candidate_record_init
+ * sets -1, "not stated": store_candidate_insert then derives the stage a
+ * single-stage gate reached from the status (ok: FULL; incorrect, crashed,
+ * timeout, launch_error: BENCH; else NONE). A staged evaluator must state
+ * it, BENCH for a child that stopped after stage A whatever its status. */
 #define GATE_STAGE_NONE  0   /* never gated (static failure, or not reached) */
 #define GATE_STAGE_BENCH 1   /* gated on the benchmark shape only (stage A) */
 #define GATE_STAGE_FULL  2   /* gated on every shape (stage B) */
+
+/* "none", "bench", "full" for a GATE_STAGE_*; "?" for anything else. */
+const char *gate_stage_name(int64_t stage);
+/* A sentence for people on how far the gate went, e.g. "gated on the
+ * benchmark shape only (stage A); never gated on the other shapes". */
+const char *gate_stage_explain(int64_t stage);
 
 typedef struct GenerationRecord {
     int64_t run_id, generation, best_id;
@@ -129,7 +145,7 @@ int64_t store_candidate_find(Store *s, int64_t run_id, const char *params_key, E
 
 typedef enum StoreOrder {
     STORE_ALL_BY_ID = 0,      /* every candidate of the run, oldest first */
-    STORE_SURVIVORS_BY_LATENCY /* baseline + accepted with status ok, fastest first */
+    STORE_SURVIVORS_BY_LATENCY /* baseline + accepted, status ok, GATE_STAGE_FULL, fastest first */
 } StoreOrder;
 /* List candidates of a run (run 0: every run) in the given order, at most
  * limit (0: no limit). *out is a fresh array the caller frees with

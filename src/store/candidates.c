@@ -1,0 +1,320 @@
+/*
+ * candidates: candidates with their sources and compile rows (one
+ * transaction per candidate), lists in id or survivor order, generation
+ * summaries and counts by status. See store.h for the contract.
+ */
+#include "store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- field tables ---------------------------------------------------- */
+
+static const Field compile_fields[] = {
+    FLD(CompileRecord, cache_key, F_TEXT), FLD(CompileRecord, source_hash, F_TEXT),
+    FLD(CompileRecord, arch, F_TEXT), FLD(CompileRecord, options, F_TEXT),
+    FLD(CompileRecord, nvrtc_version, F_TEXT), FLD(CompileRecord, ok, F_INT),
+    FLD(CompileRecord, log, F_TEXT), FLD(CompileRecord, registers, F_INT),
+    FLD(CompileRecord, smem, F_INT), FLD(CompileRecord, spill_stores, F_INT),
+    FLD(CompileRecord, spill_loads, F_INT), FLD(CompileRecord, stack, F_INT),
+    FLD(CompileRecord, resources_json, F_TEXT), FLD(CompileRecord, compile_ms, F_REAL),
+    FLD(CompileRecord, created_at, F_TEXT),
+};
+
+static const Field candidate_fields[] = {
+    FLD(CandidateRecord, run_id, F_ID), FLD(CandidateRecord, generation, F_INT),
+    FLD(CandidateRecord, parent_id, F_ID), FLD(CandidateRecord, parent2_id, F_ID),
+    FLD(CandidateRecord, operator, F_TEXT), FLD(CandidateRecord, params_json, F_TEXT),
+    FLD(CandidateRecord, params_key, F_TEXT), FLD(CandidateRecord, source_hash, F_TEXT),
+    FLD(CandidateRecord, compile_id, F_ID), FLD(CandidateRecord, status, F_TEXT),
+    FLD(CandidateRecord, decision, F_TEXT), FLD(CandidateRecord, error, F_TEXT),
+    FLD(CandidateRecord, gate_json, F_TEXT), FLD(CandidateRecord, log, F_TEXT),
+    FLD(CandidateRecord, latency_us, F_REAL), FLD(CandidateRecord, p90_us, F_REAL),
+    FLD(CandidateRecord, cv, F_REAL), FLD(CandidateRecord, ratio_to_parent, F_REAL),
+    FLD(CandidateRecord, ratio_spread, F_REAL), FLD(CandidateRecord, speedup, F_REAL),
+    FLD(CandidateRecord, ctas, F_INT), FLD(CandidateRecord, ctas_total, F_INT),
+    FLD(CandidateRecord, threads, F_INT), FLD(CandidateRecord, registers, F_INT),
+    FLD(CandidateRecord, smem_static, F_INT), FLD(CandidateRecord, smem_dynamic, F_INT),
+    FLD(CandidateRecord, occupancy, F_INT), FLD(CandidateRecord, waves, F_REAL),
+    FLD(CandidateRecord, tflops, F_REAL), FLD(CandidateRecord, gbps, F_REAL),
+    FLD(CandidateRecord, pct_peak_flops, F_REAL), FLD(CandidateRecord, pct_peak_bw, F_REAL),
+    FLD(CandidateRecord, metrics_json, F_TEXT), FLD(CandidateRecord, compile_ms, F_REAL),
+    FLD(CandidateRecord, gate_ms, F_REAL), FLD(CandidateRecord, time_ms, F_REAL),
+    FLD(CandidateRecord, llm_request_id, F_ID), FLD(CandidateRecord, rationale, F_TEXT),
+    FLD(CandidateRecord, created_at, F_TEXT), FLD(CandidateRecord, decided_at, F_TEXT),
+    FLD(CandidateRecord, gate_stage, F_INT),
+};
+
+static const Field generation_fields[] = {
+    FLD(GenerationRecord, run_id, F_ID), FLD(GenerationRecord, generation, F_INT),
+    FLD(GenerationRecord, best_id, F_ID), FLD(GenerationRecord, best_latency_us, F_REAL),
+    FLD(GenerationRecord, evaluated, F_INT), FLD(GenerationRecord, valid, F_INT),
+    FLD(GenerationRecord, accepted, F_INT), FLD(GenerationRecord, reverted, F_INT),
+    FLD(GenerationRecord, failed, F_INT), FLD(GenerationRecord, wall_ms, F_REAL),
+    FLD(GenerationRecord, finished_at, F_TEXT),
+};
+
+/* ---- records --------------------------------------------------------- */
+
+void candidate_record_init(CandidateRecord *c)
+{
+    memset(c, 0, sizeof(*c));
+    fld_init(candidate_fields, NFIELDS(candidate_fields), c);
+}
+
+void compile_record_init(CompileRecord *c)
+{
+    memset(c, 0, sizeof(*c));
+    fld_init(compile_fields, NFIELDS(compile_fields), c);
+}
+
+void compile_record_free(CompileRecord *c)
+{
+    fld_free(compile_fields, NFIELDS(compile_fields), c);
+    c->id = 0;
+}
+
+void candidate_record_free(CandidateRecord *c)
+{
+    fld_free(candidate_fields, NFIELDS(candidate_fields), c);
+    c->id = 0;
+}
+
+static void free_candidate(void *r)
+{
+    candidate_record_free(r);
+}
+
+static void free_generation(void *r)
+{
+    free(((GenerationRecord *)r)->finished_at);
+}
+
+/* ---- candidates ------------------------------------------------------ */
+
+/* INSERT OR IGNORE INTO sources (hash, text, bytes, created_at) VALUES (?, ?, ?, ?) */
+static int source_put(Store *s, const char *hash, const char *text, EvoErr *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sdb_prepare(s, "INSERT OR IGNORE INTO sources (hash, text, bytes, created_at) VALUES (?, ?, ?, ?)",
+                &st, err))
+        return -1;
+    char *now = time_iso8601();
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)strlen(text));
+    sqlite3_bind_text(st, 4, now, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sdb_fail(s, err, "INSERT INTO sources");
+    sqlite3_finalize(st);
+    free(now);
+    return rc;
+}
+
+/* SELECT id FROM compiles WHERE cache_key = ?, inserting the row first if absent. */
+static int compile_put(Store *s, CompileRecord *c, EvoErr *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sdb_prepare(s, "SELECT id FROM compiles WHERE cache_key = ?", &st, err))
+        return -1;
+    sqlite3_bind_text(st, 1, c->cache_key, -1, SQLITE_TRANSIENT);
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        c->id = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    if (step == SQLITE_ROW)
+        return 0;
+    if (step != SQLITE_DONE)
+        return sdb_fail(s, err, "SELECT FROM compiles");
+    if (!c->created_at)
+        c->created_at = time_iso8601();
+    return sdb_insert(s, "compiles", compile_fields, NFIELDS(compile_fields), c, &c->id, err);
+}
+
+const char *gate_stage_name(int64_t stage)
+{
+    switch (stage) {
+    case GATE_STAGE_NONE:  return "none";
+    case GATE_STAGE_BENCH: return "bench";
+    case GATE_STAGE_FULL:  return "full";
+    default:               return "?";
+    }
+}
+
+const char *gate_stage_explain(int64_t stage)
+{
+    switch (stage) {
+    case GATE_STAGE_NONE:  return "never gated (it failed before the correctness gate)";
+    case GATE_STAGE_BENCH: return "gated on the benchmark shape only (stage A); never gated on the other shapes";
+    case GATE_STAGE_FULL:  return "gated on every shape (stage B)";
+    default:               return "unknown gate stage";
+    }
+}
+
+/* The stage a single-stage gate (every shape at once) reached for a
+ * status: the default of a record whose writer did not state one, and the
+ * rule db/004_gate_stage.sql backfills older rows with. */
+static int64_t gate_stage_of_status(const char *status)
+{
+    static const char *const gated[] = {"incorrect", "crashed", "timeout", "launch_error"};
+    if (!status)
+        return GATE_STAGE_NONE;
+    if (strcmp(status, "ok") == 0)
+        return GATE_STAGE_FULL;
+    for (size_t i = 0; i < EVO_ARRAY_LEN(gated); i++)
+        if (strcmp(status, gated[i]) == 0)
+            return GATE_STAGE_BENCH;
+    return GATE_STAGE_NONE;
+}
+
+int store_candidate_insert(Store *s, CandidateRecord *c, const char *source_text,
+                           CompileRecord *comp, EvoErr *err)
+{
+    if (c->gate_stage < 0)
+        c->gate_stage = gate_stage_of_status(c->status);
+    if (sdb_exec(s, "BEGIN IMMEDIATE", err))
+        return -1;
+    if (source_text && c->source_hash && source_put(s, c->source_hash, source_text, err))
+        goto fail;
+    if (comp && comp->cache_key) {
+        if (!comp->source_hash && c->source_hash)
+            comp->source_hash = xstrdup(c->source_hash);
+        if (compile_put(s, comp, err))
+            goto fail;
+        c->compile_id = comp->id;
+    }
+    if (!c->created_at)
+        c->created_at = time_iso8601();
+    if (!c->decided_at)
+        c->decided_at = time_iso8601();
+    if (sdb_insert(s, "candidates", candidate_fields, NFIELDS(candidate_fields), c, &c->id, err))
+        goto fail;
+    if (sdb_exec(s, "COMMIT", err))
+        goto fail;
+    return 0;
+fail:
+    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    c->id = 0;
+    return -1;
+}
+
+int store_candidate_get(Store *s, int64_t id, CandidateRecord *c, EvoErr *err)
+{
+    memset(c, 0, sizeof(*c));
+    return sdb_select_by_id(s, "candidates", candidate_fields, NFIELDS(candidate_fields), id, c, &c->id, err);
+}
+
+int64_t store_candidate_find(Store *s, int64_t run_id, const char *params_key, EvoErr *err)
+{
+    /* SELECT id FROM candidates WHERE run_id = ? AND params_key = ? ORDER BY id LIMIT 1 */
+    sqlite3_stmt *st = NULL;
+    if (sdb_prepare(s, "SELECT id FROM candidates WHERE run_id = ? AND params_key = ? ORDER BY id LIMIT 1",
+                &st, err))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, params_key, -1, SQLITE_TRANSIENT);
+    int64_t id = 0;
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        id = sqlite3_column_int64(st, 0);
+    else if (step != SQLITE_DONE)
+        id = sdb_fail(s, err, "SELECT FROM candidates");
+    sqlite3_finalize(st);
+    return id;
+}
+
+int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
+                         CandidateRecord **out, int *n, EvoErr *err)
+{
+    *out = NULL;
+    *n = 0;
+    /* SELECT id, <cols> FROM candidates WHERE (?1 = 0 OR run_id = ?1) ORDER BY id LIMIT ?2
+     * SELECT id, <cols> FROM survivors WHERE gate_stage = 2 AND (?1 = 0 OR run_id = ?1)
+     *   ORDER BY latency_us, id LIMIT ?2
+     * The survivors view (db/004_gate_stage.sql) already requires the full
+     * gate; the query says so too, so no survivor, parent, best or export
+     * can ever come from a candidate gated on the benchmark shape only. */
+    int surv = order == STORE_SURVIVORS_BY_LATENCY;
+    sqlite3_stmt *st = NULL;
+    if (sdb_prepare_select(s, 1, candidate_fields, NFIELDS(candidate_fields), &st, err,
+                           "FROM %s WHERE %s(?1 = 0 OR run_id = ?1) ORDER BY %s LIMIT ?2",
+                           surv ? "survivors" : "candidates", surv ? "gate_stage = 2 AND " : "",
+                           surv ? "latency_us, id" : "id"))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+    return sdb_read_rows(s, st, candidate_fields, NFIELDS(candidate_fields), sizeof(CandidateRecord),
+                         offsetof(CandidateRecord, id), free_candidate, "SELECT FROM candidates", (void **)out,
+                         n, err);
+}
+
+void store_candidates_free(CandidateRecord *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        candidate_record_free(&list[i]);
+    free(list);
+}
+
+int store_compile_get(Store *s, int64_t id, CompileRecord *c, EvoErr *err)
+{
+    memset(c, 0, sizeof(*c));
+    return sdb_select_by_id(s, "compiles", compile_fields, NFIELDS(compile_fields), id, c, &c->id, err);
+}
+
+char *store_source_get(Store *s, const char *hash, EvoErr *err)
+{
+    /* SELECT text FROM sources WHERE hash = ? */
+    sqlite3_stmt *st = NULL;
+    if (!hash || sdb_prepare(s, "SELECT text FROM sources WHERE hash = ?", &st, err))
+        return NULL;
+    sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
+    char *text = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        text = xstrdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return text;
+}
+
+/* ---- generations, counts --------------------------------------------- */
+
+int store_generation_put(Store *s, const GenerationRecord *g, EvoErr *err)
+{
+    GenerationRecord copy = *g;
+    char *now = NULL;
+    if (!copy.finished_at)
+        copy.finished_at = now = time_iso8601();
+    /* INSERT OR REPLACE INTO generations (<cols>) VALUES (?...) */
+    int rc = sdb_replace(s, "generations", generation_fields, NFIELDS(generation_fields), &copy, err);
+    free(now);
+    return rc;
+}
+
+int store_generation_list(Store *s, int64_t run_id, GenerationRecord **out, int *n, EvoErr *err)
+{
+    *out = NULL;
+    *n = 0;
+    /* SELECT <cols> FROM generations WHERE run_id = ? ORDER BY generation */
+    sqlite3_stmt *st = NULL;
+    if (sdb_prepare_select(s, 0, generation_fields, NFIELDS(generation_fields), &st, err,
+                           "FROM generations WHERE run_id = ? ORDER BY generation"))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    return sdb_read_rows(s, st, generation_fields, NFIELDS(generation_fields), sizeof(GenerationRecord), NO_ID,
+                         free_generation, "SELECT FROM generations", (void **)out, n, err);
+}
+
+int store_run_counts(Store *s, int64_t run_id,
+                     void (*fn)(void *ctx, const char *status, const char *decision, int64_t n),
+                     void *ctx, EvoErr *err)
+{
+    /* SELECT status, decision, n FROM run_counts WHERE run_id = ? ORDER BY n DESC */
+    sqlite3_stmt *st = NULL;
+    if (sdb_prepare(s, "SELECT status, decision, n FROM run_counts WHERE run_id = ? ORDER BY n DESC, status",
+                &st, err))
+        return -1;
+    sqlite3_bind_int64(st, 1, run_id);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        fn(ctx, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+           sqlite3_column_int64(st, 2));
+    sqlite3_finalize(st);
+    return 0;
+}

@@ -1,0 +1,72 @@
+/*
+ * store_int: what the files of the store share and nothing outside it
+ * uses: the Store handle, field tables that map a row to a struct, and
+ * the statement helpers. Only column names from field tables are ever
+ * pasted into SQL; every value is bound.
+ */
+#ifndef EVO_STORE_INT_H
+#define EVO_STORE_INT_H
+
+#include <stddef.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct Store {
+    sqlite3 *db;
+    char    *path;
+};
+
+/* ---- field tables ---------------------------------------------------- */
+
+typedef enum FieldType {
+    F_ID,    /* int64, 0 reads and binds as NULL */
+    F_INT,   /* int64, negative reads and binds as NULL (-1) */
+    F_REAL,  /* double, NaN reads and binds as NULL */
+    F_TEXT   /* owned char *, NULL is NULL */
+} FieldType;
+
+typedef struct Field {
+    const char *col;           /* column name, pasted into SQL */
+    FieldType   type;
+    size_t      off;           /* offset of the member in its record */
+} Field;
+
+#define FLD(T, name, type) {#name, type, offsetof(T, name)}
+#define NFIELDS(t) ((int)EVO_ARRAY_LEN(t))
+
+/* Set every field of rec to its NULL value (see FieldType). */
+void fld_init(const Field *f, int n, void *rec);
+/* Free the text fields of rec, then fld_init. */
+void fld_free(const Field *f, int n, void *rec);
+/* Bind fields to parameters first..first+n-1. Returns a SQLite code. */
+int fld_bind(sqlite3_stmt *st, int first, const Field *f, int n, const void *rec);
+/* Read columns first..first+n-1 of the current row into rec. */
+void fld_read(sqlite3_stmt *st, int first, const Field *f, int n, void *rec);
+
+/* ---- statement helpers ----------------------------------------------- */
+/* Each returns 0 or -1 with err naming the file, `what` and SQLite's message. */
+
+int sdb_fail(Store *s, EvoErr *err, const char *what);
+int sdb_prepare(Store *s, const char *sql, sqlite3_stmt **st, EvoErr *err);
+int sdb_exec(Store *s, const char *sql, EvoErr *err);
+/* INSERT INTO table (cols) VALUES (?...) from a field table; *id (if
+ * non-NULL) gets the new rowid. sdb_replace: INSERT OR REPLACE. */
+int sdb_insert(Store *s, const char *table, const Field *f, int n, const void *rec, int64_t *id, EvoErr *err);
+int sdb_replace(Store *s, const char *table, const Field *f, int n, const void *rec, EvoErr *err);
+/* Prepare "SELECT [id, ]<columns of f> <tail>", tail from tail_fmt (table
+ * names and SQL words only: values are bound). */
+int sdb_prepare_select(Store *s, int with_id, const Field *f, int n, sqlite3_stmt **st, EvoErr *err,
+                       const char *tail_fmt, ...) EVO_PRINTF(7, 8);
+/* SELECT id, <cols> FROM table WHERE id = ?. Returns 1 found, 0 not, -1. */
+int sdb_select_by_id(Store *s, const char *table, const Field *f, int n, int64_t id, void *rec, int64_t *id_out,
+                     EvoErr *err);
+/* Step st to the end, reading each row into a growing array of records of
+ * `size` bytes: column 0 into the int64 at id_off (unless id_off is
+ * NO_ID), the field table from the next column. On error, frees what was
+ * read with free_one. Finalizes st. Returns 0 or -1 (err names `what`). */
+#define NO_ID ((size_t)-1)
+int sdb_read_rows(Store *s, sqlite3_stmt *st, const Field *f, int nf, size_t size, size_t id_off,
+                  void (*free_one)(void *), const char *what, void **out, int *n, EvoErr *err);
+
+#endif
