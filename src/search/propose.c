@@ -10,6 +10,7 @@
 #include "ops.h"
 
 #define MAX_ATTEMPTS 64   /* proposals tried per child slot before giving up */
+#define RANDOM_DRAWS 20000 /* random draws per random proposal until one is valid */
 
 /* ---- populations and proposals --------------------------------------- */
 
@@ -138,7 +139,11 @@ int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *ki
                 c.op = "exhaustive";
                 c.parent_id = L->baseline.rec.id;
             } else if (strcmp(strategy, "random") == 0 || gen == 0 || npop == 0) {
+                /* a valid draw first: where few configurations are valid,
+                 * MAX_ATTEMPTS whole proposals would rarely place one */
                 ops_random(L->task, &rng, c.vals);
+                for (int r = 0; r < RANDOM_DRAWS && valid_config(L, c.vals, NULL, err) == 0; r++)
+                    ops_random(L->task, &rng, c.vals);
                 c.op = "random";
                 c.parent_id = gen == 0 ? 0 : L->baseline.rec.id;
             } else {

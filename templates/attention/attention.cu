@@ -129,6 +129,9 @@
 #ifndef REGSPLIT
 #define REGSPLIT 1
 #endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
 #define ATT_THREADS (ATT_WARPS * 32)
@@ -918,6 +921,12 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
  * consumers with setmaxnreg.  OVERLAP = 1 pipelines inside a warpgroup:
  * the Q K^T of tile n and the P V of tile n - 1 are issued together and
  * the softmax of tile n runs while P V is still on the tensor cores.
+ * PINGPONG = 1 (with OVERLAP, 2 or 3 consumers) orders the consumer
+ * warpgroups' GEMM issues round-robin through named barriers 1..CONSUMERS:
+ * a warpgroup issues its Q K^T and P V only in its turn and then passes
+ * the turn on, so one warpgroup's softmax runs while another's GEMMs hold
+ * the tensor cores.  Every warpgroup takes nt + 1 turns (tiles it skips
+ * under the causal mask included), so the turns always pair up.
  * Causal: only the tiles on a warpgroup's diagonal are masked; tiles past a
  * warpgroup's last row are skipped by that warpgroup (it only releases
  * their slots).  Smem: 1024-byte aligned sub-tiles [rows][64] halves with
@@ -936,6 +945,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
 #define WS_EST(bn, ov) (3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
 #define WS_BN ((BLOCK_N == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : BLOCK_N)
 #define WS_OV (OVERLAP && WS_EST(WS_BN, 1) <= WS_CAP)
+#define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
 #define WS_KV_BYTES (WS_BN * D * 2)            /* one K (or V) tile */
 
 struct alignas(64) AttTmap { unsigned long long v[16]; };
@@ -1203,13 +1213,32 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         }
     };
 
+    /* ping-pong turns: bar.sync on this warpgroup's barrier waits for the
+     * previous warpgroup's bar.arrive (256 threads: both warpgroups) */
+    auto pp_sync = [&]() {
+#if WS_PP
+        asm volatile("bar.sync %0, 256;\n" :: "r"(1 + cw) : "memory");
+#endif
+    };
+    auto pp_arrive = [&](int round) {   /* the last turn of the last warpgroup passes nothing on */
+#if WS_PP
+        if (!(cw == CONSUMERS - 1 && round == nt))
+            asm volatile("bar.arrive %0, 256;\n" :: "r"(1 + (cw + 1) % CONSUMERS) : "memory");
+#endif
+        (void)round;
+    };
+    if (cw == CONSUMERS - 1)
+        pp_arrive(-1);                          /* warpgroup 0 starts */
+
     float sc[WS_BN / 2];
     att_u32 pa[WS_BN / 16][4];
     float alpha[2];
 #if WS_OV
     if (ntc > 0) {
         ws_wait(fullK(0), 0);
+        pp_sync();
         qk_issue(sc, 0);
+        pp_arrive(0);
         ws_wg_wait<0>();
         att_keep<WS_BN / 2>(sc);
         ws_arrive(emptyK(0));
@@ -1219,9 +1248,11 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     for (int n = 1; n < ntc; ++n) {
         const int s = n % STAGES, sp = (n - 1) % STAGES;
         ws_wait(fullK(s), (n / STAGES) & 1);
-        qk_issue(sc, s);
         ws_wait(fullV(sp), ((n - 1) / STAGES) & 1);
+        pp_sync();
+        qk_issue(sc, s);
         pv_issue(pa, sp);
+        pp_arrive(n);
         ws_wg_wait<1>();                        /* Q K^T of tile n done */
         att_keep<WS_BN / 2>(sc);
         ws_arrive(emptyK(s));
@@ -1236,7 +1267,9 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     if (ntc > 0) {
         const int sp = (ntc - 1) % STAGES;
         ws_wait(fullV(sp), ((ntc - 1) / STAGES) & 1);
+        pp_sync();
         pv_issue(pa, sp);
+        pp_arrive(ntc);
         ws_wg_wait<0>();
         att_keep<D / 2>(acc);
         ws_keep_r<WS_BN / 4>(&pa[0][0]);
@@ -1270,6 +1303,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_arrive(emptyK(s));
         ws_wait(fullV(s), ph);
         ws_arrive(emptyV(s));
+        pp_sync();                              /* keep the ping-pong turns paired */
+        pp_arrive(n + 1);
     }
 
     /* ---- epilogue: normalise, store fp16 rows */
