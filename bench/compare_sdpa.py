@@ -567,7 +567,9 @@ class Bench:
                     ptrs.append(ctypes.addressof(v))
             params = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
             keep.append(params)
-            prepared.append((fns[l["entry"]].ptr, l["grid"], l["block"], l.get("smem", 0), params))
+            fn = fns[l["entry"]]   # a RawKernel: its CUfunction is .kernel.ptr (a Function: .ptr)
+            fptr = getattr(getattr(fn, "kernel", None), "ptr", None) or getattr(fn, "ptr")
+            prepared.append((fptr, l["grid"], l["block"], l.get("smem", 0), params))
         out = tensors[exp["roles"]["O"]]
         torch = self.torch
 
