@@ -4,7 +4,7 @@
 # defaults set to it), a plain search of SEARCH_S seconds from the task's
 # own defaults at B4 H8 S2048 D64, exports, then bench/compare_sdpa.py over
 # all of them; plus A/Bs at D=128. Writes at most 8 files to OUT.
-# Usage: bench/fa3_sdpa.sh OUT [SEARCH_S]
+# Usage: [WS_EXTRA=,PERSIST=1] [AB128=0] bench/fa3_sdpa.sh OUT [SEARCH_S (0: none)]
 set -u
 O=${1:?usage: fa3_sdpa.sh OUT [SEARCH_S]}
 search=${2:-120}
@@ -15,8 +15,8 @@ t0=$(date +%s)
 el() { echo $(( $(date +%s) - t0 )); }
 log=$O/log.txt
 mkdir -p /tmp/ex
-C3="WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=2"
-C2PP="WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=1,PINGPONG=1"
+C3="WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=2${WS_EXTRA:-}"
+C2PP="WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=128,STAGES=2,OVERLAP=1,PINGPONG=1${WS_EXTRA:-}"
 i=0
 warm() {   # warm CONFIG DIMS...
     local cfg=$1; shift
@@ -41,13 +41,16 @@ warm $C3 --dim B=8 --dim H=16 --dim S=512
 warm $C2PP --dim B=8 --dim H=16 --dim S=512 --dim CAUSAL=1
 warm $C2PP --dim B=4 --dim H=8 --dim S=2048 --dim D=128
 warm $C2PP --dim B=4 --dim H=8 --dim S=2048 --dim D=128 --dim CAUSAL=1
+if [ "$search" -gt 0 ]; then
 echo "=== [$(el)s] plain search, $search s, B4 H8 S2048 D64, from the task defaults" | tee -a $log
 $E run --task $T --dim B=4 --dim H=8 --dim S=2048 --time-limit ${search}s --population 6 --children 6 --db /tmp/ex/plain.db > $O/search.txt 2>&1
 $E export --best --format json --db /tmp/ex/plain.db -o /tmp/ex/e9.json >> $O/search.txt 2>&1
 tail -4 $O/search.txt | tee -a $log
+fi
 echo "=== [$(el)s] compare_sdpa" | tee -a $log
 timeout 200 python3 bench/compare_sdpa.py /tmp/ex/e*.json --out $O/sdpa.json > $O/sdpa.txt 2>&1
 tail -22 $O/sdpa.txt | tee -a $log
+[ "${AB128:-1}" = 0 ] && exit 0
 echo "=== [$(el)s] A/B at D=128: WS (A) against the template default (B)" | tee -a $log
 for dims in "--dim B=4 --dim H=8 --dim S=2048 --dim D=128" "--dim B=4 --dim H=8 --dim S=2048 --dim D=128 --dim CAUSAL=1"; do
     for c in $C2PP "WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=128,STAGES=2" "WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=2"; do

@@ -132,6 +132,9 @@
 #ifndef PINGPONG
 #define PINGPONG 0
 #endif
+#ifndef PERSIST
+#define PERSIST 0
+#endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
 #define ATT_THREADS (ATT_WARPS * 32)
@@ -942,7 +945,9 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
  * stays valid at every head dim. */
 #define WS_CAP (REGSPLIT ? (CONSUMERS == 3 ? 160 : 240) \
                          : ((65536 / WS_THREADS / 8 * 8) < 255 ? (65536 / WS_THREADS / 8 * 8) : 255))
-#define WS_EST(bn, ov) (3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
+#define WS_EST0(bn, ov) (3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
+#define WS_PS (PERSIST && WS_EST0(64, 0) + D / 8 <= WS_CAP)   /* the persistent loop: ~D/8 more */
+#define WS_EST(bn, ov) (WS_EST0(bn, ov) + D / 8 * WS_PS)
 #define WS_BN ((BLOCK_N == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : BLOCK_N)
 #define WS_OV (OVERLAP && WS_EST(WS_BN, 1) <= WS_CAP)
 #define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
@@ -1011,36 +1016,57 @@ static __device__ __forceinline__ void ws_wg_commit(void)
 
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap tmK,
-            const __grid_constant__ AttTmap tmV, att_u16 *__restrict__ O, int S, float scale)
+            const __grid_constant__ AttTmap tmV, att_u16 *__restrict__ O, int S, int BH, float scale)
 {
 #if ATT_WSP
     extern __shared__ __align__(128) unsigned char att_smem[];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int wg = tid >> 7;
-#if CAUSAL
-    const int mblk = gridDim.x - 1 - blockIdx.x;   /* heavy blocks first */
+    /* Tiles (query block m0 of head bh): one per CTA, or with PERSIST the
+     * CTA walks tiles blockIdx.x, + gridDim.x, ...; causal tiles go
+     * longest first (the last query blocks of every head, then the ones
+     * before), non-causal ones head by head (K and V of a head stay in L2). */
+    const int nmb = (S + BLOCK_M - 1) / BLOCK_M;
+#if WS_PS
+    const int ntiles = nmb * BH, tstep = gridDim.x, t0 = blockIdx.x;
 #else
-    const int mblk = blockIdx.x;
+    const int ntiles = 1, tstep = 1, t0 = 0;
 #endif
-    const int m0 = mblk * BLOCK_M;
-    const int bh = blockIdx.y;
+    auto coords = [&](int t, int &m0, int &bh) {
+#if WS_PS && CAUSAL
+        m0 = (nmb - 1 - t / BH) * BLOCK_M;
+        bh = t % BH;
+#elif WS_PS
+        m0 = (t % nmb) * BLOCK_M;
+        bh = t / nmb;
+#elif CAUSAL
+        m0 = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;   /* heavy blocks first */
+        bh = blockIdx.y;
+#else
+        m0 = blockIdx.x * BLOCK_M;
+        bh = blockIdx.y;
+#endif
+        (void)t;
+    };
+    auto n_kv = [&](int m0) {   /* KV tiles of query block m0 */
+#if CAUSAL
+        return (min(S, m0 + BLOCK_M) + WS_BN - 1) / WS_BN;
+#else
+        return (S + WS_BN - 1) / WS_BN;
+#endif
+        (void)m0;
+    };
 
     const att_u32 sQ = (att_smem_addr(att_smem) + 1023u) & ~1023u;
     const att_u32 sK = sQ + BLOCK_M * D * 2;
     const att_u32 sV = sK + STAGES * WS_KV_BYTES;
-    const att_u32 bars = sV + STAGES * WS_KV_BYTES;   /* barQ, fullK[], fullV[], emptyK[], emptyV[] */
+    const att_u32 bars = sV + STAGES * WS_KV_BYTES;   /* barQ, fullK[], fullV[], emptyK[], emptyV[], emptyQ */
     const att_u32 barQ = bars;
     auto fullK = [&](int s) { return bars + 8 + 8 * s; };
     auto fullV = [&](int s) { return bars + 8 + 8 * (STAGES + s); };
     auto emptyK = [&](int s) { return bars + 8 + 8 * (2 * STAGES + s); };
     auto emptyV = [&](int s) { return bars + 8 + 8 * (3 * STAGES + s); };
-
-#if CAUSAL
-    const int kv_end = min(S, m0 + BLOCK_M);
-#else
-    const int kv_end = S;
-#endif
-    const int nt = (kv_end + WS_BN - 1) / WS_BN;
+    const att_u32 emptyQ = bars + 8 + 8 * 4 * STAGES;
 
     if (tid == 0) {
         ws_bar_init(barQ, 1);
@@ -1051,6 +1077,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             ws_bar_init(emptyK(s), 128 * CONSUMERS);
             ws_bar_init(emptyV(s), 128 * CONSUMERS);
         }
+        ws_bar_init(emptyQ, 128 * CONSUMERS);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -1061,13 +1088,19 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(CONSUMERS == 3 ? 32 : 24));
 #endif
         if (warp == 0 && lane == 0) {
+          int kv = 0;                           /* KV tiles loaded so far: ring slot and phase */
+          for (int t = t0, j = 0; t < ntiles; t += tstep, ++j) {
+            int m0, bh;
+            coords(t, m0, bh);
+            const int nt = n_kv(m0);
+            ws_wait(emptyQ, (j & 1) ^ 1);       /* the consumers hold the last Q in registers */
             ws_expect(barQ, BLOCK_M * D * 2);
 #pragma unroll
             for (int c = 0; c < D / 64; ++c)
                 ws_tma(sQ + c * BLOCK_M * 128, &tmQ, c * 64, m0, bh, barQ);
-            for (int n = 0; n < nt; ++n) {
-                const int s = n % STAGES;
-                const att_u32 ph = (n / STAGES) & 1;
+            for (int n = 0; n < nt; ++n, ++kv) {
+                const int s = kv % STAGES;
+                const att_u32 ph = (kv / STAGES) & 1;
                 ws_wait(emptyK(s), ph ^ 1);
                 ws_expect(fullK(s), WS_KV_BYTES);
 #pragma unroll
@@ -1079,6 +1112,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                 for (int c = 0; c < D / 64; ++c)
                     ws_tma(sV + s * WS_KV_BYTES + c * WS_BN * 128, &tmV, c * 64, n * WS_BN, bh, fullV(s));
             }
+          }
         }
         return;
     }
@@ -1092,6 +1126,16 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     const int g = lane >> 2, t4 = lane & 3;
     const int wrow = cw * 64 + wq * 16;         /* warp's first row in the CTA tile */
     const float sl = scale * 1.4426950408889634f;
+#if WS_PP
+    if (cw == CONSUMERS - 1)                    /* warpgroup 0 takes the first ping-pong turn */
+        asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+#endif
+    int g0 = 0;                                 /* KV tiles consumed before this tile: ring position */
+    for (int t = t0, j = 0; t < ntiles; t += tstep, ++j) {
+    int m0, bh;
+    coords(t, m0, bh);
+    const int nt = n_kv(m0);
+    const bool last = t + tstep >= ntiles;
     /* tiles this warpgroup computes (the rest of the CTA's it only releases) */
 #if CAUSAL
     const int wg_end = min(S, m0 + cw * 64 + 64);
@@ -1107,7 +1151,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 
     /* Q fragments (mma.sync A layout per warp) from the swizzled Q tile */
     att_u32 qf[D / 16][4];
-    ws_wait(barQ, 0);
+    ws_wait(barQ, j & 1);
     {
         const int r = wrow + (lane & 15);
 #pragma unroll
@@ -1117,6 +1161,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             att_ldsm4(a, qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
         }
     }
+    ws_arrive(emptyQ);
 
     /* issue S = Q K^T for the K tile in slot s (no wait) */
     auto qk_issue = [&](float *sc, int s) {
@@ -1222,33 +1267,32 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     };
     auto pp_arrive = [&](int round) {   /* the last turn of the last warpgroup passes nothing on */
 #if WS_PP
-        if (!(cw == CONSUMERS - 1 && round == nt))
+        if (!(cw == CONSUMERS - 1 && round == nt && last))
             asm volatile("bar.arrive %0, 256;\n" :: "r"(1 + (cw + 1) % CONSUMERS) : "memory");
 #endif
         (void)round;
+        (void)last;
     };
-    if (cw == CONSUMERS - 1)
-        pp_arrive(-1);                          /* warpgroup 0 starts */
 
     float sc[WS_BN / 2];
     att_u32 pa[WS_BN / 16][4];
     float alpha[2];
 #if WS_OV
     if (ntc > 0) {
-        ws_wait(fullK(0), 0);
+        ws_wait(fullK(g0 % STAGES), (g0 / STAGES) & 1);
         pp_sync();
-        qk_issue(sc, 0);
+        qk_issue(sc, g0 % STAGES);
         pp_arrive(0);
         ws_wg_wait<0>();
         att_keep<WS_BN / 2>(sc);
-        ws_arrive(emptyK(0));
+        ws_arrive(emptyK(g0 % STAGES));
         softmax(sc, 0, alpha);
         pack(sc, pa);
     }
     for (int n = 1; n < ntc; ++n) {
-        const int s = n % STAGES, sp = (n - 1) % STAGES;
-        ws_wait(fullK(s), (n / STAGES) & 1);
-        ws_wait(fullV(sp), ((n - 1) / STAGES) & 1);
+        const int s = (g0 + n) % STAGES, sp = (g0 + n - 1) % STAGES;
+        ws_wait(fullK(s), ((g0 + n) / STAGES) & 1);
+        ws_wait(fullV(sp), ((g0 + n - 1) / STAGES) & 1);
         pp_sync();
         qk_issue(sc, s);
         pv_issue(pa, sp);
@@ -1265,8 +1309,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         pack(sc, pa);
     }
     if (ntc > 0) {
-        const int sp = (ntc - 1) % STAGES;
-        ws_wait(fullV(sp), ((ntc - 1) / STAGES) & 1);
+        const int sp = (g0 + ntc - 1) % STAGES;
+        ws_wait(fullV(sp), ((g0 + ntc - 1) / STAGES) & 1);
         pp_sync();
         pv_issue(pa, sp);
         pp_arrive(ntc);
@@ -1277,8 +1321,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     }
 #else
     for (int n = 0; n < ntc; ++n) {
-        const int s = n % STAGES;
-        const att_u32 ph = (n / STAGES) & 1;
+        const int s = (g0 + n) % STAGES;
+        const att_u32 ph = ((g0 + n) / STAGES) & 1;
         ws_wait(fullK(s), ph);
         qk_issue(sc, s);
         ws_wg_wait<0>();
@@ -1297,8 +1341,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #endif
     /* tiles past this warpgroup's rows (causal): release their slots */
     for (int n = ntc; n < nt; ++n) {
-        const int s = n % STAGES;
-        const att_u32 ph = (n / STAGES) & 1;
+        const int s = (g0 + n) % STAGES;
+        const att_u32 ph = ((g0 + n) / STAGES) & 1;
         ws_wait(fullK(s), ph);
         ws_arrive(emptyK(s));
         ws_wait(fullV(s), ph);
@@ -1322,6 +1366,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                 dst[dt * 4] = att_pack(acc[dt * 4 + 2 * r] * inv, acc[dt * 4 + 2 * r + 1] * inv);
         }
     }
+    g0 += nt;
+    }   /* tiles */
 #endif
 }
 
