@@ -28,6 +28,10 @@
  *       both untouched when SPLITS == 1.
  *   attn_combine(Opart, ML, O, rows)   rows = B*H*S; one thread per 4
  *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
+ *   attn_fwd_ws(tmQ, tmK, tmV, O, S, BH, scale)   the warp-specialised
+ *       sm_90a path (WS = 1; its own section at the end of this file):
+ *       tensor maps over Q, K, V ([B*H, S, D], 64 x rows boxes, 128-byte
+ *       swizzle); with WS = 1 attn_fwd is an empty stub and vice versa.
  *
  * Knobs (all #define, defaults below):
  *   BLOCK_M      query rows per CTA; a multiple of 16 * (warps per CTA)
@@ -63,6 +67,8 @@
  *                operand) with Q and P as register A operands; tiles are
  *                1024-byte aligned.  At D != 64, or compiled for a target
  *                other than sm_90a, the mma.sync path is used.
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST: the warp-specialised path
+ *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
  * (+ 1024 with WGMMA, for the alignment), ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
