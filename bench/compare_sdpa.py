@@ -57,7 +57,10 @@ CONTENDERS = ("evoeng", "flash", "cudnn")
 LABELS = {"evoeng": "evoeng", "flash": "FA2", "cudnn": "cuDNN"}
 TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
 DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "i32": 4}
-ARG_KINDS = ("buffer", "i32", "i64", "f32", "f64")
+ARG_KINDS = ("buffer", "i32", "i64", "f32", "f64", "tensor_map")
+TMAP_SWIZZLE = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
+TMAP_L2 = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
+TMAP_DTYPE = {"f16": 6, "f32": 7, "bf16": 9, "i32": 3}   # CUtensorMapDataType
 # evoeng's own NVRTC options (src/nvrtc.c) less its include path and ptxas -v;
 # CuPy adds the device's -arch=sm_XY itself (and -ftz=true).
 NVRTC_OPTIONS = ("--std=c++17", "-default-device")
@@ -163,6 +166,14 @@ def load_export(path):
             kind, val = next(iter(a.items()))
             if kind == "buffer" and val not in names:
                 raise ExportError(f"{where} ({l['entry']}): args[{j}] names unknown buffer {val!r}")
+            if kind == "tensor_map":
+                if not (isinstance(val, dict) and val.get("buffer") in names
+                        and all(isinstance(val.get(k), list) for k in ("dims", "strides", "box", "element_strides"))
+                        and len(val["dims"]) == len(val["box"]) == len(val["element_strides"]) == len(val["strides"]) + 1
+                        and val.get("swizzle") in TMAP_SWIZZLE and val.get("l2_promotion") in TMAP_L2
+                        and val.get("oob_fill") in ("zero", "nan")):
+                    raise ExportError(f"{where} ({l['entry']}): args[{j}] tensor_map {val!r} is not a resolved map "
+                                      "(buffer, dims, strides, box, element_strides, swizzle, l2_promotion, oob_fill)")
             if kind in ("i32", "i64") and not isinstance(val, int):
                 raise ExportError(f"{where} ({l['entry']}): args[{j}] {kind} value {val!r} is not an integer")
             if kind in ("f32", "f64") and not isinstance(val, (int, float)):
@@ -470,10 +481,44 @@ class Bench:
                 fns[entry].max_dynamic_shared_size_bytes = smem
         return fns
 
+    def driver(self):
+        """libcuda through ctypes, for plans with tensor-map arguments (CuPy cannot
+        pass a 128-byte struct by value): cuTensorMapEncodeTiled and cuLaunchKernel."""
+        import ctypes
+        if getattr(self, "_cu", None) is None:
+            cu = ctypes.CDLL("libcuda.so.1")
+            cu.cuTensorMapEncodeTiled.restype = ctypes.c_int
+            cu.cuLaunchKernel.restype = ctypes.c_int
+            self._cu = cu
+        return self._cu
+
+    def tensor_map(self, spec, tensors, exp):
+        """A CUtensorMap (128 bytes, 64-byte aligned host copy) over a plan buffer."""
+        import ctypes
+        cu = self.driver()
+        dtype = next(b["dtype"] for b in exp["buffers"] if b["name"] == spec["buffer"])
+        rank = len(spec["dims"])
+        raw = (ctypes.c_ubyte * 192)()
+        off = (-ctypes.addressof(raw)) % 64
+        tmap = (ctypes.c_ubyte * 128).from_buffer(raw, off)
+        u64 = ctypes.c_uint64 * 5
+        u32 = ctypes.c_uint32 * 5
+        rc = cu.cuTensorMapEncodeTiled(
+            ctypes.byref(tmap), ctypes.c_int(TMAP_DTYPE[dtype]), ctypes.c_uint32(rank),
+            ctypes.c_void_p(tensors[spec["buffer"]].data_ptr()), u64(*spec["dims"]), u64(*spec["strides"]),
+            u32(*spec["box"]), u32(*spec["element_strides"]), ctypes.c_int(0),
+            ctypes.c_int(TMAP_SWIZZLE[spec["swizzle"]]), ctypes.c_int(TMAP_L2[spec["l2_promotion"]]),
+            ctypes.c_int(1 if spec["oob_fill"] == "nan" else 0))
+        if rc != 0:
+            raise RuntimeError(f"cuTensorMapEncodeTiled({spec['buffer']}): CUresult {rc}")
+        return raw, tmap
+
     def evo_fn(self, exp, fns, tensors):
         """A callable that issues the plan's launches on torch's current stream."""
         np, cupy, torch = self.np, self.cupy, self.torch
         conv = {"i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
+        if any("tensor_map" in a for l in exp["launches"] for a in l["args"]):
+            return self.evo_fn_driver(exp, fns, tensors)
         prepared = []
         for l in exp["launches"]:
             args = []
@@ -498,6 +543,46 @@ class Bench:
             for f, grid, block, args, smem in prepared:
                 f(grid, block, args, shared_mem=smem, stream=stream)
             return out
+        return run
+
+    def evo_fn_driver(self, exp, fns, tensors):
+        """evo_fn for plans with tensor-map arguments: every launch goes through
+        cuLaunchKernel (ctypes) on torch's current stream, with each argument's
+        bytes kept alive here (graph capture copies them)."""
+        import ctypes
+        cu = self.driver()
+        ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
+        keep, prepared = [], []
+        for l in exp["launches"]:
+            ptrs = []
+            for a in l["args"]:
+                kind, val = next(iter(a.items()))
+                if kind == "tensor_map":
+                    raw, tmap = self.tensor_map(val, tensors, exp)
+                    keep.append(raw)
+                    ptrs.append(ctypes.addressof(tmap))
+                else:
+                    v = (ctypes.c_uint64(tensors[val].data_ptr()) if kind == "buffer" else ctype[kind](val))
+                    keep.append(v)
+                    ptrs.append(ctypes.addressof(v))
+            params = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
+            keep.append(params)
+            fn = fns[l["entry"]]   # a RawKernel: its CUfunction is .kernel.ptr (a Function: .ptr)
+            fptr = getattr(getattr(fn, "kernel", None), "ptr", None) or getattr(fn, "ptr")
+            prepared.append((fptr, l["grid"], l["block"], l.get("smem", 0), params))
+        out = tensors[exp["roles"]["O"]]
+        torch = self.torch
+
+        def run():
+            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+            for f, g, b, smem, params in prepared:
+                rc = cu.cuLaunchKernel(ctypes.c_void_p(f), ctypes.c_uint(g[0]), ctypes.c_uint(g[1]),
+                                       ctypes.c_uint(g[2]), ctypes.c_uint(b[0]), ctypes.c_uint(b[1]),
+                                       ctypes.c_uint(b[2]), ctypes.c_uint(smem), stream, params, None)
+                if rc != 0:
+                    raise RuntimeError(f"cuLaunchKernel: CUresult {rc}")
+            return out
+        run._keep = keep
         return run
 
     def sdpa_fn(self, backend, q, k, v, causal):

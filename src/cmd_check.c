@@ -255,7 +255,9 @@ EvoExit cmd_check(const Settings *s)
     keys[n++] = ops_params_key(t, vals, NULL);
     Rng rng;
     rng_seed(&rng, s->seed);
-    for (int attempt = 0; n < want && attempt < 200 * want; attempt++) {
+    /* Rejection sampling: enough attempts for spaces where well under 1% of
+     * the configurations are valid (the attention task's is about 0.1%). */
+    for (int attempt = 0; n < want && attempt < 200 * want + 2000000; attempt++) {
         int64_t *v = vals + (size_t)n * (size_t)(np + 1);
         ops_random(t, &rng, v);
         if (task_check(t, v, &dev, NULL, &err) != 1)

@@ -92,6 +92,8 @@ static char *launch_lines(const Plan *p)
             const PlanArg *g = &l->args[a];
             if (g->kind == ARG_BUFFER)
                 sb_printf(&sb, "%s%s", a ? ", " : "", p->buffers[g->buffer].name);
+            else if (g->kind == ARG_TMAP)
+                sb_printf(&sb, "%stensor_map(%s)", a ? ", " : "", p->buffers[g->buffer].name);
             else if (g->kind == ARG_F32 || g->kind == ARG_F64)
                 sb_printf(&sb, "%s%.9g", a ? ", " : "", g->f);
             else
@@ -106,6 +108,32 @@ static char *launch_lines(const Plan *p)
         sb_printf(&sb, "//   buffer %s: %s x %llu (%s)\n", p->buffers[b].name, dtype_name(p->buffers[b].dtype),
                   (unsigned long long)p->buffers[b].count, role_name(p->buffers[b].role));
     return sb_take(&sb);
+}
+
+static json_t *u64_list(const uint64_t *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_integer((json_int_t)v[i]));
+    return a;
+}
+
+/* A tensor-map argument as the task spec writes it, every field resolved:
+ * {"buffer", "dims", "strides" (bytes), "box", "element_strides",
+ *  "swizzle", "l2_promotion", "oob_fill"}. */
+static json_t *tmap_json(const Plan *p, const PlanArg *g)
+{
+    const PlanTmap *t = &g->tmap;
+    uint64_t box[TMAP_MAX_RANK], es[TMAP_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) {
+        box[d] = t->box[d];
+        es[d] = t->elem_strides[d];
+    }
+    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:s, s:s}", "buffer", p->buffers[g->buffer].name, "dims",
+                     u64_list(t->dims, t->rank), "strides", u64_list(t->strides, t->rank - 1), "box",
+                     u64_list(box, t->rank), "element_strides", u64_list(es, t->rank), "swizzle",
+                     tmap_swizzle_names[t->swizzle], "l2_promotion", tmap_l2_names[t->l2_promotion], "oob_fill",
+                     t->oob_nan ? "nan" : "zero");
 }
 
 /* The launch plan as JSON: {"shape", "buffers": [...], "launches": [...]}. */
@@ -123,8 +151,9 @@ static json_t *plan_json(const Plan *p)
         json_t *args = json_array();
         for (int a = 0; a < l->nargs; a++) {
             const PlanArg *g = &l->args[a];
-            static const char *const kinds[] = {"buffer", "i32", "i64", "f32", "f64"};
-            json_t *v = g->kind == ARG_BUFFER ? json_string(p->buffers[g->buffer].name)
+            static const char *const kinds[] = {"buffer", "i32", "i64", "f32", "f64", "tensor_map"};
+            json_t *v = g->kind == ARG_TMAP     ? tmap_json(p, g)
+                        : g->kind == ARG_BUFFER ? json_string(p->buffers[g->buffer].name)
                         : g->kind == ARG_I32 || g->kind == ARG_I64 ? json_integer(g->i)
                                                                   : json_real(g->f);
             json_array_append_new(args, json_pack("{s:o}", kinds[g->kind], v));

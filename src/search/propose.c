@@ -18,6 +18,7 @@
 #define RESET_ATTEMPTS  48
 #define MAX_ATTEMPTS    96
 #define STAGNATION_K    3    /* generations without improvement before immigrants */
+#define RANDOM_DRAWS    20000 /* draws per random proposal until one is valid */
 
 /* ---- populations and proposals --------------------------------------- */
 
@@ -260,7 +261,17 @@ int loop_propose_one(Loop *L, int64_t gen, Rng *rng, const LoopMoves *mv, int at
     int npop = mv->npop;
     if (strcmp(L->cfg->strategy, "random") == 0 || gen == 0 || npop == 0 || mv->immigrant ||
         attempt >= RESET_ATTEMPTS) {
+        /* a valid draw first: where few configurations are valid (the WS
+         * knobs), MAX_ATTEMPTS whole proposals would rarely place one */
         ops_random(L->task, rng, c->vals);
+        for (int r = 0; r < RANDOM_DRAWS; r++) {
+            int v = valid_config(L, c->vals, NULL, err);
+            if (v < 0)
+                return -1;
+            if (v)
+                break;
+            ops_random(L->task, rng, c->vals);
+        }
         c->op = "random";
         c->parent_id = gen == 0 ? 0 : L->baseline.rec.id;
         return 0;

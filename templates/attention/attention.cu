@@ -28,6 +28,10 @@
  *       both untouched when SPLITS == 1.
  *   attn_combine(Opart, ML, O, rows)   rows = B*H*S; one thread per 4
  *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
+ *   attn_fwd_ws(tmQ, tmK, tmV, O, S, BH, scale)   the warp-specialised
+ *       sm_90a path (WS = 1; its own section at the end of this file):
+ *       tensor maps over Q, K, V ([B*H, S, D], 64 x rows boxes, 128-byte
+ *       swizzle); with WS = 1 attn_fwd is an empty stub and vice versa.
  *
  * Knobs (all #define, defaults below):
  *   BLOCK_M      query rows per CTA; a multiple of 16 * (warps per CTA)
@@ -63,6 +67,8 @@
  *                operand) with Q and P as register A operands; tiles are
  *                1024-byte aligned.  At D != 64, or compiled for a target
  *                other than sm_90a, the mma.sync path is used.
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST: the warp-specialised path
+ *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
  * (+ 1024 with WGMMA, for the alignment), ROW = (D + (SWIZZLE ? 0 : 8)) * 2; with CLUSTER && SPLITS > 1 at least
@@ -120,6 +126,21 @@
 #ifndef WGMMA
 #define WGMMA 0
 #endif
+#ifndef WS
+#define WS 0
+#endif
+#ifndef CONSUMERS
+#define CONSUMERS 2
+#endif
+#ifndef REGSPLIT
+#define REGSPLIT 1
+#endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+#ifndef PERSIST
+#define PERSIST 0
+#endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
 #define ATT_THREADS (ATT_WARPS * 32)
@@ -148,8 +169,14 @@
 #else
 #define ATT_WG 0
 #endif
+#if WS && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define ATT_WSP 1
+#else
+#define ATT_WSP 0
+#endif
 
 static_assert(D % 16 == 0, "D must be a multiple of 16");
+#if !WS
 static_assert(!SWIZZLE || D % 64 == 0, "SWIZZLE needs D % 64 == 0");
 static_assert(BLOCK_M % (16 * ATT_WARPS) == 0, "BLOCK_M must be a multiple of 16 * warps");
 static_assert(BLOCK_N % 16 == 0, "BLOCK_N must be a multiple of 16");
@@ -158,6 +185,7 @@ static_assert(SPLITS >= 1, "SPLITS >= 1");
 static_assert(!OVERLAP || STAGES >= 2, "OVERLAP needs STAGES >= 2");
 static_assert(!ATT_CLUSTER || (SPLITS <= 8 && BLOCK_M % SPLITS == 0), "CLUSTER: SPLITS <= 8 dividing BLOCK_M");
 static_assert(!ATT_WG || (ATT_MT == 1 && ATT_WARPS % 4 == 0 && SWIZZLE), "WGMMA: one m16 tile per warp, whole warpgroups, SWIZZLE");
+#endif
 
 typedef unsigned int att_u32;
 typedef unsigned short att_u16;
@@ -284,7 +312,7 @@ static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16
     }
 }
 
-#if ATT_WG
+#if ATT_WG || ATT_WSP
 /* ------------------------------------------------------- Hopper wgmma */
 
 /* Shared-memory matrix descriptor, 128-byte swizzle: start address, the
@@ -414,6 +442,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
          const att_u16 *__restrict__ V, att_u16 *__restrict__ O,
          float *__restrict__ Opart, float *__restrict__ ML, int S, float scale)
 {
+#if !WS
     extern __shared__ __align__(128) unsigned char att_smem[];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int g = lane >> 2, t4 = lane & 3;
@@ -879,7 +908,475 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
             }
     }
 #endif
+#endif /* !WS */
 }
+
+/* ================================================================
+ * Warp-specialised Hopper path (WS = 1, sm_90a): FlashAttention-3 style.
+ *
+ * Block = 1 producer warpgroup + CONSUMERS consumer warpgroups
+ * (THREADS = 128 * (CONSUMERS + 1)); BLOCK_M = 64 * CONSUMERS query rows,
+ * 64 per consumer warpgroup.  One thread of the producer issues TMA bulk
+ * tensor copies (cp.async.bulk.tensor.3d over the [B*H, S, D] tensors, one
+ * 64-column 128-byte-swizzled box per 64 head-dim columns) of Q once and of
+ * the K and V tiles into a STAGES-deep ring; each slot has a "full"
+ * mbarrier (completed by the copy's transaction bytes) and an "empty" one
+ * (every consumer thread arrives once it no longer reads the slot), for K
+ * and V separately, so K's slot is freed as soon as Q K^T is done.
+ * Consumers run both products as wgmma (Q and P as register A operands,
+ * K as K-major and V as MN-major smem B operands) with the online softmax
+ * in registers.  The key tile is WS_BN (BLOCK_N, or 64 where BLOCK_N = 128
+ * would spill at this D; WS_OV likewise).  REGSPLIT = 1 moves registers from the producer to the
+ * consumers with setmaxnreg.  OVERLAP = 1 pipelines inside a warpgroup:
+ * the Q K^T of tile n and the P V of tile n - 1 are issued together and
+ * the softmax of tile n runs while P V is still on the tensor cores.
+ * PINGPONG = 1 (with OVERLAP, 2 or 3 consumers) orders the consumer
+ * warpgroups' GEMM issues round-robin through named barriers 1..CONSUMERS:
+ * a warpgroup issues its Q K^T and P V only in its turn and then passes
+ * the turn on, so one warpgroup's softmax runs while another's GEMMs hold
+ * the tensor cores.  Every warpgroup takes nt + 1 turns (tiles it skips
+ * under the causal mask included), so the turns always pair up.
+ * Causal: only the tiles on a warpgroup's diagonal are masked; tiles past a
+ * warpgroup's last row are skipped by that warpgroup (it only releases
+ * their slots).  Smem: 1024-byte aligned sub-tiles [rows][64] halves with
+ * the TMA 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r & 7)).
+ * ================================================================ */
+
+#define WS_THREADS (128 * (CONSUMERS + 1))
+/* Register budget per consumer thread (task.json's WS_CAP / WS_REG): with
+ * REGSPLIT setmaxnreg gives 240 (160 with 3 consumers), else the launch
+ * bound's share.  Where a configuration's tile would not fit at this D
+ * (e.g. 3 consumers at D = 128) the key tile shrinks to 64 and the
+ * overlap (a second score tile live) is dropped, so one configuration
+ * stays valid at every head dim. */
+#define WS_CAP (REGSPLIT ? (CONSUMERS == 3 ? 160 : 240) \
+                         : ((65536 / WS_THREADS / 8 * 8) < 255 ? (65536 / WS_THREADS / 8 * 8) : 255))
+#define WS_EST0(bn, ov) (3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
+#define WS_PS (PERSIST && WS_EST0(64, 0) + D / 8 <= WS_CAP)   /* the persistent loop: ~D/8 more */
+#define WS_EST(bn, ov) (WS_EST0(bn, ov) + D / 8 * WS_PS)
+#define WS_BN ((BLOCK_N == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : BLOCK_N)
+#define WS_OV (OVERLAP && WS_EST(WS_BN, 1) <= WS_CAP)
+#define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
+#define WS_KV_BYTES (WS_BN * D * 2)            /* one K (or V) tile */
+
+struct alignas(64) AttTmap { unsigned long long v[16]; };
+
+#if ATT_WSP
+static_assert(BLOCK_M == 64 * CONSUMERS, "WS: 64 query rows per consumer warpgroup");
+static_assert(D % 64 == 0, "WS: D must be a multiple of 64");
+static_assert(WS_BN == 64 || WS_BN == 128, "WS: WS_BN 64 or 128");
+
+static __device__ __forceinline__ void ws_bar_init(att_u32 bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+
+static __device__ __forceinline__ void ws_wait(att_u32 bar, att_u32 parity)
+{
+    att_u32 done;
+    do {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+
+static __device__ __forceinline__ void ws_arrive(att_u32 bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+
+static __device__ __forceinline__ void ws_expect(att_u32 bar, att_u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+
+/* rows [y, y + box) of head z, columns [x, x + 64), into the swizzled tile at dst */
+static __device__ __forceinline__ void ws_tma(att_u32 dst, const AttTmap *map, int x, int y, int z, att_u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void ws_keep_r(att_u32 *p)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+r"(p[i]) :: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void ws_wg_wait(void)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+
+static __device__ __forceinline__ void ws_wg_commit(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap tmK,
+            const __grid_constant__ AttTmap tmV, att_u16 *__restrict__ O, int S, int BH, float scale)
+{
+#if ATT_WSP
+    extern __shared__ __align__(128) unsigned char att_smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wg = tid >> 7;
+    /* Tiles (query block m0 of head bh): one per CTA, or with PERSIST the
+     * CTA walks tiles blockIdx.x, + gridDim.x, ...; causal tiles go
+     * longest first (the last query blocks of every head, then the ones
+     * before), non-causal ones head by head (K and V of a head stay in L2). */
+    const int nmb = (S + BLOCK_M - 1) / BLOCK_M;
+#if WS_PS
+    const int ntiles = nmb * BH, tstep = gridDim.x, t0 = blockIdx.x;
+#else
+    const int ntiles = 1, tstep = 1, t0 = 0;
+#endif
+    auto coords = [&](int t, int &m0, int &bh) {
+#if WS_PS && CAUSAL
+        m0 = (nmb - 1 - t / BH) * BLOCK_M;
+        bh = t % BH;
+#elif WS_PS
+        m0 = (t % nmb) * BLOCK_M;
+        bh = t / nmb;
+#elif CAUSAL
+        m0 = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;   /* heavy blocks first */
+        bh = blockIdx.y;
+#else
+        m0 = blockIdx.x * BLOCK_M;
+        bh = blockIdx.y;
+#endif
+        (void)t;
+    };
+    auto n_kv = [&](int m0) {   /* KV tiles of query block m0 */
+#if CAUSAL
+        return (min(S, m0 + BLOCK_M) + WS_BN - 1) / WS_BN;
+#else
+        return (S + WS_BN - 1) / WS_BN;
+#endif
+        (void)m0;
+    };
+
+    const att_u32 sQ = (att_smem_addr(att_smem) + 1023u) & ~1023u;
+    const att_u32 sK = sQ + BLOCK_M * D * 2;
+    const att_u32 sV = sK + STAGES * WS_KV_BYTES;
+    const att_u32 bars = sV + STAGES * WS_KV_BYTES;   /* barQ, fullK[], fullV[], emptyK[], emptyV[], emptyQ */
+    const att_u32 barQ = bars;
+    auto fullK = [&](int s) { return bars + 8 + 8 * s; };
+    auto fullV = [&](int s) { return bars + 8 + 8 * (STAGES + s); };
+    auto emptyK = [&](int s) { return bars + 8 + 8 * (2 * STAGES + s); };
+    auto emptyV = [&](int s) { return bars + 8 + 8 * (3 * STAGES + s); };
+    const att_u32 emptyQ = bars + 8 + 8 * 4 * STAGES;
+
+    if (tid == 0) {
+        ws_bar_init(barQ, 1);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            ws_bar_init(fullK(s), 1);
+            ws_bar_init(fullV(s), 1);
+            ws_bar_init(emptyK(s), 128 * CONSUMERS);
+            ws_bar_init(emptyV(s), 128 * CONSUMERS);
+        }
+        ws_bar_init(emptyQ, 128 * CONSUMERS);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        /* ---------------- producer */
+#if REGSPLIT
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(CONSUMERS == 3 ? 32 : 24));
+#endif
+        if (warp == 0 && lane == 0) {
+          int kv = 0;                           /* KV tiles loaded so far: ring slot and phase */
+          for (int t = t0, j = 0; t < ntiles; t += tstep, ++j) {
+            int m0, bh;
+            coords(t, m0, bh);
+            const int nt = n_kv(m0);
+            ws_wait(emptyQ, (j & 1) ^ 1);       /* the consumers hold the last Q in registers */
+            ws_expect(barQ, BLOCK_M * D * 2);
+#pragma unroll
+            for (int c = 0; c < D / 64; ++c)
+                ws_tma(sQ + c * BLOCK_M * 128, &tmQ, c * 64, m0, bh, barQ);
+            for (int n = 0; n < nt; ++n, ++kv) {
+                const int s = kv % STAGES;
+                const att_u32 ph = (kv / STAGES) & 1;
+                ws_wait(emptyK(s), ph ^ 1);
+                ws_expect(fullK(s), WS_KV_BYTES);
+#pragma unroll
+                for (int c = 0; c < D / 64; ++c)
+                    ws_tma(sK + s * WS_KV_BYTES + c * WS_BN * 128, &tmK, c * 64, n * WS_BN, bh, fullK(s));
+                ws_wait(emptyV(s), ph ^ 1);
+                ws_expect(fullV(s), WS_KV_BYTES);
+#pragma unroll
+                for (int c = 0; c < D / 64; ++c)
+                    ws_tma(sV + s * WS_KV_BYTES + c * WS_BN * 128, &tmV, c * 64, n * WS_BN, bh, fullV(s));
+            }
+          }
+        }
+        return;
+    }
+
+    /* ---------------- consumers */
+#if REGSPLIT
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(CONSUMERS == 3 ? 160 : 240));
+#endif
+    const int cw = wg - 1;                      /* consumer warpgroup */
+    const int wq = warp & 3;                    /* warp in the warpgroup */
+    const int g = lane >> 2, t4 = lane & 3;
+    const int wrow = cw * 64 + wq * 16;         /* warp's first row in the CTA tile */
+    const float sl = scale * 1.4426950408889634f;
+#if WS_PP
+    if (cw == CONSUMERS - 1)                    /* warpgroup 0 takes the first ping-pong turn */
+        asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+#endif
+    int g0 = 0;                                 /* KV tiles consumed before this tile: ring position */
+    for (int t = t0, j = 0; t < ntiles; t += tstep, ++j) {
+    int m0, bh;
+    coords(t, m0, bh);
+    const int nt = n_kv(m0);
+    const bool last = t + tstep >= ntiles;
+    /* tiles this warpgroup computes (the rest of the CTA's it only releases) */
+#if CAUSAL
+    const int wg_end = min(S, m0 + cw * 64 + 64);
+    const int ntc = min(nt, (wg_end + WS_BN - 1) / WS_BN);
+#else
+    const int ntc = nt;
+#endif
+
+    float acc[D / 2];
+    float m_run[2] = {ATT_NEG_INF, ATT_NEG_INF}, l_run[2] = {0.f, 0.f};
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) acc[i] = 0.f;
+
+    /* Q fragments (mma.sync A layout per warp) from the swizzled Q tile */
+    att_u32 qf[D / 16][4];
+    ws_wait(barQ, j & 1);
+    {
+        const int r = wrow + (lane & 15);
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+            const int ch = kk * 2 + (lane >> 4);
+            const att_u32 a = sQ + (ch >> 3) * BLOCK_M * 128 + r * 128 + (((ch & 7) ^ (r & 7)) << 4);
+            att_ldsm4(a, qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+        }
+    }
+    ws_arrive(emptyQ);
+
+    /* issue S = Q K^T for the K tile in slot s (no wait) */
+    auto qk_issue = [&](float *sc, int s) {
+        const att_u32 kb = sK + s * WS_KV_BYTES;
+        constexpr int QN = WS_BN == 64 ? 32 : WS_BN;   /* see the WGMMA path's note on n64 */
+        att_keep<WS_BN / 2>(sc);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+            for (int c = 0; c < WS_BN / QN; ++c)
+                AttWg<QN, 0>::mma(sc + c * QN / 2, qf[kk],
+                                  att_desc(kb + (kk >> 2) * WS_BN * 128 + c * QN * 128 + (kk & 3) * 32, 16, 1024),
+                                  kk > 0);
+        ws_wg_commit();
+    };
+    /* issue O += P V for the V tile in slot s (no wait) */
+    auto pv_issue = [&](att_u32 (*pa)[4], int s) {
+        const att_u32 vb = sV + s * WS_KV_BYTES;
+        att_keep<D / 2>(acc);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < WS_BN / 16; ++kk)
+#pragma unroll
+            for (int c = 0; c < D / 64; ++c)
+                AttWg<64, 1>::mma(acc + c * 32, pa[kk], att_desc(vb + c * WS_BN * 128 + kk * 16 * 128, 1024, 1024), 1);
+        ws_wg_commit();
+    };
+    /* mask + online softmax of the raw scores of tile n in place (P = exp);
+     * returns the accumulator rescale factors in alpha */
+    auto softmax = [&](float *sc, int n, float *alpha) {
+        const int n0 = n * WS_BN;
+#if CAUSAL
+        const bool need_mask = (n0 + WS_BN > S) || (n0 + WS_BN - 1 > m0 + cw * 64);
+#else
+        const bool need_mask = n0 + WS_BN > S;
+#endif
+        if (need_mask) {
+            const int kbase = n0 + 2 * t4;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+#if CAUSAL
+                const int lim = min(S, m0 + wrow + g + 8 * r + 1) - kbase;
+#else
+                const int lim = S - kbase;
+#endif
+#pragma unroll
+                for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (nt8 * 8 + e >= lim) sc[nt8 * 4 + 2 * r + e] = ATT_NEG_INF;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float mx = ATT_NEG_INF;
+#pragma unroll
+            for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
+                mx = fmaxf(mx, fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m_run[r], mx * sl);
+            const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
+            alpha[r] = att_exp(m_run[r] - m_use);
+            m_run[r] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float p = att_exp(fmaf(sc[nt8 * 4 + 2 * r + e], sl, -m_use));
+                    sc[nt8 * 4 + 2 * r + e] = p;
+                    sum += p;
+                }
+            l_run[r] = l_run[r] * alpha[r] + sum;
+        }
+    };
+    auto rescale = [&](const float *alpha) {
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+            acc[dt * 4 + 0] *= alpha[0];
+            acc[dt * 4 + 1] *= alpha[0];
+            acc[dt * 4 + 2] *= alpha[1];
+            acc[dt * 4 + 3] *= alpha[1];
+        }
+    };
+    auto pack = [&](const float *sc, att_u32 (*pa)[4]) {
+#pragma unroll
+        for (int kk = 0; kk < WS_BN / 16; ++kk) {
+            pa[kk][0] = att_pack(sc[(2 * kk) * 4 + 0], sc[(2 * kk) * 4 + 1]);
+            pa[kk][1] = att_pack(sc[(2 * kk) * 4 + 2], sc[(2 * kk) * 4 + 3]);
+            pa[kk][2] = att_pack(sc[(2 * kk + 1) * 4 + 0], sc[(2 * kk + 1) * 4 + 1]);
+            pa[kk][3] = att_pack(sc[(2 * kk + 1) * 4 + 2], sc[(2 * kk + 1) * 4 + 3]);
+        }
+    };
+
+    /* ping-pong turns: bar.sync on this warpgroup's barrier waits for the
+     * previous warpgroup's bar.arrive (256 threads: both warpgroups) */
+    auto pp_sync = [&]() {
+#if WS_PP
+        asm volatile("bar.sync %0, 256;\n" :: "r"(1 + cw) : "memory");
+#endif
+    };
+    auto pp_arrive = [&](int round) {   /* the last turn of the last warpgroup passes nothing on */
+#if WS_PP
+        if (!(cw == CONSUMERS - 1 && round == nt && last))
+            asm volatile("bar.arrive %0, 256;\n" :: "r"(1 + (cw + 1) % CONSUMERS) : "memory");
+#endif
+        (void)round;
+        (void)last;
+    };
+
+    float sc[WS_BN / 2];
+    att_u32 pa[WS_BN / 16][4];
+    float alpha[2];
+#if WS_OV
+    if (ntc > 0) {
+        ws_wait(fullK(g0 % STAGES), (g0 / STAGES) & 1);
+        pp_sync();
+        qk_issue(sc, g0 % STAGES);
+        pp_arrive(0);
+        ws_wg_wait<0>();
+        att_keep<WS_BN / 2>(sc);
+        ws_arrive(emptyK(g0 % STAGES));
+        softmax(sc, 0, alpha);
+        pack(sc, pa);
+    }
+    for (int n = 1; n < ntc; ++n) {
+        const int s = (g0 + n) % STAGES, sp = (g0 + n - 1) % STAGES;
+        ws_wait(fullK(s), ((g0 + n) / STAGES) & 1);
+        ws_wait(fullV(sp), ((g0 + n - 1) / STAGES) & 1);
+        pp_sync();
+        qk_issue(sc, s);
+        pv_issue(pa, sp);
+        pp_arrive(n);
+        ws_wg_wait<1>();                        /* Q K^T of tile n done */
+        att_keep<WS_BN / 2>(sc);
+        ws_arrive(emptyK(s));
+        softmax(sc, n, alpha);
+        ws_wg_wait<0>();                        /* P V of tile n - 1 done */
+        att_keep<D / 2>(acc);
+        ws_keep_r<WS_BN / 4>(&pa[0][0]);
+        ws_arrive(emptyV(sp));
+        rescale(alpha);
+        pack(sc, pa);
+    }
+    if (ntc > 0) {
+        const int sp = (g0 + ntc - 1) % STAGES;
+        ws_wait(fullV(sp), ((g0 + ntc - 1) / STAGES) & 1);
+        pp_sync();
+        pv_issue(pa, sp);
+        pp_arrive(ntc);
+        ws_wg_wait<0>();
+        att_keep<D / 2>(acc);
+        ws_keep_r<WS_BN / 4>(&pa[0][0]);
+        ws_arrive(emptyV(sp));
+    }
+#else
+    for (int n = 0; n < ntc; ++n) {
+        const int s = (g0 + n) % STAGES;
+        const att_u32 ph = ((g0 + n) / STAGES) & 1;
+        ws_wait(fullK(s), ph);
+        qk_issue(sc, s);
+        ws_wg_wait<0>();
+        att_keep<WS_BN / 2>(sc);
+        ws_arrive(emptyK(s));
+        softmax(sc, n, alpha);
+        rescale(alpha);
+        pack(sc, pa);
+        ws_wait(fullV(s), ph);
+        pv_issue(pa, s);
+        ws_wg_wait<0>();
+        att_keep<D / 2>(acc);
+        ws_keep_r<WS_BN / 4>(&pa[0][0]);
+        ws_arrive(emptyV(s));
+    }
+#endif
+    /* tiles past this warpgroup's rows (causal): release their slots */
+    for (int n = ntc; n < nt; ++n) {
+        const int s = (g0 + n) % STAGES;
+        const att_u32 ph = ((g0 + n) / STAGES) & 1;
+        ws_wait(fullK(s), ph);
+        ws_arrive(emptyK(s));
+        ws_wait(fullV(s), ph);
+        ws_arrive(emptyV(s));
+        pp_sync();                              /* keep the ping-pong turns paired */
+        pp_arrive(n + 1);
+    }
+
+    /* ---- epilogue: normalise, store fp16 rows */
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float l = l_run[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int row = m0 + wrow + g + 8 * r;
+        if (row < S) {
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+            att_u32 *dst = (att_u32 *)(O + ((size_t)bh * S + row) * D + 2 * t4);
+#pragma unroll
+            for (int dt = 0; dt < D / 8; ++dt)
+                dst[dt * 4] = att_pack(acc[dt * 4 + 2 * r] * inv, acc[dt * 4 + 2 * r + 1] * inv);
+        }
+    }
+    g0 += nt;
+    }   /* tiles */
+#endif
+}
+
 
 /* ------------------------------------------------------------- combine */
 

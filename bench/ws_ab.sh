@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The attention template's warp-specialised Hopper path (WS=1) on the GPU
+# machine: (1) the correctness gate (every task shape, 3 seeds) of the WS
+# configurations named in WS_GATE (default: a spread over CONSUMERS,
+# BLOCK_N, STAGES, OVERLAP, REGSPLIT; WS_GATE=all: every valid one),
+# (2) interleaved A/B timing (evoeng bench --against) of WS configurations
+# against the best FA2-path configuration (WGMMA=1, BLOCK_M=64,
+# BLOCK_N=128, WARPS=4, STAGES=3) at the large shapes, and one-knob A/Bs
+# inside the WS path (OVERLAP, PINGPONG, REGSPLIT, CONSUMERS, STAGES, PERSIST).
+# Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|all]
+set -u
+out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|all]}
+what=${2:-all}
+mkdir -p "$out"
+E=${EVOENG:-build/src/evoeng}
+T=templates/attention/task.json
+export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
+BEST="WGMMA=1,BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3"
+ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0}"; }
+if [ "${WS_GATE:-}" = all ]; then
+    gate=()
+    for c in 1 2 3; do for n in 64 128; do for s in 1 2 3; do for o in 0 1; do for r in 0 1; do
+        for p in ${WS_PERSIST:-0 1}; do
+            gate+=("$(ws $c $n $s $o $r 0 $p)")
+            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p)")
+        done
+    done; done; done; done; done
+else
+    gate=("$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1)" "$(ws 1 64 1 0 0)" "$(ws 2 64 3 1 0)"
+          "$(ws 3 64 3 1 1)" "$(ws 1 128 2 1 0)" "$(ws 2 128 1 0 1)" "$(ws 2 128 2 1 1 1)" "$(ws 3 64 2 1 1 1)" "$(ws 3 128 2 0 1 0 1)" "$(ws 2 128 2 1 1 1 1)")
+fi
+if [ "$what" = gate ] || [ "$what" = all ]; then
+    echo "=== correctness gate, every shape, 3 seeds"
+    # one check per configuration, ${WS_PAR:-4} at a time, each with its own
+    # compile cache and a 120 s limit (a hang is a failure)
+    one() {
+        log=$(EVOENG_CACHE_DIR=$EVOENG_CACHE_DIR/$$_$RANDOM timeout 120 $E check $T --gpu --sample 0 -j 4 --params "$1" 2>&1)
+        if echo "$log" | grep -q "invalid"; then echo "INVALID $1"; return; fi
+        if echo "$log" | grep -qE "gate: 1 passed, 0 failed"; then echo "PASS $1"; else echo "FAIL $1"; echo "$log" | tail -20; fi
+    }
+    export -f one; export E T EVOENG_CACHE_DIR
+    printf '%s\n' "${gate[@]}" | xargs -P "${WS_PAR:-4}" -I{} bash -c 'one "$@"' _ {} > "$out/gate_raw.txt" 2>&1
+    grep -v "^INVALID" "$out/gate_raw.txt" | tee -a "$out/gate.txt"
+    echo "gate: $(grep -c '^PASS' "$out/gate_raw.txt") passed, $(grep -c '^FAIL' "$out/gate_raw.txt") failed, $(grep -c '^INVALID' "$out/gate_raw.txt") invalid (skipped) of ${#gate[@]}" | tee -a "$out/gate.txt"
+fi
+shapes=("--dim B=4 --dim H=8 --dim S=2048" "--dim B=4 --dim H=8 --dim S=2048 --dim CAUSAL=1"
+        "--dim B=8 --dim H=16 --dim S=512" "--dim B=8 --dim H=16 --dim S=512 --dim CAUSAL=1")
+if [ "$what" = ab ] || [ "$what" = all ]; then
+    echo "=== A/B: WS (A) against the FA2-path best (B)"
+    for dims in "${shapes[@]}"; do
+        for c in ${WS_AB:-"$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1)" "$(ws 2 128 2 1 1 1)"}; do
+            echo "--- $dims $c" | tee -a "$out/ab.txt"
+            $E bench $T $dims --params "$c" --against "$BEST" 2>&1 | grep -E "verdict|latency|TFLOP|vs against|error|fail" | tee -a "$out/ab.txt"
+        done
+    done
+fi
+if [ "$what" = knobs ] || [ "$what" = all ]; then
+    echo "=== one-knob A/Bs inside the WS path"
+    for k in ${WS_KNOB_SHAPES:-0 2}; do   # indices into shapes
+        dims=${shapes[$k]}
+        for pair in "$(ws 2 128 2 1 1) $(ws 2 128 2 0 1)" "$(ws 2 128 2 1 1 1) $(ws 2 128 2 1 1)" \
+                    "$(ws 3 128 2 0 1) $(ws 3 128 2 0 0)" "$(ws 3 128 2 0 1) $(ws 2 128 2 0 1)" \
+                    "$(ws 3 128 3 0 1) $(ws 3 128 2 0 1)" "$(ws 3 64 2 1 1 1) $(ws 3 64 2 1 1)" \
+                    "$(ws 3 128 2 0 1 0 1) $(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1 1 1) $(ws 2 128 2 1 1 1)"; do
+            set -- $pair
+            echo "--- $dims A=$1 B=$2" | tee -a "$out/knobs.txt"
+            $E bench $T $dims --params "$1" --against "$2" 2>&1 | grep -E "verdict|latency|TFLOP|vs against|error|fail" | tee -a "$out/knobs.txt"
+        done
+    done
+fi
