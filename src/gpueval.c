@@ -29,6 +29,7 @@ struct GpuEval {
     int            nslots, alive;
     pthread_mutex_t lock;      /* slots' dead/alive, parents' module loads */
     Pool          *pool;       /* compile threads: children's units compile here while the GPU works */
+    int            early;      /* queue a child's other units in the background at stage 1 */
     PrepRef        ref;
 };
 
@@ -120,6 +121,9 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
     free(counted);
     counted = NULL;
     g->alive = g->nslots;
+    /* EVOENG_EARLY_UNITS=0 turns the look-ahead off (to measure it) */
+    const char *early = getenv("EVOENG_EARLY_UNITS");
+    g->early = !(early && strcmp(early, "0") == 0);
     if (pool_open(&g->pool, opt->jobs, err))
         goto fail;
     if (prep_reference(task, &g->slots[0].dev, &g->ref, opt->jobs, err))
@@ -224,7 +228,7 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
     Priv *pv = c->priv;
     if (c->rec.status && strcmp(c->rec.status, "ok") != 0)
         return 0;   /* failed already ("ok": passed stage A and its A/B) */
-    if (stage == 1 && !pv) {
+    if (stage <= 1 && !pv) {
         PrepInput in = {.vals = c->vals, .custom_source = c->custom_source};
         Prepared p;
         if (prep_render(g->task, &g->slots[0].dev, &in, &p, err))
@@ -245,12 +249,32 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
     if (!pv)
         return err_set(err, "submit: stage %d of a child that was never rendered", stage);
     Prepared *p = &pv->prep;
-    if (stage == 1)
-        return prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[0], err);
+    if (stage <= 1) {
+        if (prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[0], err))
+            return -1;
+        if (stage == 0 || !g->early)
+            return 0;
+        /* the other units in the background: a child that goes on to
+         * stage B finds them built, or promotes them (ge_drop cancels the
+         * queued ones of a child that does not) */
+        for (int u = 0; u < p->nunits; u++)
+            if (prep_unit_submit_bg(g->pool, g->task, &g->slots[0].dev, p, u, err))
+                return -1;
+        return 0;
+    }
     for (int u = 0; u < p->nunits; u++)
         if (prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, u, err))
             return -1;
     return 0;
+}
+
+static void ge_drop(void *ctx, Child *c)
+{
+    (void)ctx;
+    Priv *pv = c->priv;
+    if (pv)
+        for (int u = 0; u < pv->prep.nunits; u++)
+            prep_unit_cancel(&pv->prep, u);
 }
 
 static void ge_release(void *ctx, Child *c)
@@ -259,6 +283,7 @@ static void ge_release(void *ctx, Child *c)
     Priv *pv = c->priv;
     if (!pv)
         return;
+    ge_drop(ctx, c);   /* what no thread has started is not built */
     EvoErr err;
     for (int w = 0; w < pv->nslots; w++)
         for (int u = 0; u < pv->prep.nunits; u++)
@@ -661,4 +686,5 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
     return 0;
 }
 
-const EvaluatorOps gpueval_ops = {"gpu", ge_submit, ge_gate, ge_time, ge_compare, ge_release, ge_slots, ge_calibrate};
+const EvaluatorOps gpueval_ops = {"gpu",      ge_submit, ge_gate,  ge_time,
+                                   ge_compare, ge_release, ge_slots, ge_calibrate, ge_drop};

@@ -19,32 +19,85 @@ typedef struct PoolTask {
     struct PoolTask *next;
 } PoolTask;
 
+/* A FIFO of queued tasks. */
+typedef struct PoolQueue {
+    PoolTask *head, *tail;
+} PoolQueue;
+
 struct Pool {
     pthread_mutex_t lock;
     pthread_cond_t  work;      /* signalled when a task is queued or on close */
     pthread_cond_t  idle;      /* broadcast when pending reaches 0 */
     pthread_cond_t  jobdone;   /* broadcast when a task with a PoolJob finishes */
-    PoolTask       *head;      /* next task to run */
-    PoolTask       *tail;      /* last queued task */
+    PoolQueue       q[2];      /* [0] urgent, [1] background: urgent tasks run first */
+    int             bg_running;   /* background tasks running now */
+    int             bg_cap;       /* at most this many at once: the rest stay free for urgent ones */
     long            pending;   /* queued + running tasks */
     int             closing;   /* 1: no new tasks, workers exit when the queue is empty */
     pthread_t      *tids;      /* nthreads started workers */
     int             nthreads;
 };
 
+static void queue_push(PoolQueue *q, PoolTask *t)
+{
+    t->next = NULL;
+    if (q->tail)
+        q->tail->next = t;
+    else
+        q->head = t;
+    q->tail = t;
+}
+
+/* Unlink the queued task of job from q; NULL when it is not there. */
+static PoolTask *queue_take(PoolQueue *q, const PoolJob *job)
+{
+    PoolTask *prev = NULL;
+    for (PoolTask *t = q->head; t; prev = t, t = t->next) {
+        if (t->job != job)
+            continue;
+        if (prev)
+            prev->next = t->next;
+        else
+            q->head = t->next;
+        if (q->tail == t)
+            q->tail = prev;
+        t->next = NULL;
+        return t;
+    }
+    return NULL;
+}
+
+/* The next task a free worker may run: the oldest urgent one, else the
+ * oldest background one while fewer than bg_cap of those run. */
+static PoolTask *queue_pop(Pool *pool, int *bg)
+{
+    *bg = 0;
+    PoolQueue *q = &pool->q[0];
+    if (!q->head) {
+        q = &pool->q[1];
+        if (!q->head || pool->bg_running >= pool->bg_cap)
+            return NULL;
+        *bg = 1;
+    }
+    PoolTask *t = q->head;
+    q->head = t->next;
+    if (!q->head)
+        q->tail = NULL;
+    return t;
+}
+
 static void *pool_worker(void *p)
 {
     Pool *pool = p;
     pthread_mutex_lock(&pool->lock);
     for (;;) {
-        while (!pool->head && !pool->closing)
+        int bg = 0;
+        PoolTask *t;
+        while (!(t = queue_pop(pool, &bg)) && !(pool->closing && !pool->q[0].head && !pool->q[1].head))
             pthread_cond_wait(&pool->work, &pool->lock);
-        if (!pool->head)
+        if (!t)
             break;                     /* closing and drained */
-        PoolTask *t = pool->head;
-        pool->head = t->next;
-        if (!pool->head)
-            pool->tail = NULL;
+        pool->bg_running += bg;
         pthread_mutex_unlock(&pool->lock);
 
         t->fn(t->arg);
@@ -52,6 +105,10 @@ static void *pool_worker(void *p)
         free(t);
 
         pthread_mutex_lock(&pool->lock);
+        if (bg) {
+            pool->bg_running--;
+            pthread_cond_signal(&pool->work);   /* a queued background task may start now */
+        }
         if (job) {
             job->done = 1;
             pthread_cond_broadcast(&pool->jobdone);
@@ -78,6 +135,7 @@ int pool_open(Pool **out, int threads, EvoErr *err)
     pthread_cond_init(&pool->idle, NULL);
     pthread_cond_init(&pool->jobdone, NULL);
     pool->tids = xcalloc((size_t)threads, sizeof(pthread_t));
+    pool->bg_cap = threads > 1 ? threads / 2 : 1;
     for (int i = 0; i < threads; i++) {
         int rc = pthread_create(&pool->tids[i], NULL, pool_worker, pool);
         if (rc != 0) {
@@ -106,28 +164,59 @@ int pool_submit(Pool *pool, void (*fn)(void *), void *arg)
 
 int pool_submit_job(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg)
 {
+    return pool_submit_pri(pool, job, fn, arg, 1);
+}
+
+int pool_submit_pri(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg, int urgent)
+{
     PoolTask *t = xmalloc(sizeof(*t));
     t->fn = fn;
     t->arg = arg;
     t->job = job;
-    t->next = NULL;
     pthread_mutex_lock(&pool->lock);
-    if (job)
+    if (job) {
         job->done = 0;
+        job->cancelled = 0;
+    }
     if (pool->closing) {
         pthread_mutex_unlock(&pool->lock);
         free(t);
         return -1;
     }
-    if (pool->tail)
-        pool->tail->next = t;
-    else
-        pool->head = t;
-    pool->tail = t;
+    queue_push(&pool->q[urgent ? 0 : 1], t);
     pool->pending++;
     pthread_cond_signal(&pool->work);
     pthread_mutex_unlock(&pool->lock);
     return 0;
+}
+
+void pool_job_promote(Pool *pool, PoolJob *job)
+{
+    pthread_mutex_lock(&pool->lock);
+    PoolTask *t = queue_take(&pool->q[1], job);
+    if (t) {
+        queue_push(&pool->q[0], t);
+        pthread_cond_signal(&pool->work);
+    }
+    pthread_mutex_unlock(&pool->lock);
+}
+
+int pool_job_cancel(Pool *pool, PoolJob *job)
+{
+    pthread_mutex_lock(&pool->lock);
+    PoolTask *t = queue_take(&pool->q[0], job);
+    if (!t)
+        t = queue_take(&pool->q[1], job);
+    if (t) {
+        free(t);
+        job->done = 1;
+        job->cancelled = 1;
+        pthread_cond_broadcast(&pool->jobdone);
+        if (--pool->pending == 0)
+            pthread_cond_broadcast(&pool->idle);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return t != NULL;
 }
 
 void pool_wait(Pool *pool)

@@ -35,7 +35,8 @@ int pool_submit(Pool *pool, void (*fn)(void *), void *arg);
 /* A caller-owned completion handle for one submitted task. Its fields
  * belong to the pool while the task is queued or running. */
 typedef struct PoolJob {
-    int done;   /* 1 once the task's fn has returned (read under the pool's lock) */
+    int done;        /* 1 once the task's fn has returned (read under the pool's lock) */
+    int cancelled;   /* 1 when pool_job_cancel took it off the queue: fn never ran */
 } PoolJob;
 
 /* Like pool_submit, and job (caller-owned, may be NULL) is marked done
@@ -43,6 +44,24 @@ typedef struct PoolJob {
  * alone. job must stay valid until then. Returns 0, or -1 when the pool
  * is closing (job is then left not done: do not wait on it). */
 int pool_submit_job(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg);
+
+/* Like pool_submit_job, on one of two queues: urgent (1, the queue of
+ * pool_submit and pool_submit_job) or background (0). A free worker takes
+ * the oldest urgent task, and a background task only when no urgent one
+ * is queued and fewer than half the workers (at least one) run background
+ * tasks, so the others stay free for urgent ones; a running task is never
+ * interrupted. */
+int pool_submit_pri(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg, int urgent);
+
+/* Move job's task, while it is still queued in the background, to the
+ * end of the urgent queue. Does nothing once it runs or has run. */
+void pool_job_promote(Pool *pool, PoolJob *job);
+
+/* Take job's task off the queue if no worker has started it: it is then
+ * done without running (job->cancelled = 1) and 1 is returned; the
+ * caller still owns the task's arg. Returns 0 when it is running or has
+ * run (wait for it with pool_job_wait). */
+int pool_job_cancel(Pool *pool, PoolJob *job);
 
 /* Block until the task submitted with job has finished; other tasks may
  * still be queued or running. Returns at once when it already has. Must

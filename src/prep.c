@@ -194,21 +194,44 @@ static void compile_task(void *arg)
     c->rc = nvrtc_compile(&c->req, &c->res, &c->err);
 }
 
-int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err)
+static int unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, int urgent,
+                       EvoErr *err)
 {
     PrepUnit *pu = &p->units[u];
+    if (pu->state == PREP_UNIT_QUEUED && urgent)
+        pool_job_promote(pu->job->pool, &pu->job->job);
     if (pu->state != PREP_UNIT_RENDERED)
         return 0;
     PrepCompile *c = xcalloc(1, sizeof(*c));
     c->pool = pool;
     fill_request(t, dev, pu, p->file, &c->req);
-    if (pool_submit_job(pool, &c->job, compile_task, c)) {
+    if (pool_submit_pri(pool, &c->job, compile_task, c, urgent)) {
         free(c);
         return err_set(err, "prep: the compile pool is closing");
     }
     pu->job = c;
     pu->state = PREP_UNIT_QUEUED;
     return 0;
+}
+
+int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err)
+{
+    return unit_submit(pool, t, dev, p, u, 1, err);
+}
+
+int prep_unit_submit_bg(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err)
+{
+    return unit_submit(pool, t, dev, p, u, 0, err);
+}
+
+void prep_unit_cancel(Prepared *p, int u)
+{
+    PrepUnit *pu = &p->units[u];
+    if (pu->state != PREP_UNIT_QUEUED || !pool_job_cancel(pu->job->pool, &pu->job->job))
+        return;
+    free(pu->job);
+    pu->job = NULL;
+    pu->state = PREP_UNIT_RENDERED;
 }
 
 /* Wait for a queued unit and move its result in; returns the compile's rc. */

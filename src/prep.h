@@ -77,8 +77,9 @@ int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepa
  * compile.
  *
  * prep_unit_submit queues the NVRTC compilation of unit u of a rendered p
- * (status "") on pool and returns at once; a unit already queued or done
- * is left alone. Returns 0, or -1 when the pool refuses (err).
+ * (status "") on pool's urgent queue and returns at once; a unit queued
+ * in the background is promoted, one queued urgently or done is left
+ * alone. Returns 0, or -1 when the pool refuses (err).
  *
  * prep_unit_wait blocks until unit u's compilation (submitted, or
  * submitted now when it was not) has finished, then takes its result:
@@ -92,6 +93,14 @@ int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepa
  * the device's, a missing entry point. It sets p->status ("resource",
  * "compile_error") and keeps the first failure. */
 int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err);
+
+/* prep_unit_submit on the pool's background queue (pool_submit_pri): the
+ * compilation runs when no urgent one waits. prep_unit_submit of a unit
+ * queued in the background moves it to the urgent queue. prep_unit_cancel
+ * takes a queued unit that no thread has started back off the pool (it
+ * is RENDERED again); a running or finished one is left as it is. */
+int prep_unit_submit_bg(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err);
+void prep_unit_cancel(Prepared *p, int u);
 int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err);
 void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s);
 

@@ -56,7 +56,7 @@ static int fake_submit(void *ctx, Child *c, int stage, EvoErr *err)
     if (c->rec.status && strcmp(c->rec.status, "ok") != 0)
         return 0;
     f->submits[stage]++;
-    if (stage == 1 && !c->priv) {
+    if (stage <= 1 && !c->priv) {
         char hex[65];
         c->source_text = xasprintf("// %s\n%s", c->params_key, c->custom_source ? c->custom_source : "template");
         sha256_hex(c->source_text, strlen(c->source_text), hex);
@@ -173,6 +173,15 @@ static int fake_calibrate(void *ctx, Child *baseline, EvoErr *err)
     return 0;
 }
 
+static void fake_drop(void *ctx, Child *kid)
+{
+    FakeEval *f = ctx;
+    (void)kid;
+    pthread_mutex_lock(&f->lock);
+    f->drops++;
+    pthread_mutex_unlock(&f->lock);
+}
+
 static int fake_slots(void *ctx)
 {
     FakeEval *f = ctx;
@@ -180,7 +189,7 @@ static int fake_slots(void *ctx)
 }
 
 const EvaluatorOps fake_eval_ops = {"fake", fake_submit, fake_gate, fake_time, fake_compare, fake_release,
-                                    fake_slots, fake_calibrate};
+                                    fake_slots, fake_calibrate, fake_drop};
 
 int fake_eval_setup(const char *name, const char *task_file, char *tmpdir, size_t n, Task **task)
 {

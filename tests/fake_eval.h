@@ -26,6 +26,7 @@ typedef struct FakeEval {
     int calibrations;
     /* counters */
     int submits[3], gates[3], times, compares;
+    int drops;            /* children decided at stage 1 (drop) */
     int evaluates;        /* stage-1 gates: candidates judged */
     int double_eval;      /* stage-1 gates of a params key judged before */
     int nseen;

@@ -472,6 +472,10 @@ static void test_staged(void)
     CHECK_MSG(f->gates[2] == stage_b + late_fail, "stage-B gates %d, accepted+baseline %d, late failures %d",
               f->gates[2], stage_b, late_fail);
     CHECK(f->gates[2] < f->gates[1]);
+    /* Every child decided at stage A (reverted, or failed there) is dropped:
+     * what was queued ahead for its stage B is cancelled. */
+    CHECK_MSG(f->drops == f->gates[1] - f->gates[2], "%d drops, %d stage-A and %d stage-B gates", f->drops,
+              f->gates[1], f->gates[2]);
     /* Timing requests only for parent-less candidates; the rest from the A/B. */
     CHECK_MSG(f->times <= parentless, "%d timing requests for %d parent-less candidates", f->times, parentless);
     CHECK(f->compares > 0);
@@ -499,8 +503,10 @@ static void test_speculation(void)
     char *k1 = keys_of(s1, a.run_id), *k2 = keys_of(s2, b.run_id);
     CHECK_STR(k1, k2);
     CHECK(f1->evaluates == f2->evaluates);
-    CHECK_MSG(f2->submits[1] > f1->submits[1], "speculative submits: %d with, %d without", f2->submits[1],
-              f1->submits[1]);
+    /* speculative children are submitted as stage 0 (no look-ahead) */
+    CHECK_MSG(f2->submits[0] > 0 && f1->submits[0] == 0, "speculative submits: %d with, %d without",
+              f2->submits[0], f1->submits[0]);
+    CHECK(f2->submits[1] == f1->submits[1]);
     free(k1);
     free(k2);
     store_close(&s1);

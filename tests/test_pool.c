@@ -1,9 +1,12 @@
 /*
  * test_pool: the thread pool runs every task exactly once, pool_wait()
  * waits for everything submitted (also by tasks) and can be repeated,
- * pool_close() drains the queue, and bad thread counts are refused.
+ * pool_close() drains the queue, and bad thread counts are refused;
+ * urgent tasks run before background ones, which never take more than
+ * half the workers, and a queued task can be promoted or cancelled.
  */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -189,6 +192,79 @@ static void test_job_wait_own_task(void)
     pool_close(&pool);
 }
 
+/* Tasks that write their id into `order` as they run. */
+static atomic_int order[8], norder;
+
+static void note(void *arg)
+{
+    atomic_store(&order[atomic_fetch_add(&norder, 1)], (int)(intptr_t)arg);
+}
+
+static void hold_start(void)
+{
+    atomic_store(&release, 0);
+    atomic_store(&held_done, 0);
+    atomic_store(&held_timed_out, 0);
+    atomic_store(&norder, 0);
+}
+
+/* Urgent before background; a promoted background task joins the urgent
+ * queue; a cancelled one never runs and is done. */
+static void test_priorities(void)
+{
+    Pool *pool = NULL;
+    EvoErr err = {{0}};
+    CHECK(pool_open(&pool, 1, &err) == 0);
+    hold_start();
+    PoolJob block, b1, b2, b3, u1;
+    CHECK(pool_submit_job(pool, &block, held, NULL) == 0);   /* the only worker is busy */
+    CHECK(pool_submit_pri(pool, &b1, note, (void *)1, 0) == 0);
+    CHECK(pool_submit_pri(pool, &b2, note, (void *)2, 0) == 0);
+    CHECK(pool_submit_pri(pool, &b3, note, (void *)3, 0) == 0);
+    CHECK(pool_submit_pri(pool, &u1, note, (void *)4, 1) == 0);
+    pool_job_promote(pool, &b2);
+    CHECK(pool_job_cancel(pool, &b3) == 1);
+    CHECK(b3.done == 1 && b3.cancelled == 1);
+    CHECK(pool_job_cancel(pool, &b3) == 0);   /* no longer queued */
+    atomic_store(&release, 1);
+    pool_wait(pool);
+    CHECK(atomic_load(&held_timed_out) == 0);
+    CHECK_MSG(atomic_load(&norder) == 3, "%d tasks ran", atomic_load(&norder));
+    CHECK(atomic_load(&order[0]) == 4);   /* urgent first */
+    CHECK(atomic_load(&order[1]) == 2);   /* then the promoted one */
+    CHECK(atomic_load(&order[2]) == 1);
+    CHECK(b1.done && !b1.cancelled && b2.done && u1.done);
+    CHECK(pool_job_cancel(pool, &b1) == 0);   /* it ran */
+    pool_close(&pool);
+}
+
+/* At most half the workers run background tasks: with two workers and one
+ * background task running, a second background task waits while an
+ * urgent one runs on the free worker. */
+static void test_background_cap(void)
+{
+    Pool *pool = NULL;
+    EvoErr err = {{0}};
+    CHECK(pool_open(&pool, 2, &err) == 0);
+    hold_start();
+    PoolJob bg_held, bg2, u;
+    CHECK(pool_submit_pri(pool, &bg_held, held, NULL, 0) == 0);
+    struct timespec ts = {0, 20000000}; /* 20 ms: the held task has started */
+    nanosleep(&ts, NULL);
+    CHECK(pool_submit_pri(pool, &bg2, note, (void *)1, 0) == 0);
+    nanosleep(&ts, NULL);
+    CHECK_MSG(atomic_load(&norder) == 0, "a second background task ran beside the first");
+    CHECK(pool_submit_pri(pool, &u, note, (void *)2, 1) == 0);
+    pool_job_wait(pool, &u);
+    CHECK(atomic_load(&order[0]) == 2);
+    CHECK(atomic_load(&held_done) == 0);
+    atomic_store(&release, 1);
+    pool_wait(pool);
+    CHECK(atomic_load(&norder) == 2 && atomic_load(&order[1]) == 1);
+    CHECK(atomic_load(&held_timed_out) == 0);
+    pool_close(&pool);
+}
+
 int main(void)
 {
     RUN(test_exactly_once);
@@ -197,5 +273,7 @@ int main(void)
     RUN(test_close_drains);
     RUN(test_thread_counts);
     RUN(test_job_wait_own_task);
+    RUN(test_priorities);
+    RUN(test_background_cap);
     return test_report();
 }

@@ -110,9 +110,11 @@ typedef struct EvaluatorOps {
     const char *name;
     /* Queue a child's work without waiting for it. Stage 1: check its
      * configuration against the constraints, render it for every shape
-     * and queue the compilation of its benchmark-shape unit; a child that
-     * fails there gets rec.status "invalid" and rec.error. Stage 2: queue
-     * the compilation of its other units. A child with rec.status set is
+     * and queue the compilation of its benchmark-shape unit (and, where
+     * the evaluator looks ahead, its other units at a lower priority); a
+     * child that fails there gets rec.status "invalid" and rec.error.
+     * Stage 0: stage 1 without the look-ahead (a speculative child).
+     * Stage 2: queue the compilation of its other units (now urgent). A child with rec.status set is
      * left alone. Returns 0, or -1 only when evaluation cannot go on at
      * all. */
     int (*submit)(void *ctx, Child *kid, int stage, EvoErr *err);
@@ -150,6 +152,10 @@ typedef struct EvaluatorOps {
      * normalise each slot's latencies to slot 0's, so candidates measured
      * on different GPUs rank fairly. NULL: nothing to do. 0 or -1. */
     int (*calibrate)(void *ctx, Child *baseline, EvoErr *err);
+    /* The child is decided after stage 1 and will not see stage 2: stop
+     * whatever of its stage 2 was queued ahead (compilations no thread has
+     * started). May be called on a GPU thread. NULL: nothing to do. */
+    void (*drop)(void *ctx, Child *kid);
 } EvaluatorOps;
 
 typedef struct EvolveConfig {

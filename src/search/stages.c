@@ -129,13 +129,17 @@ static int stage_a(Loop *L, Child *c, Child *parent, int *next, EvoErr *err)
             c->rec.decision =
                 xstrdup(evolve_should_revert(ratio, L->cfg->revert_threshold) ? "reverted" : "accepted");
             if (strcmp(c->rec.decision, "reverted") == 0 && !needs_full_gate(c, parent))
-                return 0;
+                goto decided;
         }
     }
     if (c->rec.status && strcmp(c->rec.status, "ok") != 0)
-        return 0;
+        goto decided;
     *next = 1;
     return L->ev->submit(L->ev_ctx, c, 2, err);
+decided:
+    if (L->ev->drop)
+        L->ev->drop(L->ev_ctx, c);
+    return 0;
 }
 
 /* Stage B of a child that passed stage A, on slot c->gpu: the gate on
@@ -305,7 +309,7 @@ static void speculate(Loop *L, int64_t gen, Child *kids, const int *later, int n
     int n = loop_propose(L, gen + 1, all, keep, L->spec, cfg->children, done, NULL, &e);
     L->nspec = n > 0 ? n : 0;
     for (int i = 0; i < L->nspec; i++)
-        if (!done[i] && L->ev->submit(L->ev_ctx, &L->spec[i], 1, &e))
+        if (!done[i] && L->ev->submit(L->ev_ctx, &L->spec[i], 0, &e))
             break;
     free(done);
     for (int i = 0; i < m; i++)
