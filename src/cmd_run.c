@@ -294,7 +294,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
                prompt_mode_name(llmop_mode(llm)), sum.llm_requests, sum.llm_children, sum.llm_accepted);
     if (!s->quiet && !s->json) {
         printf("\nrun %lld %s: %d evaluated, %d valid, %d reverted, %d failed, %.1f s\n", (long long)sum.run_id,
-               sum.interrupted ? "stopped early" : "finished", sum.evaluated, sum.valid, sum.reverted, sum.failed,
+               sum.time_limited ? "stopped at the time limit" : sum.interrupted ? "stopped early" : "finished", sum.evaluated, sum.valid, sum.reverted, sum.failed,
                sum.wall_ms / 1000);
         if (sum.space_exhausted)
             printf("the valid space is exhausted: every valid configuration was evaluated\n");

@@ -175,12 +175,13 @@ static void report_event(Loop *L, const char *event, int count, const char *runs
 
 int loop_time_limit_hit(Loop *L)
 {
-    if (L->cfg->time_limit_s > 0 && (time_now_ms() - L->t0) / 1000.0 >= L->cfg->time_limit_s) {
+    if (L->cfg->stop && *L->cfg->stop) {
         L->sum->interrupted = 1;
         return 1;
     }
-    if (L->cfg->stop && *L->cfg->stop) {
+    if (L->cfg->time_limit_s > 0 && (time_now_ms() - L->t0) / 1000.0 >= L->cfg->time_limit_s) {
         L->sum->interrupted = 1;
+        L->sum->time_limited = 1;
         return 1;
     }
     return 0;
@@ -399,7 +400,17 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
     }
     store_candidates_free(best, nb);
     free(L.run.status);
-    L.run.status = xstrdup(summary->interrupted ? "interrupted" : "completed");
+    /* A signal (*stop) is "interrupted"; the time limit alone "time_limit".
+     * resume continues either. */
+    /* Only *stop and the time limit interrupt a run (stage dispatch stops
+     * at the limit too, without loop_time_limit_hit): without a signal it
+     * was the limit. */
+    int by_signal = cfg->stop && *cfg->stop;
+    if (summary->interrupted && !by_signal)
+        summary->time_limited = 1;
+    L.run.status = xstrdup(!summary->interrupted                  ? "completed"
+                           : summary->time_limited && !by_signal ? "time_limit"
+                                                                 : "interrupted");
     L.run.finished_at = time_iso8601();
     if (store_run_update(st, &L.run, err))
         goto out;
