@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "store_schema.h"
@@ -191,9 +192,23 @@ int store_open_readonly(Store **out, const char *path, EvoErr *err)
                        "'evoeng run'", path, strerror(errno));
     if (!S_ISREG(sb.st_mode))
         return err_set(err, "%s: not a population store (not a regular file)", path);
+    if (access(path, W_OK) == 0) {
+        /* Opened without SQLITE_OPEN_CREATE, then PRAGMA query_only: no
+         * statement can write. Not SQLITE_OPEN_READONLY here: a read-only
+         * connection to a WAL database leaves its -wal and -shm files
+         * behind, where a writable one removes them on close. */
+        if (open_flags(out, path, SQLITE_OPEN_READWRITE, 0, err))
+            return -1;
+        if (sdb_exec(*out, "PRAGMA query_only = ON", err)) {
+            store_close(out);
+            return -1;
+        }
+        return 0;
+    }
+    /* A store this user may not write (a read-only mount, another user's):
+     * SQLITE_OPEN_READONLY, and it must have the latest schema already. */
     Store *s = xcalloc(1, sizeof(*s));
     s->path = xstrdup(path);
-    /* Read-only, and no URI or create flag: SQLite makes no file here. */
     if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
         err_set(err, "%s: sqlite3_open_v2 (read-only): %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
         goto fail;
@@ -202,14 +217,10 @@ int store_open_readonly(Store **out, const char *path, EvoErr *err)
     if (check_identity(s, err))
         goto fail;
     if (store_schema_version(s) < store_migration_count) {
-        /* Written by an older evoeng (or an empty file): the queries need
-         * the latest schema, so upgrade it in place. The file exists:
-         * nothing is created. */
-        store_close(&s);
-        return open_flags(out, path, SQLITE_OPEN_READWRITE, 0, err);
-    }
-    if (sdb_exec(s, "PRAGMA query_only = ON;", err))
+        err_set(err, "%s: written by an older evoeng (schema version %d, this build reads %d) and not writable, "
+                "so it cannot be upgraded", path, store_schema_version(s), store_migration_count);
         goto fail;
+    }
     *out = s;
     return 0;
 fail:

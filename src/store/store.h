@@ -109,11 +109,13 @@ int store_schema_latest(void);
  * whose user_version is newer than this build. Returns 0 or -1 (err). */
 int store_open(Store **out, const char *path, EvoErr *err);
 /* Open an existing store for reading (status, top, lineage, show, runs,
- * export, report): SQLITE_OPEN_READONLY, PRAGMA query_only. A path with
- * no file fails with err saying so, and nothing is created: no directory,
- * no file. The same identity checks as store_open. A store of an older
- * schema (or an empty file) is upgraded in place first, since the reads
- * need the latest schema. Returns 0 or -1 (err). */
+ * export, report). A path with no file fails with err saying so, and
+ * nothing is created: no directory, no file. The same identity checks as
+ * store_open. A writable store is opened without SQLITE_OPEN_CREATE and
+ * with PRAGMA query_only (nothing can write; an older schema, or an empty
+ * file, is first upgraded in place, since the reads need the latest one);
+ * one this user may not write is opened SQLITE_OPEN_READONLY and must
+ * have the latest schema. Returns 0 or -1 (err). */
 int store_open_readonly(Store **out, const char *path, EvoErr *err);
 void store_close(Store **s);
 int store_schema_version(Store *s);      /* PRAGMA user_version */
