@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/out.h"
 #include "commands.h"
 #include "config.h"
 #include "evolve.h"
@@ -216,6 +217,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     EvoExit rc = open_llm(s, &llm);
     if (rc != EVO_EXIT_OK)
         return rc;
+    out_init(s->wide);   /* progress lines fit the terminal (cli/out.h) */
     if ((rc = runctx_load_task(s, &task)) != EVO_EXIT_OK)
         goto out;
     if (s->source && file_read(s->source, &src, NULL, &err)) {
@@ -268,12 +270,12 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         .no_warm_start = s->no_warm_start,
     };
     if (!s->quiet && !s->json)
-        printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
-               "%llu\n",
-               resume_id ? "resuming" : "optimizing", task_name(task),
-               gpueval_slots(ge) > 1 ? gpus_prefix(gpueval_slots(ge)) : "", dev->name, dev->arch, dev->sm_count, s->population, s->children,
-               strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "", s->generations,
-               (unsigned long long)s->seed);
+        out_printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
+                   "%llu\n",
+                   resume_id ? "resuming" : "optimizing", task_name(task),
+                   gpueval_slots(ge) > 1 ? gpus_prefix(gpueval_slots(ge)) : "", dev->name, dev->arch, dev->sm_count,
+                   s->population, s->children, strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "",
+                   s->generations, (unsigned long long)s->seed);
     if (!s->quiet && !s->json && gpueval_slots(ge) > 1)
         for (int w = 0; w < gpueval_slots(ge); w++) {
             const DeviceInfo *d = gpueval_slot_device(ge, w);
