@@ -8,6 +8,7 @@
 #include "device.h"
 #include "fake_eval.h"
 #include "nvrtc.h"
+#include "cli/out.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -791,6 +792,62 @@ static void test_time_limit_resume(void)
     fake_eval_free(fr);
 }
 
+/* The generation lines of a run (stdout) fit the width: cut to COLUMNS=50
+ * (stdout is not a terminal here), whole with --wide (issue 14). */
+static char *run_lines(int wide)
+{
+    char *path = xasprintf("%s/progress_%d.txt", tmpdir, wide);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    FILE *f = fopen(path, "w");
+    dup2(fileno(f), STDOUT_FILENO);
+    setenv("COLUMNS", "50", 1);
+    out_init(wide);
+    Store *s = fresh_store(wide ? "progress_wide.db" : "progress.db");
+    FakeEval *fe = fake_new();
+    EvolveConfig c = config("evolve", 2);
+    c.quiet = 0;
+    EvolveSummary sum;
+    EvoErr err;
+    CHECK(evolve_run(s, task, &dev, &fake_eval_ops, fe, &c, 0, &sum, &err) == 0);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    fclose(f);
+    unsetenv("COLUMNS");
+    out_init(1);
+    store_close(&s);
+    fake_eval_free(fe);
+    char *text = NULL;
+    CHECK(file_read(path, &text, NULL, &err) == 0);
+    free(path);
+    return text;
+}
+
+static void test_progress_width(void)
+{
+    char *cut = run_lines(0), *whole = run_lines(1);
+    int gens = 0, longest = 0;
+    for (char *l = cut; l && *l;) {
+        char *nl = strchr(l, '\n');
+        int len = nl ? (int)(nl - l) : (int)strlen(l);
+        if (strncmp(l, "gen ", 4) == 0) {
+            gens++;
+            CHECK_MSG(len == 50 && strncmp(l + 47, "...", 3) == 0, "%.*s", len, l);
+        }
+        l = nl ? nl + 1 : l + len;
+    }
+    CHECK(gens == 3);
+    for (char *l = whole; l && (l = strstr(l, "gen ")); l++) {
+        char *nl = strchr(l, '\n');
+        int len = nl ? (int)(nl - l) : (int)strlen(l);
+        longest = len > longest ? len : longest;
+    }
+    CHECK_MSG(longest > 100 && strstr(whole, "eta ") && !strstr(whole, "..."), "longest %d", longest);
+    free(cut);
+    free(whole);
+}
+
 int main(void)
 {
     if (fake_eval_setup("evolve", "good_task.json", tmpdir, sizeof(tmpdir), &task))
@@ -813,6 +870,7 @@ int main(void)
     RUN(test_warm_start);
     RUN(test_warm_resume);
     RUN(test_time_limit_resume);
+    RUN(test_progress_width);
     fake_eval_teardown(tmpdir, &task);
     return test_report();
 }
