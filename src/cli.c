@@ -30,7 +30,8 @@ static const CmdInfo commands[] = {
     {CMD_RESUME, "resume", "[RUN_ID] [options]",
      "continue an interrupted run",
      "Continues a run (default: the most recent one) from what the store holds. Nothing committed is\n"
-     "evaluated again.", 1},
+     "evaluated again. A run stopped at its --time-limit (status time_limit) gets the same limit again,\n"
+     "counted from the resume, unless --time-limit is given (--time-limit 0: none).", 1},
     {CMD_STATUS, "status", "[RUN_ID] [--json]",
      "a run's configuration, counts by status and best candidate",
      "Shows a run (default: the most recent one): its task, configuration, device, counts of candidates\n"
@@ -111,7 +112,7 @@ static const OptInfo options[] = {
     {"seed", required_argument, O_SEED, BIT(CMD_RUN) | BIT(CMD_CHECK) | BIT(CMD_BENCH), "S", "random seed (default 1)"},
     {"strategy", required_argument, O_STRATEGY, BIT(CMD_RUN), "NAME", "evolve | model | random | exhaustive (default evolve); model: a surrogate ranks many proposals"},
     {"no-warm-start", no_argument, O_NO_WARM, BIT(CMD_RUN), NULL, "do not seed generation 0 with the best of earlier runs of the task on this device"},
-    {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h)"},
+    {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h; 0: no limit); the run is marked time_limit"},
     {"revert-threshold", required_argument, O_REVERT, BIT(CMD_RUN) | BIT(CMD_BENCH), "F", "revert a child more than F slower than its parent (default 0.02)"},
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
     {"seeds", required_argument, O_SEEDS, C_EVAL & ~BIT(CMD_RESUME), "N", "input seeds for the correctness gate (default 3, at least 3)"},
@@ -360,7 +361,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_LLM_MODE: s->llm_mode = arg; return 0;
     case O_DIM: return dim_arg(s, arg, err);
     case O_GPUS: return gpus_arg(s, arg, err);
-    case O_GENERATIONS: return int_arg(name, arg, 0, 100000, &s->generations, err);
+    case O_GENERATIONS: s->generations_set = 1; return int_arg(name, arg, 0, 100000, &s->generations, err);
     case O_POPULATION: return int_arg(name, arg, 1, 10000, &s->population, err);
     case O_CHILDREN: return int_arg(name, arg, 1, 10000, &s->children, err);
     case O_N: return int_arg(name, arg, 1, 100000, &s->top_n, err);
@@ -373,7 +374,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_LLM_MAX: return int_arg(name, arg, 0, 1000000, &s->llm_max_requests, err);
     case O_REVERT: return real_arg(name, arg, 0.0, 1.0, &s->revert_threshold, err);
     case O_LLM_RATE: return real_arg(name, arg, 0.0, 1.0, &s->llm_rate, err);
-    case O_TIME_LIMIT: return duration_arg(name, arg, &s->time_limit_s, err);
+    case O_TIME_LIMIT: s->time_limit_set = 1; return duration_arg(name, arg, &s->time_limit_s, err);
     case O_SEED: {
         long v;
         if (parse_long(arg, 0, 2147483647L, &v))

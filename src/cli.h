@@ -75,6 +75,8 @@ typedef struct Settings {
     /* output */
     int          wide;              /* --wide: no cut to the terminal width */
     int64_t      run_id;            /* lineage/show --best --run N (0: the latest run) */
+    int          generations_set;   /* --generations was given (resume: else the run's own) */
+    int          time_limit_set;    /* --time-limit was given (resume: else the run's own; 0: none) */
 } Settings;
 
 /* Fill *s with defaults. */

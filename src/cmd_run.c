@@ -107,7 +107,7 @@ static void settings_from_config(Settings *s, const char *cfg_json, const Settin
         return;
     }
     json_t *v;
-    if (given->generations == 20 && (v = json_object_get(o, "generations")))
+    if (!given->generations_set && (v = json_object_get(o, "generations")))
         s->generations = (int)json_integer_value(v);
     if ((v = json_object_get(o, "population")))
         s->population = (int)json_integer_value(v);
@@ -120,7 +120,7 @@ static void settings_from_config(Settings *s, const char *cfg_json, const Settin
     if ((v = json_object_get(o, "seeds")))
         s->seeds = (int)json_integer_value(v);
     s->no_warm_start = json_is_true(json_object_get(o, "no_warm_start"));
-    if (given->time_limit_s == 0 && (v = json_object_get(o, "time_limit_s")))
+    if (!given->time_limit_set && (v = json_object_get(o, "time_limit_s")))
         s->time_limit_s = json_real_value(v);
     json_t *lo = json_object_get(o, "llm");
     if (json_is_object(lo)) {
@@ -296,8 +296,8 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
                prompt_mode_name(llmop_mode(llm)), sum.llm_requests, sum.llm_children, sum.llm_accepted);
     if (!s->quiet && !s->json) {
         printf("\nrun %lld %s: %d evaluated, %d valid, %d reverted, %d failed, %.1f s\n", (long long)sum.run_id,
-               sum.time_limited ? "stopped at the time limit" : sum.interrupted ? "stopped early" : "finished", sum.evaluated, sum.valid, sum.reverted, sum.failed,
-               sum.wall_ms / 1000);
+               sum.time_limited ? "stopped at the time limit" : sum.interrupted ? "stopped early" : "finished",
+               sum.evaluated, sum.valid, sum.reverted, sum.failed, sum.wall_ms / 1000);
         if (sum.space_exhausted)
             printf("the valid space is exhausted: every valid configuration was evaluated\n");
         if (sum.best_id)

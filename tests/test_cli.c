@@ -194,7 +194,11 @@ static void test_issue14(void)
     CHECK(PARSE(&s, &err, "evoeng", "resume", "--dim", "S=64") != 0);
     CHECK_CONTAINS(err.msg, "does not apply to 'resume'");
     CHECK(PARSE(&s, &err, "evoeng", "resume", "--seeds", "4") != 0);
-    CHECK(PARSE(&s, &err, "evoeng", "resume", "--time-limit", "5m") == 0 && s.time_limit_s == 300);
+    CHECK(PARSE(&s, &err, "evoeng", "resume", "--time-limit", "5m") == 0 && s.time_limit_s == 300 &&
+          s.time_limit_set && !s.generations_set);
+    CHECK(PARSE(&s, &err, "evoeng", "resume", "--time-limit", "0", "--generations", "20") == 0 &&
+          s.time_limit_s == 0 && s.time_limit_set && s.generations_set);   /* given, even as the default */
+    CHECK(PARSE(&s, &err, "evoeng", "resume") == 0 && !s.time_limit_set && !s.generations_set);
     /* --best has its own help per command */
     char *buf = NULL;
     size_t len = 0;
