@@ -27,7 +27,7 @@ export EVOENG_LIBCUDA=/nonexistent/libcuda.so.1
 expect 0 "--help" -- "$EVOENG" --help
 grep_out out "usage: evoeng <command>" "--help prints usage to stdout"
 grep_out out "Exit codes" "--help documents exit codes"
-for c in run resume status top lineage show export check bench; do
+for c in run resume status top lineage show export check bench runs; do
     expect 0 "$c --help" -- "$EVOENG" "$c" --help
     grep_out out "usage: evoeng $c" "$c --help prints its usage"
 done

@@ -88,13 +88,9 @@ void inspect_fmt_us(char *buf, size_t n, double us)
         snprintf(buf, n, "%.3f ms", us / 1000);
 }
 
-char *inspect_params_compact(const char *json)
+/* The members of an object as "K=V K=V" (fresh string; "" when none). */
+static char *object_kv(json_t *o)
 {
-    json_t *o = json ? json_loads(json, 0, NULL) : NULL;
-    if (!json_is_object(o)) {
-        json_decref(o);
-        return xstrdup(json ? json : "-");
-    }
     StrBuf sb = {0};
     const char *k;
     json_t *v;
@@ -103,8 +99,15 @@ char *inspect_params_compact(const char *json)
         sb_printf(&sb, "%s%s=%s", sb.len ? " " : "", k, t ? t : "?");
         free(t);
     }
-    json_decref(o);
     return sb_take(&sb);
+}
+
+char *inspect_params_compact(const char *json)
+{
+    json_t *o = json ? json_loads(json, 0, NULL) : NULL;
+    char *txt = json_is_object(o) ? object_kv(o) : xstrdup(json ? json : "-");
+    json_decref(o);
+    return txt;
 }
 
 char *inspect_params_diff(const char *from, const char *to)
@@ -166,18 +169,13 @@ json_t *inspect_shape_json(const RunRecord *r)
 char *inspect_shape_text(const RunRecord *r)
 {
     json_t *shape = inspect_shape_json(r);
-    StrBuf sb = {0};
-    const char *k;
-    json_t *v;
-    json_object_foreach(shape, k, v) {
-        char *t = json_dumps(v, JSON_ENCODE_ANY);
-        sb_printf(&sb, "%s%s=%s", sb.len ? " " : "", k, t ? t : "?");
-        free(t);
-    }
+    char *txt = object_kv(shape);
     json_decref(shape);
-    if (!sb.len)
-        sb_append(&sb, "-");
-    return sb_take(&sb);
+    if (!*txt) {
+        free(txt);
+        txt = xstrdup("-");
+    }
+    return txt;
 }
 
 /* ---- JSON ------------------------------------------------------------ */

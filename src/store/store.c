@@ -145,8 +145,10 @@ fk_on:
     return -1;
 }
 
-/* Open path with the given SQLite flags, check it is ours, set the
- * pragmas and migrate. create: make the parent directory when absent. */
+/* Open path with the given SQLite flags and check it is ours. Then, with
+ * SQLITE_OPEN_READWRITE: set the pragmas and migrate; with
+ * SQLITE_OPEN_READONLY: require the latest schema. create: make the parent
+ * directory when absent. */
 static int open_flags(Store **out, const char *path, int flags, int create, EvoErr *err)
 {
     *out = NULL;
@@ -167,10 +169,17 @@ static int open_flags(Store **out, const char *path, int flags, int create, EvoE
     sqlite3_busy_timeout(s->db, 10000);
     if (check_identity(s, err))
         goto fail;
-    if (sdb_exec(s, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;", err))
+    if (flags & SQLITE_OPEN_READONLY) {
+        if (store_schema_version(s) < store_migration_count) {
+            err_set(err, "%s: written by an older evoeng (schema version %d, this build reads %d) and not "
+                    "writable, so it cannot be upgraded", path, store_schema_version(s), store_migration_count);
+            goto fail;
+        }
+    } else if (sdb_exec(s, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
+                        err) ||
+               migrate(s, err)) {
         goto fail;
-    if (migrate(s, err))
-        goto fail;
+    }
     *out = s;
     return 0;
 fail:
@@ -192,40 +201,21 @@ int store_open_readonly(Store **out, const char *path, EvoErr *err)
                        "'evoeng run'", path, strerror(errno));
     if (!S_ISREG(sb.st_mode))
         return err_set(err, "%s: not a population store (not a regular file)", path);
-    if (access(path, W_OK) == 0) {
-        /* Opened without SQLITE_OPEN_CREATE, then PRAGMA query_only: no
-         * statement can write. Not SQLITE_OPEN_READONLY here: a read-only
-         * connection to a WAL database leaves its -wal and -shm files
-         * behind, where a writable one removes them on close. */
-        if (open_flags(out, path, SQLITE_OPEN_READWRITE, 0, err))
-            return -1;
-        if (sdb_exec(*out, "PRAGMA query_only = ON", err)) {
-            store_close(out);
-            return -1;
-        }
-        return 0;
-    }
     /* A store this user may not write (a read-only mount, another user's):
      * SQLITE_OPEN_READONLY, and it must have the latest schema already. */
-    Store *s = xcalloc(1, sizeof(*s));
-    s->path = xstrdup(path);
-    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        err_set(err, "%s: sqlite3_open_v2 (read-only): %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
-        goto fail;
+    if (access(path, W_OK) != 0)
+        return open_flags(out, path, SQLITE_OPEN_READONLY, 0, err);
+    /* Else without SQLITE_OPEN_CREATE, then PRAGMA query_only: no statement
+     * can write. Not SQLITE_OPEN_READONLY here: a read-only connection to a
+     * WAL database leaves its -wal and -shm files behind, where a writable
+     * one removes them on close. */
+    if (open_flags(out, path, SQLITE_OPEN_READWRITE, 0, err))
+        return -1;
+    if (sdb_exec(*out, "PRAGMA query_only = ON", err)) {
+        store_close(out);
+        return -1;
     }
-    sqlite3_busy_timeout(s->db, 10000);
-    if (check_identity(s, err))
-        goto fail;
-    if (store_schema_version(s) < store_migration_count) {
-        err_set(err, "%s: written by an older evoeng (schema version %d, this build reads %d) and not writable, "
-                "so it cannot be upgraded", path, store_schema_version(s), store_migration_count);
-        goto fail;
-    }
-    *out = s;
     return 0;
-fail:
-    store_close(&s);
-    return -1;
 }
 
 void store_close(Store **ps)
