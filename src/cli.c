@@ -30,8 +30,9 @@ static const CmdInfo commands[] = {
     {CMD_RESUME, "resume", "[RUN_ID] [options]",
      "continue an interrupted run",
      "Continues a run (default: the most recent one) from what the store holds. Nothing committed is\n"
-     "evaluated again.", 1},
-    {CMD_STATUS, "status", "[RUN_ID]",
+     "evaluated again. A run stopped at its --time-limit (status time_limit) gets the same limit again,\n"
+     "counted from the resume, unless --time-limit is given (--time-limit 0: none).", 1},
+    {CMD_STATUS, "status", "[RUN_ID] [--json]",
      "a run's configuration, counts by status and best candidate",
      "Shows a run (default: the most recent one): its task, configuration, device, counts of candidates\n"
      "by status and decision, the best candidate, and LLM validity rates per mode.", 1},
@@ -39,21 +40,22 @@ static const CmdInfo commands[] = {
      "the fastest candidates",
      "Lists the fastest surviving candidates (baseline and accepted, gated on every shape) with their\n"
      "parameters, latency, speedup over the baseline, CTAs and occupancy.", 1},
-    {CMD_LINEAGE, "lineage", "ID",
+    {CMD_LINEAGE, "lineage", "ID | --best [--run N] [--json]",
      "the chain of ancestors of a candidate",
      "Shows candidate ID's ancestors back to the baseline: operator, parameter changes and speedup at\n"
-     "each step.", 2},
-    {CMD_SHOW, "show", "ID [--json]",
+     "each step. --best: the best candidate (gated on every shape) of the latest run, or of --run N.", 2},
+    {CMD_SHOW, "show", "ID | --best [--run N] [--json]",
      "everything about one candidate",
      "Shows one candidate: parameters, status, decision, how far its gate went (the benchmark shape\n"
-     "only, or every shape), gate result, timings, launch metrics, compile log and evaluation log.", 2},
+     "only, or every shape), gate result, timings, launch metrics, compile log and evaluation log.\n"
+     "--best: the best candidate (gated on every shape) of the latest run, or of --run N.", 2},
     {CMD_EXPORT, "export", "[ID | --best] [-o FILE.cu] [--format cu|json]",
      "write a candidate as a standalone .cu file",
      "Writes a candidate's kernel with its parameters baked in and a provenance header (task, params,\n"
      "device, latency, speedup, date, lineage, nvcc target). It compiles with the `nvcc -arch=...\n"
      "-c` line its header gives, unchanged. Only a candidate gated on every shape is exported; any\n"
      "other exits 1.", 1},
-    {CMD_CHECK, "check", "TASK [--arch sm_90] [--params K=V,...] [--sample N] [--gpu]",
+    {CMD_CHECK, "check", "TASK [--arch sm_90] [--params K=V,...] [--sample N] [--gpu] [--json]",
      "validate a task spec and compile configurations (no GPU needed)",
      "Validates TASK, prints the size of its parameter space before and after constraints, then\n"
      "compiles the default configuration (or --params) and N random valid ones in parallel and\n"
@@ -71,6 +73,11 @@ static const CmdInfo commands[] = {
      "(--revert-threshold, default 0.02). Without --against the configuration is compared with\n"
      "itself (an A/A test: every revert is a false one, and the timing passes at p95 <= 0.5% and\n"
      "no revert). With --json, --repeat prints one JSON object. Progress goes to stderr.", 3},
+    {CMD_RUNS, "runs", "[--json] [--wide]",
+     "list the runs in the store",
+     "Lists every run of the store, oldest first: id, start time, status (running, completed,\n"
+     "interrupted, time_limit, failed), task, device, benchmark shape, generations done, candidates\n"
+     "and the best latency (of a candidate gated on every shape).", 0},
 };
 
 enum {
@@ -79,6 +86,7 @@ enum {
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
     O_SOURCE, O_COLD, O_AGAINST, O_REPEAT, O_SHARED, O_GPU, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
     O_LLM_CONC, O_LLM_MAX, O_GPUS, O_NO_WARM,
+    O_WIDE, O_RUN,
 };
 
 typedef struct OptInfo {
@@ -97,20 +105,23 @@ static const OptInfo options[] = {
     {"db", required_argument, O_DB, C_ALL & ~BIT(CMD_CHECK), "PATH", "population store (default population/population.db)"},
     {"task", required_argument, O_TASK, C_EVAL, "PATH", "task spec (default templates/attention/task.json)"},
     {"arch", required_argument, O_ARCH, BIT(CMD_CHECK), "sm_XY", "target architecture without a GPU (default sm_90)"},
-    {"dim", required_argument, O_DIM, C_EVAL, "NAME=V", "override a dimension of the benchmark shape (repeatable)"},
+    {"dim", required_argument, O_DIM, C_EVAL & ~BIT(CMD_RESUME), "NAME=V", "override a dimension of the benchmark shape (repeatable)"},
     {"generations", required_argument, O_GENERATIONS, BIT(CMD_RUN) | BIT(CMD_RESUME), "N", "generations after generation 0 (default 20)"},
     {"population", required_argument, O_POPULATION, BIT(CMD_RUN), "P", "population size (default 8)"},
     {"children", required_argument, O_CHILDREN, BIT(CMD_RUN), "C", "children per generation (default 8)"},
     {"seed", required_argument, O_SEED, BIT(CMD_RUN) | BIT(CMD_CHECK) | BIT(CMD_BENCH), "S", "random seed (default 1)"},
     {"strategy", required_argument, O_STRATEGY, BIT(CMD_RUN), "NAME", "evolve | model | random | exhaustive (default evolve); model: a surrogate ranks many proposals"},
     {"no-warm-start", no_argument, O_NO_WARM, BIT(CMD_RUN), NULL, "do not seed generation 0 with the best of earlier runs of the task on this device"},
-    {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h)"},
+    {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h; 0: no limit); the run is marked time_limit"},
     {"revert-threshold", required_argument, O_REVERT, BIT(CMD_RUN) | BIT(CMD_BENCH), "F", "revert a child more than F slower than its parent (default 0.02)"},
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
-    {"seeds", required_argument, O_SEEDS, C_EVAL, "N", "input seeds for the correctness gate (default 3, at least 3)"},
+    {"seeds", required_argument, O_SEEDS, C_EVAL & ~BIT(CMD_RESUME), "N", "input seeds for the correctness gate (default 3, at least 3)"},
     {"gpus", required_argument, O_GPUS, C_EVAL, "all|N|LIST", "GPUs to judge on, one worker each: all, the first N, or ordinals like 0,2 (one: 3,); default the first"},
-    {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK) | BIT(CMD_TOP) | BIT(CMD_SHOW), NULL, "machine-readable output"},
+    {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK) | BIT(CMD_TOP) | BIT(CMD_SHOW) | BIT(CMD_LINEAGE) | BIT(CMD_RUNS), NULL, "machine-readable output (README.md, JSON output)"},
     {"best", no_argument, O_BEST, BIT(CMD_EXPORT), NULL, "export the best candidate of the latest run"},
+    {"best", no_argument, O_BEST, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), NULL, "the best candidate (gated on every shape) of the latest run or --run"},
+    {"run", required_argument, O_RUN, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), "N", "with --best: the best of run N instead of the latest"},
+    {"wide", no_argument, O_WIDE, BIT(CMD_STATUS) | BIT(CMD_TOP) | BIT(CMD_LINEAGE) | BIT(CMD_SHOW) | BIT(CMD_RUNS) | BIT(CMD_RUN) | BIT(CMD_RESUME), NULL, "full lines: no cut to the terminal width"},
     {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT), "FILE", "output file (default stdout)"},
     {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json (default cu)"},
     {"sample", required_argument, O_SAMPLE, BIT(CMD_CHECK), "N", "random valid configurations to compile (default 8)"},
@@ -187,6 +198,16 @@ static const OptInfo *find_option(int id)
         if (options[i].id == id)
             return &options[i];
     return NULL;
+}
+
+/* The entry of option id for cmd: an option may have one entry per group
+ * of commands (its own help text for each); else the first entry. */
+static const OptInfo *find_option_for(int id, CmdId cmd)
+{
+    for (size_t i = 0; i < EVO_ARRAY_LEN(options); i++)
+        if (options[i].id == id && (options[i].cmds & BIT(cmd)))
+            return &options[i];
+    return find_option(id);
 }
 
 static int check_choice(const char *opt, const char *val, EvoErr *err)
@@ -313,6 +334,14 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_VERBOSE: s->verbose = 1; return 0;
     case O_JSON: s->json = 1; return 0;
     case O_BEST: s->best = 1; return 0;
+    case O_WIDE: s->wide = 1; return 0;
+    case O_RUN: {
+        long v;
+        if (parse_long(arg, 1, 0x7fffffffL, &v))
+            return err_set(err, "--run: expected a positive run ID, got '%s'", arg);
+        s->run_id = v;
+        return 0;
+    }
     case O_COLD: s->cold = 1; return 0;
     case O_NO_WARM: s->no_warm_start = 1; return 0;
     case O_GPU: s->gpu = 1; return 0;
@@ -332,7 +361,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_LLM_MODE: s->llm_mode = arg; return 0;
     case O_DIM: return dim_arg(s, arg, err);
     case O_GPUS: return gpus_arg(s, arg, err);
-    case O_GENERATIONS: return int_arg(name, arg, 0, 100000, &s->generations, err);
+    case O_GENERATIONS: s->generations_set = 1; return int_arg(name, arg, 0, 100000, &s->generations, err);
     case O_POPULATION: return int_arg(name, arg, 1, 10000, &s->population, err);
     case O_CHILDREN: return int_arg(name, arg, 1, 10000, &s->children, err);
     case O_N: return int_arg(name, arg, 1, 100000, &s->top_n, err);
@@ -345,7 +374,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_LLM_MAX: return int_arg(name, arg, 0, 1000000, &s->llm_max_requests, err);
     case O_REVERT: return real_arg(name, arg, 0.0, 1.0, &s->revert_threshold, err);
     case O_LLM_RATE: return real_arg(name, arg, 0.0, 1.0, &s->llm_rate, err);
-    case O_TIME_LIMIT: return duration_arg(name, arg, &s->time_limit_s, err);
+    case O_TIME_LIMIT: s->time_limit_set = 1; return duration_arg(name, arg, &s->time_limit_s, err);
     case O_SEED: {
         long v;
         if (parse_long(arg, 0, 2147483647L, &v))
@@ -366,8 +395,8 @@ static int parse_positional(Settings *s, const CmdInfo *ci, int argc, char **arg
         return err_set(err, "'%s': unexpected argument '%s'", name, argv[optind + 1]);
     if (ci->positional == 0 && n > 0)
         return err_set(err, "'%s': unexpected argument '%s'", name, argv[optind]);
-    if (ci->positional == 2 && n == 0 && !s->help)
-        return err_set(err, "'%s': missing candidate ID (see 'evoeng %s --help')", name, name);
+    if (ci->positional == 2 && n == 0 && !s->help && !s->best)
+        return err_set(err, "'%s': missing candidate ID or --best (see 'evoeng %s --help')", name, name);
     if (n == 0)
         return 0;
     const char *a = argv[optind];
@@ -423,7 +452,10 @@ int cli_parse(int argc, char **argv, Settings *s, EvoErr *err)
     size_t nl = 0;
     for (size_t i = 0; i < EVO_ARRAY_LEN(options); i++) {
         const OptInfo *o = &options[i];
-        if (strlen(o->name) > 1)
+        int dup = 0;
+        for (size_t k = 0; k < nl; k++)
+            dup |= lopts[k].val == o->id;
+        if (strlen(o->name) > 1 && !dup)
             lopts[nl++] = (struct option){o->name, o->has_arg, NULL, o->id};
         if (o->id < 256) {
             size_t l = strlen(shorts);
@@ -442,6 +474,7 @@ int cli_parse(int argc, char **argv, Settings *s, EvoErr *err)
     int sub_argc = argc - 1;
     char **sub_argv = argv + 1;
     int c, li;
+    const char *sweep_opt = NULL;  /* --seeds or --gpus, given */
     while ((c = getopt_long(sub_argc, sub_argv, optstr, lopts, &li)) != -1) {
         const char *bad = sub_argv[optind - 1];
         if (c == '?') {
@@ -451,20 +484,27 @@ int cli_parse(int argc, char **argv, Settings *s, EvoErr *err)
         }
         if (c == ':')
             return err_set(err, "option '%s' needs a value", bad);
-        const OptInfo *o = find_option(c);
+        const OptInfo *o = find_option_for(c, s->cmd);
         if (!o || !(o->cmds & BIT(s->cmd)))
             return err_set(err, "option '%s%s' does not apply to '%s' (see 'evoeng %s --help')",
                            o && strlen(o->name) > 1 ? "--" : "-", o ? o->name : "?", cmd, cmd);
         if (apply_option(s, c, optarg, err))
             return -1;
+        if (c == O_SEEDS || c == O_GPUS)
+            sweep_opt = o->name;
     }
     optind += 1;  /* back to argv indices */
     if (parse_positional(s, ci, argc, argv, err))
         return -1;
 
     /* Cross-option checks. */
-    if (s->cmd == CMD_EXPORT && s->best && s->id)
-        return err_set(err, "'export': give either an ID or --best, not both");
+    if (s->best && s->id)
+        return err_set(err, "'%s': give either an ID or --best, not both", cmd);
+    if (s->run_id && !s->best)
+        return err_set(err, "'%s': --run N picks the run of --best; give --best too", cmd);
+    /* check: only the GPU sweep gates; without --gpu these would be ignored */
+    if (s->cmd == CMD_CHECK && !s->gpu && sweep_opt)
+        return err_set(err, "'check': --%s applies to the GPU sweep; give --gpu too", sweep_opt);
     if (s->quiet && s->verbose)
         return err_set(err, "--quiet and --verbose contradict each other");
     if (s->llm_cmd && s->llm)

@@ -18,6 +18,7 @@ typedef enum CmdId {
     CMD_NONE = 0,
     CMD_RUN, CMD_RESUME, CMD_STATUS, CMD_TOP, CMD_LINEAGE, CMD_SHOW, CMD_EXPORT,
     CMD_CHECK, CMD_BENCH,
+    CMD_RUNS,
     CMD_COUNT
 } CmdId;
 
@@ -54,7 +55,7 @@ typedef struct Settings {
     int          llm_concurrency, llm_max_requests;
     /* inspection, export */
     int64_t      id;                /* RUN_ID or candidate ID (positional) */
-    int          best;              /* export --best */
+    int          best;              /* export, lineage, show --best */
     int          top_n;             /* top -n */
     const char  *output;            /* export -o */
     const char  *format;            /* export --format cu|json */
@@ -71,6 +72,11 @@ typedef struct Settings {
     /* --gpus: all (gpus_count -1), the first N (gpus_count N) or a list of ordinals (gpus/ngpus) */
     int          gpus[CLI_MAX_GPUS];
     int          ngpus, gpus_count;
+    /* output */
+    int          wide;              /* --wide: no cut to the terminal width */
+    int64_t      run_id;            /* lineage/show --best --run N (0: the latest run) */
+    int          generations_set;   /* --generations was given (resume: else the run's own) */
+    int          time_limit_set;    /* --time-limit was given (resume: else the run's own; 0: none) */
 } Settings;
 
 /* Fill *s with defaults. */

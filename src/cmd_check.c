@@ -3,6 +3,10 @@
  * task spec, measures its parameter space before and after constraints,
  * then compiles the default configuration and N random valid ones (plus
  * the reference) in parallel and prints a table. No GPU is needed.
+ * With --gpu, the gate sweep fills the same per-configuration results
+ * (CheckRow), so text and --json (one object, README.md "JSON output")
+ * come from one path whether or not the GPU ran; with --json every
+ * progress line goes to stderr.
  */
 #include <jansson.h>
 #include <math.h>
@@ -62,6 +66,12 @@ static double count_valid(const Task *t, const DeviceInfo *dev, uint64_t seed, i
     return valid;
 }
 
+/* The GPU gate result of one configuration: status "" when not gated. */
+typedef struct GateRow {
+    char  status[32];
+    char *error;
+} GateRow;
+
 /* --gpu: every configuration that passed the static checks goes through
  * the correctness gate on the GPU (all shapes, s->seeds seeds), no timing,
  * spread over the GPUs of --gpus (one thread per GPU). */
@@ -73,6 +83,7 @@ typedef struct Sweep {
     int             stride, n, next;
     char          **keys;
     const Prepared *out;
+    GateRow        *rows;             /* per configuration: the gate's verdict */
     int             ok, bad, skipped, done, failed;
     int            *retry, nretry;    /* configurations whose GPU was lost */
     EvoErr          err;
@@ -132,17 +143,24 @@ static void *sweep_thread(void *arg)
             if (!sw->failed)
                 sw->err = err;
             sw->failed = 1;
-        } else if (strcmp(c.rec.status, "ok") == 0) {
-            sw->ok++;
         } else {
-            sw->bad++;
-            printf("  %-3d %s: %s\n      %s\n", i, c.rec.status, c.rec.error ? c.rec.error : "", sw->keys[i]);
+            snprintf(sw->rows[i].status, sizeof(sw->rows[i].status), "%s", c.rec.status);
+            sw->rows[i].error = c.rec.error ? xstrdup(c.rec.error) : NULL;
+            if (strcmp(c.rec.status, "ok") == 0) {
+                sw->ok++;
+            } else {
+                sw->bad++;
+                if (!sw->s->json)
+                    printf("  %-3d %s: %s\n      %s\n", i, c.rec.status, c.rec.error ? c.rec.error : "",
+                           sw->keys[i]);
+            }
         }
         sw->done++;
         if (rc == 0 && sw->done % 20 == 0 && sw->done < sw->n) {
-            printf("  ... %d/%d: %d passed, %d failed, %.0f s\n", sw->done, sw->n, sw->ok, sw->bad,
-                   (time_now_ms() - sw->t0) / 1000.0);
-            fflush(stdout);
+            /* progress: stdout in text, stderr with --json */
+            fprintf(sw->s->json ? stderr : stdout, "  ... %d/%d: %d passed, %d failed, %.0f s\n", sw->done, sw->n,
+                    sw->ok, sw->bad, (time_now_ms() - sw->t0) / 1000.0);
+            fflush(sw->s->json ? stderr : stdout);
         }
         pthread_mutex_unlock(&sw->lock);
         evolve_child_clear(&c, &gpueval_ops, sw->ge);
@@ -150,9 +168,17 @@ static void *sweep_thread(void *arg)
     return NULL;
 }
 
-/* Returns the number that fail, or -1 when no GPU is usable. */
+/* The sweep's summary, for the text and the JSON. */
+typedef struct SweepSum {
+    char   device[128];
+    int    gpus, shapes, seeds, passed, failed, not_run;
+    double wall_s;
+} SweepSum;
+
+/* Gate each configuration on the GPU into rows[0..n). Returns the number
+ * that fail, or -1 when no GPU is usable or the sweep failed (printed). */
 static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride, char **keys,
-                     const Prepared *out, int n)
+                     const Prepared *out, int n, GateRow *rows, SweepSum *sum)
 {
     EvoErr err;
     GpuEval *ge = NULL;
@@ -167,10 +193,15 @@ static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride
         return -1;
     }
     int nslots = gpueval_slots(ge);
-    printf("\n  correctness gate on %s (%d GPU%s): %d shapes x %d seeds each\n", gpueval_device(ge)->name, nslots,
-           nslots == 1 ? "" : "s", task_nshapes(t), s->seeds);
+    snprintf(sum->device, sizeof(sum->device), "%s", gpueval_device(ge)->name);
+    sum->gpus = nslots;
+    sum->shapes = task_nshapes(t);
+    sum->seeds = s->seeds;
+    if (!s->json)
+        printf("\n  correctness gate on %s (%d GPU%s): %d shapes x %d seeds each\n", sum->device, nslots,
+               nslots == 1 ? "" : "s", sum->shapes, s->seeds);
     Sweep sw = {.s = s, .t = t, .ge = ge, .vals = vals, .stride = stride, .n = n, .keys = keys, .out = out,
-                .t0 = time_now_ms()};
+                .rows = rows, .t0 = time_now_ms()};
     sw.retry = xcalloc((size_t)n + 1, sizeof(int));
     pthread_mutex_init(&sw.lock, NULL);
     SweepThread *th = xcalloc((size_t)nslots, sizeof(*th));
@@ -190,12 +221,83 @@ static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride
         errorf("%s", sw.failed ? sw.err.msg : started == 0 ? "pthread_create failed" : "every GPU was lost");
         rc = -1;
     } else {
-        printf("  gate: %d passed, %d failed, %d not run (failed the static checks) in %.1f s\n", sw.ok, sw.bad,
-               sw.skipped, (time_now_ms() - sw.t0) / 1000.0);
+        sum->passed = sw.ok;
+        sum->failed = sw.bad;
+        sum->not_run = sw.skipped;
+        sum->wall_s = (time_now_ms() - sw.t0) / 1000.0;
+        if (!s->json)
+            printf("  gate: %d passed, %d failed, %d not run (failed the static checks) in %.1f s\n", sw.ok, sw.bad,
+                   sw.skipped, sum->wall_s);
     }
     free(sw.retry);
     gpueval_close(&ge);
     return rc;
+}
+
+/* ---- --json ----------------------------------------------------------- */
+
+/* The compile figures of the table's footer. */
+typedef struct CheckCompile {
+    int    configurations, sources, compiled, threads;
+    double wall_s;
+} CheckCompile;
+
+/* {"task", "path", "target", "params": [{"name", "values"}], "shapes": [...]} */
+static json_t *check_json_head(const Task *t, const DeviceInfo *dev)
+{
+    json_t *params = json_array(), *shapes = json_array();
+    for (int i = 0; i < task_nparams(t); i++) {
+        json_t *v = json_array();
+        for (int k = 0; k < task_param_nvalues(t, i); k++)
+            json_array_append_new(v, json_integer((json_int_t)task_param_value(t, i, k)));
+        json_array_append_new(params, json_pack("{s:s, s:o}", "name", task_param_name(t, i), "values", v));
+    }
+    for (int sh = 0; sh < task_nshapes(t); sh++) {
+        char *l = task_shape_label(t, sh);
+        json_array_append_new(shapes, json_pack("{s:s, s:b}", "label", l, "benchmark", sh == 0));
+        free(l);
+    }
+    return json_pack("{s:s, s:s, s:s, s:o, s:o}", "task", task_name(t), "path", task_path(t), "target", dev->name,
+                     "params", params, "shapes", shapes);
+}
+
+/* The rest: one row per configuration (with its GPU gate verdict when the
+ * sweep ran: gate rows, else NULL), the compile figures, the sweep's. */
+static void check_json_tail(json_t *doc, const Settings *s, char **keys, const Prepared *out, int n,
+                            const CheckCompile *cc, const GateRow *gate, const SweepSum *sum, EvoExit rc)
+{
+    json_t *rows = json_array();
+    for (int i = 0; i < n; i++) {
+        const Prepared *p = &out[i];
+        int hit = p->nunits > 0;
+        for (int u = 0; u < p->nunits; u++)
+            hit &= p->units[u].res.cache_hit;
+        json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:i, s:i, s:i, s:f, s:b}", "index", i, "role",
+                              i > 0 ? "sample" : s->params ? "params" : "default", "params", keys[i], "status",
+                              p->status[0] ? p->status : "ok", "registers", p->maxres.registers, "smem",
+                              p->maxres.smem, "spills", p->maxres.spill_stores + p->maxres.spill_loads,
+                              "compile_ms", p->compile_ms, "cached", hit);
+        json_object_set_new(o, "error", p->status[0] && p->error ? json_string(p->error) : json_null());
+        json_t *g = json_null();
+        if (gate && gate[i].status[0])
+            g = json_pack("{s:s, s:o}", "status", gate[i].status, "error",
+                          gate[i].error ? json_string(gate[i].error) : json_null());
+        else if (gate)
+            g = json_pack("{s:s, s:n}", "status", "not_run", "error");
+        json_object_set_new(o, "gate", g);
+        json_array_append_new(rows, o);
+    }
+    json_object_set_new(doc, "configurations", rows);
+    json_object_set_new(doc, "compile", json_pack("{s:i, s:i, s:i, s:i, s:f, s:i}", "configurations",
+                                                  cc->configurations, "sources", cc->sources, "compiled",
+                                                  cc->compiled, "cached", cc->sources - cc->compiled, "wall_s",
+                                                  cc->wall_s, "threads", cc->threads));
+    json_object_set_new(doc, "gpu", sum ? json_pack("{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f}", "device",
+                                                    sum->device, "gpus", sum->gpus, "shapes", sum->shapes, "seeds",
+                                                    sum->seeds, "passed", sum->passed, "failed", sum->failed,
+                                                    "not_run", sum->not_run, "wall_s", sum->wall_s)
+                                        : json_null());
+    json_object_set_new(doc, "ok", json_boolean(rc == EVO_EXIT_OK));
 }
 
 EvoExit cmd_check(const Settings *s)
@@ -214,27 +316,34 @@ EvoExit cmd_check(const Settings *s)
     runctx_set_cache(s);
 
     int np = task_nparams(t);
-    printf("task %s: %s\n", task_name(t), task_path(t));
-    printf("  target       %s\n", dev.name);
-    printf("  params       %d:", np);
-    for (int i = 0; i < np; i++)
-        printf(" %s(%d)", task_param_name(t, i), task_param_nvalues(t, i));
-    printf("\n  shapes       %d (benchmark + %d correctness)\n", task_nshapes(t), task_nshapes(t) - 1);
-    for (int sh = 0; sh < task_nshapes(t); sh++) {
-        char *l = task_shape_label(t, sh);
-        printf("               %s%s\n", l, sh == 0 ? "  (benchmark)" : "");
-        free(l);
+    json_t *doc = s->json ? check_json_head(t, &dev) : NULL;
+    if (!s->json) {
+        printf("task %s: %s\n", task_name(t), task_path(t));
+        printf("  target       %s\n", dev.name);
+        printf("  params       %d:", np);
+        for (int i = 0; i < np; i++)
+            printf(" %s(%d)", task_param_name(t, i), task_param_nvalues(t, i));
+        printf("\n  shapes       %d (benchmark + %d correctness)\n", task_nshapes(t), task_nshapes(t) - 1);
+        for (int sh = 0; sh < task_nshapes(t); sh++) {
+            char *l = task_shape_label(t, sh);
+            printf("               %s%s\n", l, sh == 0 ? "  (benchmark)" : "");
+            free(l);
+        }
     }
     int exact = 0;
     double valid = count_valid(t, &dev, s->seed, &exact, &err);
     if (valid < 0) {
         errorf("%s", err.msg);
+        json_decref(doc);
         task_free(&t);
         return EVO_EXIT_TASK;
     }
     double total = task_space_size(t);
-    printf("  space        %.0f configurations, %s%.0f valid after constraints (%.1f%%)\n", total,
-           exact ? "" : "about ", valid, total > 0 ? 100.0 * valid / total : 0.0);
+    if (doc)
+        json_object_set_new(doc, "space", json_pack("{s:f, s:f, s:b}", "total", total, "valid", valid, "exact", exact));
+    else
+        printf("  space        %.0f configurations, %s%.0f valid after constraints (%.1f%%)\n", total,
+               exact ? "" : "about ", valid, total > 0 ? 100.0 * valid / total : 0.0);
 
     /* The default plus up to `sample` distinct random valid configurations. */
     int want = 1 + s->sample;
@@ -243,6 +352,7 @@ EvoExit cmd_check(const Settings *s)
     int n = 0;
     if (task_params_parse(t, s->params ? s->params : "", vals, &err)) {
         errorf("--params: %s", err.msg);
+        json_decref(doc);
         free(vals);
         free(keys);
         task_free(&t);
@@ -275,6 +385,9 @@ EvoExit cmd_check(const Settings *s)
 
     PrepInput *in = xcalloc((size_t)n, sizeof(*in));
     Prepared *out = xcalloc((size_t)n, sizeof(*out));
+    GateRow *gate = xcalloc((size_t)n, sizeof(*gate));
+    SweepSum sum = {0};
+    int swept = 0;
     for (int i = 0; i < n; i++)
         in[i].vals = vals + (size_t)i * (size_t)(np + 1);
     int before = nvrtc_compile_count();
@@ -297,12 +410,15 @@ EvoExit cmd_check(const Settings *s)
     for (int i = 0; i < n; i++)
         sources += out[i].nunits;
 
-    printf("\n  %-3s %5s %6s %6s %9s %14s  %s\n", "#", "regs", "smem", "spills", "compile", "status", "params");
     int failures = 0;
+    for (int i = 0; i < n; i++)
+        failures += out[i].status[0] != 0;
+    if (s->json)
+        goto sweep;
+    printf("\n  %-3s %5s %6s %6s %9s %14s  %s\n", "#", "regs", "smem", "spills", "compile", "status", "params");
     for (int i = 0; i < n; i++) {
         Prepared *p = &out[i];
         const char *st = p->status[0] ? p->status : "ok";
-        failures += p->status[0] != 0;
         char cms[32];
         int hit = p->nunits > 0;
         for (int u = 0; u < p->nunits; u++)
@@ -320,6 +436,7 @@ EvoExit cmd_check(const Settings *s)
     printf("\n  %d configurations + the reference: %d sources, %d compiled by NVRTC, %d from the cache, "
            "%.1f s wall on %d threads\n", n, sources, compiles, sources - compiles, wall / 1000.0,
            s->jobs ? s->jobs : runctx_cores());
+sweep:
     if (out[0].status[0]) {
         errorf("the %s configuration fails: %s: %s", s->params ? "--params" : "default", out[0].status,
                out[0].error ? out[0].error : "");
@@ -328,18 +445,30 @@ EvoExit cmd_check(const Settings *s)
         warnf("%d of %d sampled configurations fail (see the table)", failures, n);
     }
     if (s->gpu) {
-        int bad = gpu_sweep(s, t, vals, np + 1, keys, out, n);
+        int bad = gpu_sweep(s, t, vals, np + 1, keys, out, n, gate, &sum);
+        swept = bad >= 0;
         if (bad < 0)
             rc = EVO_EXIT_NO_GPU;
         else if (bad > 0 || failures)
             rc = EVO_EXIT_FAIL;
     }
+    if (doc) {
+        CheckCompile cc = {.configurations = n, .sources = sources, .compiled = compiles,
+                           .wall_s = wall / 1000.0, .threads = s->jobs ? s->jobs : runctx_cores()};
+        check_json_tail(doc, s, keys, out, n, &cc, swept ? gate : NULL, swept ? &sum : NULL, rc);
+        char *txt = json_dumps(doc, JSON_INDENT(2));
+        printf("%s\n", txt ? txt : "null");
+        free(txt);
+    }
     prep_ref_free(&ref);
 out:
+    json_decref(doc);
     for (int i = 0; i < n; i++) {
         prep_free(&out[i]);
         free(keys[i]);
+        free(gate[i].error);
     }
+    free(gate);
     free(in);
     free(out);
     free(keys);

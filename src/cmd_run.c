@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/out.h"
 #include "commands.h"
 #include "config.h"
 #include "evolve.h"
@@ -106,7 +107,7 @@ static void settings_from_config(Settings *s, const char *cfg_json, const Settin
         return;
     }
     json_t *v;
-    if (given->generations == 20 && (v = json_object_get(o, "generations")))
+    if (!given->generations_set && (v = json_object_get(o, "generations")))
         s->generations = (int)json_integer_value(v);
     if ((v = json_object_get(o, "population")))
         s->population = (int)json_integer_value(v);
@@ -119,7 +120,7 @@ static void settings_from_config(Settings *s, const char *cfg_json, const Settin
     if ((v = json_object_get(o, "seeds")))
         s->seeds = (int)json_integer_value(v);
     s->no_warm_start = json_is_true(json_object_get(o, "no_warm_start"));
-    if (given->time_limit_s == 0 && (v = json_object_get(o, "time_limit_s")))
+    if (!given->time_limit_set && (v = json_object_get(o, "time_limit_s")))
         s->time_limit_s = json_real_value(v);
     json_t *lo = json_object_get(o, "llm");
     if (json_is_object(lo)) {
@@ -216,6 +217,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     EvoExit rc = open_llm(s, &llm);
     if (rc != EVO_EXIT_OK)
         return rc;
+    out_init(s->wide);   /* progress lines fit the terminal (cli/out.h) */
     if ((rc = runctx_load_task(s, &task)) != EVO_EXIT_OK)
         goto out;
     if (s->source && file_read(s->source, &src, NULL, &err)) {
@@ -268,12 +270,12 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         .no_warm_start = s->no_warm_start,
     };
     if (!s->quiet && !s->json)
-        printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
-               "%llu\n",
-               resume_id ? "resuming" : "optimizing", task_name(task),
-               gpueval_slots(ge) > 1 ? gpus_prefix(gpueval_slots(ge)) : "", dev->name, dev->arch, dev->sm_count, s->population, s->children,
-               strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "", s->generations,
-               (unsigned long long)s->seed);
+        out_printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
+                   "%llu\n",
+                   resume_id ? "resuming" : "optimizing", task_name(task),
+                   gpueval_slots(ge) > 1 ? gpus_prefix(gpueval_slots(ge)) : "", dev->name, dev->arch, dev->sm_count,
+                   s->population, s->children, strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "",
+                   s->generations, (unsigned long long)s->seed);
     if (!s->quiet && !s->json && gpueval_slots(ge) > 1)
         for (int w = 0; w < gpueval_slots(ge); w++) {
             const DeviceInfo *d = gpueval_slot_device(ge, w);
@@ -294,8 +296,8 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
                prompt_mode_name(llmop_mode(llm)), sum.llm_requests, sum.llm_children, sum.llm_accepted);
     if (!s->quiet && !s->json) {
         printf("\nrun %lld %s: %d evaluated, %d valid, %d reverted, %d failed, %.1f s\n", (long long)sum.run_id,
-               sum.interrupted ? "stopped early" : "finished", sum.evaluated, sum.valid, sum.reverted, sum.failed,
-               sum.wall_ms / 1000);
+               sum.time_limited ? "stopped at the time limit" : sum.interrupted ? "stopped early" : "finished",
+               sum.evaluated, sum.valid, sum.reverted, sum.failed, sum.wall_ms / 1000);
         if (sum.space_exhausted)
             printf("the valid space is exhausted: every valid configuration was evaluated\n");
         if (sum.best_id)

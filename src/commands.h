@@ -16,6 +16,8 @@ EvoExit cmd_status(const Settings *s);
 EvoExit cmd_top(const Settings *s);
 EvoExit cmd_lineage(const Settings *s);
 EvoExit cmd_show(const Settings *s);
+/* runs: the runs of the store (no GPU). */
+EvoExit cmd_runs(const Settings *s);
 /* export: a standalone .cu (or JSON) of one candidate. */
 EvoExit cmd_export(const Settings *s);
 /* check: validate a task and compile configurations (no GPU). */

@@ -27,7 +27,7 @@ export EVOENG_LIBCUDA=/nonexistent/libcuda.so.1
 expect 0 "--help" -- "$EVOENG" --help
 grep_out out "usage: evoeng <command>" "--help prints usage to stdout"
 grep_out out "Exit codes" "--help documents exit codes"
-for c in run resume status top lineage show export check bench; do
+for c in run resume status top lineage show export check bench runs; do
     expect 0 "$c --help" -- "$EVOENG" "$c" --help
     grep_out out "usage: evoeng $c" "$c --help prints its usage"
 done
@@ -35,6 +35,10 @@ expect 0 "--version without libcuda.so.1" -- "$EVOENG" --version
 grep_out out "^evoeng [0-9]" "--version prints the version"
 grep_out out "NVRTC [0-9]" "--version prints the NVRTC version"
 grep_out out "CUDA driver: not found" "--version says the driver is missing"
+# Read-only commands never create a store (issue 14): a missing one exits 4.
+expect 4 "status on a missing store" -- "$EVOENG" status --db "$tmp/x.db"
+if [ -e "$tmp/x.db" ]; then echo "FAIL status created the store"; fails=$((fails + 1)); else echo "ok   status created no store"; pass=$((pass + 1)); fi
+: >"$tmp/x.db"   # an empty file: read-only commands give it the schema and find no runs
 expect 0 "status on an empty store" -- "$EVOENG" status --db "$tmp/x.db"
 grep_out out "no runs yet" "status says there are no runs"
 expect 0 "top on an empty store" -- "$EVOENG" top --db "$tmp/x.db"
@@ -87,6 +91,7 @@ expect 2 "check with an unknown architecture" -- "$EVOENG" check "$EVO_SOURCE_RO
 # 60 s run at the seed shape, trimmed to the lineage of its best, a WGMMA
 # kernel compiled for sm_90a), then compare_sdpa.py's dry run of the JSON.
 PY=${PYTHON3:-python3}
+: >"$tmp/h200.db"
 expect 0 "a new store gets evoeng's schema" -- "$EVOENG" status --db "$tmp/h200.db"
 if "$PY" - "$EVO_SOURCE_ROOT/tests/data/h200_wgmma_run.sql" "$tmp/h200.db" <<'PYEOF'
 import sqlite3, sys

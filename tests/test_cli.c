@@ -1,5 +1,7 @@
 /* Unit tests for cli_parse: good and bad command lines. */
 #include "testhelp.h"
+#include <stdlib.h>
+
 #include "cli.h"
 
 static int parse(Settings *s, EvoErr *err, int argc, const char **argv)
@@ -68,7 +70,8 @@ static void test_positionals(void)
     CHECK(s.cmd == CMD_SHOW && s.id == 5 && s.json);
     CHECK(PARSE(&s, &err, "evoeng", "top", "--json") == 0);
     CHECK(s.cmd == CMD_TOP && s.json);
-    CHECK(PARSE(&s, &err, "evoeng", "lineage", "5", "--json") != 0);  /* not for lineage */
+    CHECK(PARSE(&s, &err, "evoeng", "lineage", "5", "--json") == 0);  /* issue 14: lineage has --json */
+    CHECK(s.cmd == CMD_LINEAGE && s.id == 5 && s.json);
     CHECK(PARSE(&s, &err, "evoeng", "status") == 0);
     CHECK(s.id == 0);
     CHECK(PARSE(&s, &err, "evoeng", "bench", "t.json", "--params", "BLOCK_M=64,WARPS=4", "--cold") == 0);
@@ -141,7 +144,7 @@ static void test_gpus(void)
     CHECK(PARSE(&s, &err, "evoeng", "run") == 0);
     CHECK(s.ngpus == 0 && s.gpus_count == 0);
     CHECK(PARSE(&s, &err, "evoeng", "run", "--gpus", "all") == 0 && s.gpus_count == -1 && s.ngpus == 0);
-    CHECK(PARSE(&s, &err, "evoeng", "check", "--gpus", "2") == 0 && s.gpus_count == 2 && s.ngpus == 0);
+    CHECK(PARSE(&s, &err, "evoeng", "check", "--gpu", "--gpus", "2") == 0 && s.gpus_count == 2 && s.ngpus == 0);
     CHECK(PARSE(&s, &err, "evoeng", "bench", "--gpus", "0,2") == 0 && s.ngpus == 2 && s.gpus[0] == 0 &&
           s.gpus[1] == 2 && s.gpus_count == 0);
     CHECK(PARSE(&s, &err, "evoeng", "resume", "--gpus", "3,") == 0 && s.ngpus == 1 && s.gpus[0] == 3);
@@ -152,6 +155,62 @@ static void test_gpus(void)
     CHECK(PARSE(&s, &err, "evoeng", "status", "--gpus", "2") != 0);   /* not an evaluating command */
 }
 
+/* Issue 14: runs, --best/--run on lineage and show, --wide, and options a
+ * command would ignore are refused. */
+static void test_issue14(void)
+{
+    Settings s;
+    EvoErr err;
+    CHECK(PARSE(&s, &err, "evoeng", "runs") == 0 && s.cmd == CMD_RUNS && !s.json && !s.wide);
+    CHECK(PARSE(&s, &err, "evoeng", "runs", "--json", "--wide", "--db", "x.db") == 0 && s.json && s.wide);
+    CHECK_STR(s.db, "x.db");
+    CHECK(PARSE(&s, &err, "evoeng", "runs", "3") != 0);
+    CHECK_CONTAINS(err.msg, "unexpected argument '3'");
+    CHECK(PARSE(&s, &err, "evoeng", "runs", "-n", "3") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "status", "--json", "2") == 0 && s.json && s.id == 2);
+    CHECK(PARSE(&s, &err, "evoeng", "lineage", "--best") == 0 && s.best && s.id == 0 && s.run_id == 0);
+    CHECK(PARSE(&s, &err, "evoeng", "show", "--best", "--run", "4", "--json") == 0 && s.best && s.run_id == 4 &&
+          s.json);
+    CHECK(PARSE(&s, &err, "evoeng", "show", "5", "--run", "4") != 0);
+    CHECK_CONTAINS(err.msg, "give --best too");
+    CHECK(PARSE(&s, &err, "evoeng", "lineage", "7", "--best") != 0);
+    CHECK_CONTAINS(err.msg, "either an ID or --best");
+    CHECK(PARSE(&s, &err, "evoeng", "show", "--best", "--run", "0") != 0);
+    CHECK_CONTAINS(err.msg, "--run: expected a positive run ID");
+    CHECK(PARSE(&s, &err, "evoeng", "show") != 0);
+    CHECK_CONTAINS(err.msg, "missing candidate ID or --best");
+    CHECK(PARSE(&s, &err, "evoeng", "export", "--run", "2") != 0);    /* export has no --run */
+    CHECK(PARSE(&s, &err, "evoeng", "top", "--wide") == 0 && s.wide);
+    CHECK(PARSE(&s, &err, "evoeng", "run", "--wide") == 0 && s.wide);
+    CHECK(PARSE(&s, &err, "evoeng", "export", "--wide") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "check", "t.json", "--json") == 0 && s.json);
+    /* accepted means honoured: check gates only with --gpu, and resume
+     * keeps the shape and the gate seeds of the run it continues */
+    CHECK(PARSE(&s, &err, "evoeng", "check", "t.json", "--seeds", "5") != 0);
+    CHECK_CONTAINS(err.msg, "--seeds applies to the GPU sweep");
+    CHECK(PARSE(&s, &err, "evoeng", "check", "t.json", "--gpus", "all") != 0);
+    CHECK_CONTAINS(err.msg, "--gpus applies to the GPU sweep");
+    CHECK(PARSE(&s, &err, "evoeng", "check", "t.json", "--gpu", "--seeds", "5") == 0 && s.seeds == 5);
+    CHECK(PARSE(&s, &err, "evoeng", "resume", "--dim", "S=64") != 0);
+    CHECK_CONTAINS(err.msg, "does not apply to 'resume'");
+    CHECK(PARSE(&s, &err, "evoeng", "resume", "--seeds", "4") != 0);
+    CHECK(PARSE(&s, &err, "evoeng", "resume", "--time-limit", "5m") == 0 && s.time_limit_s == 300 &&
+          s.time_limit_set && !s.generations_set);
+    CHECK(PARSE(&s, &err, "evoeng", "resume", "--time-limit", "0", "--generations", "20") == 0 &&
+          s.time_limit_s == 0 && s.time_limit_set && s.generations_set);   /* given, even as the default */
+    CHECK(PARSE(&s, &err, "evoeng", "resume") == 0 && !s.time_limit_set && !s.generations_set);
+    /* --best has its own help per command */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cli_usage(f, CMD_SHOW);
+    fclose(f);
+    CHECK_CONTAINS(buf, "--best");
+    CHECK_CONTAINS(buf, "of the latest run or --run");
+    CHECK(strstr(buf, "export the best") == NULL);
+    free(buf);
+}
+
 int main(void)
 {
     RUN(test_defaults);
@@ -160,5 +219,6 @@ int main(void)
     RUN(test_help_version);
     RUN(test_errors);
     RUN(test_gpus);
+    RUN(test_issue14);
     return test_report();
 }

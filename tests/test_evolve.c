@@ -8,6 +8,7 @@
 #include "device.h"
 #include "fake_eval.h"
 #include "nvrtc.h"
+#include "cli/out.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -727,6 +728,132 @@ static void test_warm_resume(void)
     fake_eval_free(f);
 }
 
+/* A run stopped by the time limit is recorded as time_limit (not
+ * interrupted, which is for a signal), and resume continues it to the run
+ * an unlimited one makes; with a new time limit it stops again as time_limit. */
+static void test_time_limit_resume(void)
+{
+    Store *ref = fresh_store("tl_ref.db");
+    FakeEval *fr = fake_new();
+    EvolveConfig c = config("evolve", 4);
+    EvolveSummary rs;
+    EvoErr err;
+    CHECK(evolve_run(ref, task, &dev, &fake_eval_ops, fr, &c, 0, &rs, &err) == 0);
+    char *want = keys_of(ref, rs.run_id);
+    CHECK(fr->evaluates >= 10);
+
+    /* Each gate takes 20 ms: the unlimited run needs well over 150 ms. */
+    Store *s = fresh_store("tl.db");
+    FakeEval *f = fake_new();
+    f->delay_us = 20000;
+    EvolveConfig c1 = c;
+    c1.time_limit_s = 0.15;
+    EvolveSummary s1;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c1, 0, &s1, &err) == 0, "%s", err.msg);
+    CHECK_MSG(s1.interrupted && s1.time_limited, "interrupted %d time_limited %d, %d evaluated, %.0f ms", s1.interrupted, s1.time_limited, s1.evaluated, s1.wall_ms);
+    RunRecord r;
+    CHECK(store_run_get(s, s1.run_id, &r, &err) == 1);
+    CHECK_STR(r.status, "time_limit");
+    CHECK(r.finished_at != NULL);
+    run_record_free(&r);
+    /* resumed with a new time limit: stopped again, still time_limit */
+    EvolveConfig c2 = c1;
+    c2.time_limit_s = 0.05;
+    EvolveSummary s2;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c2, s1.run_id, &s2, &err) == 0, "%s", err.msg);
+    CHECK(s2.time_limited && s2.run_id == s1.run_id);
+    CHECK(store_run_get(s, s1.run_id, &r, &err) == 1);
+    CHECK_STR(r.status, "time_limit");
+    run_record_free(&r);
+    /* resumed without a limit: it completes as the unlimited run did */
+    f->delay_us = 0;
+    EvolveSummary s3;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, s1.run_id, &s3, &err) == 0, "%s", err.msg);
+    CHECK(!s3.interrupted && !s3.time_limited && s3.run_id == s1.run_id);
+    CHECK(store_run_get(s, s1.run_id, &r, &err) == 1);
+    CHECK_STR(r.status, "completed");
+    run_record_free(&r);
+    char *got = keys_of(s, s1.run_id);
+    CHECK_STR(got, want);
+    free(got);
+    free(want);
+
+    /* a signal with a time limit configured (not reached): interrupted */
+    Store *s4 = fresh_store("tl_sig.db");
+    volatile int stop = 0;
+    EvolveConfig c4 = c;
+    c4.time_limit_s = 1000;
+    c4.stop = &stop;
+    c4.stop_after = 3;
+    EvolveSummary s5;
+    CHECK_MSG(evolve_run(s4, task, &dev, &fake_eval_ops, f, &c4, 0, &s5, &err) == 0, "%s", err.msg);
+    CHECK(s5.interrupted && !s5.time_limited);
+    CHECK(store_run_get(s4, s5.run_id, &r, &err) == 1);
+    CHECK_STR(r.status, "interrupted");
+    run_record_free(&r);
+    store_close(&s4);
+    store_close(&s);
+    store_close(&ref);
+    fake_eval_free(f);
+    fake_eval_free(fr);
+}
+
+/* The generation lines of a run (stdout) fit the width: cut to COLUMNS=50
+ * (stdout is not a terminal here), whole with --wide (issue 14). */
+static char *run_lines(int wide)
+{
+    char *path = xasprintf("%s/progress_%d.txt", tmpdir, wide);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    FILE *f = fopen(path, "w");
+    dup2(fileno(f), STDOUT_FILENO);
+    setenv("COLUMNS", "50", 1);
+    out_init(wide);
+    Store *s = fresh_store(wide ? "progress_wide.db" : "progress.db");
+    FakeEval *fe = fake_new();
+    EvolveConfig c = config("evolve", 2);
+    c.quiet = 0;
+    EvolveSummary sum;
+    EvoErr err;
+    CHECK(evolve_run(s, task, &dev, &fake_eval_ops, fe, &c, 0, &sum, &err) == 0);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    fclose(f);
+    unsetenv("COLUMNS");
+    out_init(1);
+    store_close(&s);
+    fake_eval_free(fe);
+    char *text = NULL;
+    CHECK(file_read(path, &text, NULL, &err) == 0);
+    free(path);
+    return text;
+}
+
+static void test_progress_width(void)
+{
+    char *cut = run_lines(0), *whole = run_lines(1);
+    int gens = 0, longest = 0;
+    for (char *l = cut; l && *l;) {
+        char *nl = strchr(l, '\n');
+        int len = nl ? (int)(nl - l) : (int)strlen(l);
+        if (strncmp(l, "gen ", 4) == 0) {
+            gens++;
+            CHECK_MSG(len == 50 && strncmp(l + 47, "...", 3) == 0, "%.*s", len, l);
+        }
+        l = nl ? nl + 1 : l + len;
+    }
+    CHECK(gens == 3);
+    for (char *l = whole; l && (l = strstr(l, "gen ")); l++) {
+        char *nl = strchr(l, '\n');
+        int len = nl ? (int)(nl - l) : (int)strlen(l);
+        longest = len > longest ? len : longest;
+    }
+    CHECK_MSG(longest > 100 && strstr(whole, "eta ") && !strstr(whole, "..."), "longest %d", longest);
+    free(cut);
+    free(whole);
+}
+
 int main(void)
 {
     if (fake_eval_setup("evolve", "good_task.json", tmpdir, sizeof(tmpdir), &task))
@@ -748,6 +875,8 @@ int main(void)
     RUN(test_deceptive);
     RUN(test_warm_start);
     RUN(test_warm_resume);
+    RUN(test_time_limit_resume);
+    RUN(test_progress_width);
     fake_eval_teardown(tmpdir, &task);
     return test_report();
 }

@@ -41,6 +41,7 @@ def report(*args):
 check(os.path.isfile(sql), "tests/data/h200_wgmma_run.sql exists")
 with tempfile.TemporaryDirectory() as tmp:
     db = os.path.join(tmp, "h200.db")
+    open(db, "w").close()  # read-only commands create no store; they upgrade an empty file
     subprocess.run([evoeng, "status", "--db", db], capture_output=True)
     c = sqlite3.connect(db)
     cols = {t: {r[1] for r in c.execute("PRAGMA table_info(%s)" % t)} for t in ("candidates", "compiles", "runs")}

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/out.h"
 #include "msg.h"
 #include "nvrtc.h"
 #include "ops.h"
@@ -87,7 +88,10 @@ void loop_live_line(Loop *L, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\r\033[K%s", buf);
+    /* cut to the terminal: a wrapped line would not be redrawn in place */
+    char *fit = out_fit(buf, out_width_for(STDERR_FILENO, 0));
+    fprintf(stderr, "\r\033[K%s", fit);
+    free(fit);
     fflush(stderr);
 }
 
@@ -137,10 +141,11 @@ static void report_generation(Loop *L, const GenerationRecord *g, int total_gens
     char e1[16], e2[16];
     fmt_dur(e1, sizeof(e1), el);
     fmt_dur(e2, sizeof(e2), eta);
-    printf("gen %3lld/%-3d  evaluated %3lld  valid %3lld  accepted %3lld  reverted %3lld  best %8.2f us  "
-           "%5.2fx  elapsed %s  eta %s\n",
-           (long long)g->generation, total_gens, (long long)g->evaluated, (long long)g->valid,
-           (long long)g->accepted, (long long)g->reverted, g->best_latency_us, isnan(speed) ? 0.0 : speed, e1, e2);
+    out_printf("gen %3lld/%-3d  evaluated %3lld  valid %3lld  accepted %3lld  reverted %3lld  best %8.2f us  "
+               "%5.2fx  elapsed %s  eta %s\n",
+               (long long)g->generation, total_gens, (long long)g->evaluated, (long long)g->valid,
+               (long long)g->accepted, (long long)g->reverted, g->best_latency_us, isnan(speed) ? 0.0 : speed, e1,
+               e2);
     fflush(stdout);
 }
 
@@ -175,12 +180,13 @@ static void report_event(Loop *L, const char *event, int count, const char *runs
 
 int loop_time_limit_hit(Loop *L)
 {
-    if (L->cfg->time_limit_s > 0 && (time_now_ms() - L->t0) / 1000.0 >= L->cfg->time_limit_s) {
+    if (L->cfg->stop && *L->cfg->stop) {
         L->sum->interrupted = 1;
         return 1;
     }
-    if (L->cfg->stop && *L->cfg->stop) {
+    if (L->cfg->time_limit_s > 0 && (time_now_ms() - L->t0) / 1000.0 >= L->cfg->time_limit_s) {
         L->sum->interrupted = 1;
+        L->sum->time_limited = 1;
         return 1;
     }
     return 0;
@@ -399,7 +405,17 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
     }
     store_candidates_free(best, nb);
     free(L.run.status);
-    L.run.status = xstrdup(summary->interrupted ? "interrupted" : "completed");
+    /* A signal (*stop) is "interrupted"; the time limit alone "time_limit".
+     * resume continues either. */
+    /* Only *stop and the time limit interrupt a run (stage dispatch stops
+     * at the limit too, without loop_time_limit_hit): without a signal it
+     * was the limit. */
+    int by_signal = cfg->stop && *cfg->stop;
+    if (summary->interrupted && !by_signal)
+        summary->time_limited = 1;
+    L.run.status = xstrdup(!summary->interrupted                  ? "completed"
+                           : summary->time_limited && !by_signal ? "time_limit"
+                                                                 : "interrupted");
     L.run.finished_at = time_iso8601();
     if (store_run_update(st, &L.run, err))
         goto out;

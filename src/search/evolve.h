@@ -185,6 +185,7 @@ typedef struct EvolveSummary {
     double  best_latency_us, baseline_latency_us;
     int     evaluated, valid, reverted, failed, generations_done;
     int     interrupted;          /* stopped early by *stop or the time limit */
+    int     time_limited;         /* of which by the time limit (run status time_limit) */
     int     llm_requests;         /* LLM requests recorded by this call */
     int     llm_children;         /* LLM children evaluated by this call */
     int     llm_accepted;         /* of which accepted */

@@ -5,10 +5,13 @@
  */
 #include "store_int.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "store_schema.h"
@@ -92,13 +95,35 @@ static int check_identity(Store *s, EvoErr *err)
     return 0;
 }
 
+/* PRAGMA foreign_key_check: 0 when it reports no row. */
+static int fk_check(Store *s, EvoErr *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sdb_prepare(s, "PRAGMA foreign_key_check", &st, err))
+        return -1;
+    int rc = sqlite3_step(st);
+    int bad = rc == SQLITE_ROW;
+    const char *table = bad ? (const char *)sqlite3_column_text(st, 0) : NULL;
+    if (bad)
+        err_set(err, "%s: migration left a broken foreign key in table %s", s->path, table ? table : "?");
+    else if (rc != SQLITE_DONE)
+        sdb_fail(s, err, "PRAGMA foreign_key_check");
+    sqlite3_finalize(st);
+    return bad || rc != SQLITE_DONE ? -1 : 0;
+}
+
 static int migrate(Store *s, EvoErr *err)
 {
     int ver = store_schema_version(s);
     if (ver >= store_migration_count)
         return 0;
-    if (sdb_exec(s, "BEGIN IMMEDIATE", err))
+    /* Foreign keys off while migrating (a no-op inside a transaction, so
+     * before BEGIN): a step that rebuilds a parent table (005) must not
+     * cascade its DROP into the children. They are checked before COMMIT. */
+    if (sdb_exec(s, "PRAGMA foreign_keys = OFF", err))
         return -1;
+    if (sdb_exec(s, "BEGIN IMMEDIATE", err))
+        goto fk_on;
     /* Re-read inside the write lock: another process may have migrated. */
     ver = store_schema_version(s);
     for (int v = ver; v < store_migration_count; v++) {
@@ -110,15 +135,21 @@ static int migrate(Store *s, EvoErr *err)
     char pragmas[128];
     snprintf(pragmas, sizeof(pragmas), "PRAGMA application_id = %d; PRAGMA user_version = %d;",
              EVO_APPLICATION_ID, store_migration_count);
-    if (sdb_exec(s, pragmas, err) || sdb_exec(s, "COMMIT", err))
+    if (sdb_exec(s, pragmas, err) || fk_check(s, err) || sdb_exec(s, "COMMIT", err))
         goto fail;
-    return 0;
+    return sdb_exec(s, "PRAGMA foreign_keys = ON", err);
 fail:
     sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+fk_on:
+    sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
     return -1;
 }
 
-int store_open(Store **out, const char *path, EvoErr *err)
+/* Open path with the given SQLite flags and check it is ours. Then, with
+ * SQLITE_OPEN_READWRITE: set the pragmas and migrate; with
+ * SQLITE_OPEN_READONLY: require the latest schema. create: make the parent
+ * directory when absent. */
+static int open_flags(Store **out, const char *path, int flags, int create, EvoErr *err)
 {
     *out = NULL;
     Store *s = xcalloc(1, sizeof(*s));
@@ -126,27 +157,65 @@ int store_open(Store **out, const char *path, EvoErr *err)
     char *dir = path_dirname(path);
     struct stat sb;
     int rc = 0;
-    if (stat(dir, &sb) != 0)
+    if (create && stat(dir, &sb) != 0)
         rc = file_mkdirs(dir, err);
     free(dir);
     if (rc)
         goto fail;
-    if (sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
         err_set(err, "%s: sqlite3_open_v2: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 10000);
     if (check_identity(s, err))
         goto fail;
-    if (sdb_exec(s, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;", err))
+    if (flags & SQLITE_OPEN_READONLY) {
+        if (store_schema_version(s) < store_migration_count) {
+            err_set(err, "%s: written by an older evoeng (schema version %d, this build reads %d) and not "
+                    "writable, so it cannot be upgraded", path, store_schema_version(s), store_migration_count);
+            goto fail;
+        }
+    } else if (sdb_exec(s, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
+                        err) ||
+               migrate(s, err)) {
         goto fail;
-    if (migrate(s, err))
-        goto fail;
+    }
     *out = s;
     return 0;
 fail:
     store_close(&s);
     return -1;
+}
+
+int store_open(Store **out, const char *path, EvoErr *err)
+{
+    return open_flags(out, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 1, err);
+}
+
+int store_open_readonly(Store **out, const char *path, EvoErr *err)
+{
+    *out = NULL;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return err_set(err, "%s: no population store there (stat: %s); check --db, or create one with "
+                       "'evoeng run'", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return err_set(err, "%s: not a population store (not a regular file)", path);
+    /* A store this user may not write (a read-only mount, another user's):
+     * SQLITE_OPEN_READONLY, and it must have the latest schema already. */
+    if (access(path, W_OK) != 0)
+        return open_flags(out, path, SQLITE_OPEN_READONLY, 0, err);
+    /* Else without SQLITE_OPEN_CREATE, then PRAGMA query_only: no statement
+     * can write. Not SQLITE_OPEN_READONLY here: a read-only connection to a
+     * WAL database leaves its -wal and -shm files behind, where a writable
+     * one removes them on close. */
+    if (open_flags(out, path, SQLITE_OPEN_READWRITE, 0, err))
+        return -1;
+    if (sdb_exec(*out, "PRAGMA query_only = ON", err)) {
+        store_close(out);
+        return -1;
+    }
+    return 0;
 }
 
 void store_close(Store **ps)
@@ -220,4 +289,53 @@ int store_run_update(Store *s, const RunRecord *r, EvoErr *err)
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sdb_fail(s, err, "UPDATE runs");
     sqlite3_finalize(st);
     return rc;
+}
+
+/* SELECT id, <run columns>, (SELECT count(*) FROM candidates c WHERE
+ *        c.run_id = runs.id), b.candidate_id, b.latency_us, b.speedup
+ * FROM runs LEFT JOIN best_per_run b ON b.run_id = runs.id ORDER BY runs.id */
+int store_run_list(Store *s, RunSummary **out, int *n, EvoErr *err)
+{
+    *out = NULL;
+    *n = 0;
+    sqlite3_stmt *st = NULL;
+    int nf = NFIELDS(run_fields);
+    if (sdb_prepare_select(s, 1, run_fields, nf, &st, err,
+                           ", (SELECT count(*) FROM candidates c WHERE c.run_id = runs.id), b.candidate_id, "
+                           "b.latency_us, b.speedup FROM runs LEFT JOIN best_per_run b ON b.run_id = runs.id "
+                           "ORDER BY runs.id"))
+        return -1;
+    RunSummary *l = NULL;
+    int cap = 0, rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            l = xrealloc(l, (size_t)cap * sizeof(*l));
+        }
+        RunSummary *r = &l[(*n)++];
+        memset(r, 0, sizeof(*r));
+        r->run.id = sqlite3_column_int64(st, 0);
+        fld_read(st, 1, run_fields, nf, &r->run);
+        r->candidates = sqlite3_column_int64(st, 1 + nf);
+        r->best_id = sqlite3_column_int64(st, 2 + nf);
+        r->best_latency_us = sqlite3_column_type(st, 3 + nf) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 3 + nf);
+        r->best_speedup = sqlite3_column_type(st, 4 + nf) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4 + nf);
+    }
+    if (rc != SQLITE_DONE) {
+        sdb_fail(s, err, "SELECT FROM runs");
+        sqlite3_finalize(st);
+        store_run_list_free(l, *n);
+        *n = 0;
+        return -1;
+    }
+    sqlite3_finalize(st);
+    *out = l;
+    return 0;
+}
+
+void store_run_list_free(RunSummary *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        run_record_free(&list[i].run);
+    free(list);
 }

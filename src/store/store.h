@@ -32,7 +32,7 @@ typedef struct RunRecord {
     char   *nvrtc_version, *driver_version, *evoeng_version;
     int64_t seed;
     char   *strategy;
-    char   *status;            /* running, completed, interrupted, failed */
+    char   *status;            /* running, completed, interrupted (a signal), time_limit, failed */
     int64_t generations_done;
     int64_t baseline_id;
     char   *started_at, *finished_at;
@@ -108,6 +108,15 @@ int store_schema_latest(void);
  * that is not SQLite, a SQLite database that is not evoeng's, and one
  * whose user_version is newer than this build. Returns 0 or -1 (err). */
 int store_open(Store **out, const char *path, EvoErr *err);
+/* Open an existing store for reading (status, top, lineage, show, runs,
+ * export, report). A path with no file fails with err saying so, and
+ * nothing is created: no directory, no file. The same identity checks as
+ * store_open. A writable store is opened without SQLITE_OPEN_CREATE and
+ * with PRAGMA query_only (nothing can write; an older schema, or an empty
+ * file, is first upgraded in place, since the reads need the latest one);
+ * one this user may not write is opened SQLITE_OPEN_READONLY and must
+ * have the latest schema. Returns 0 or -1 (err). */
+int store_open_readonly(Store **out, const char *path, EvoErr *err);
 void store_close(Store **s);
 int store_schema_version(Store *s);      /* PRAGMA user_version */
 const char *store_path(const Store *s);
@@ -131,6 +140,20 @@ int store_run_get(Store *s, int64_t id, RunRecord *r, EvoErr *err);
 /* Update the mutable fields of a run: status, generations_done,
  * baseline_id, finished_at. */
 int store_run_update(Store *s, const RunRecord *r, EvoErr *err);
+
+/* A run with its figures, one row of `evoeng runs`. */
+typedef struct RunSummary {
+    RunRecord run;
+    int64_t   candidates;        /* candidates committed */
+    int64_t   best_id;           /* the fastest survivor (gated on every shape); 0: none */
+    double    best_latency_us;   /* NaN: none */
+    double    best_speedup;      /* over the baseline; NaN: none */
+} RunSummary;
+/* Every run of the store, oldest first, with its candidate count and best
+ * (the best_per_run view). *out is a fresh array (store_run_list_free);
+ * *n may be 0. Returns 0 or -1 (err). */
+int store_run_list(Store *s, RunSummary **out, int *n, EvoErr *err);
+void store_run_list_free(RunSummary *list, int n);
 
 /* Commit one candidate in its own transaction: its source (deduplicated
  * by hash; source_text may be NULL for candidates that never rendered),

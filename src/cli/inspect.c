@@ -1,0 +1,285 @@
+/*
+ * inspect: the helpers of the store-reading commands. See inspect.h.
+ */
+#include "inspect.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- opening --------------------------------------------------------- */
+
+Store *inspect_open(const Settings *s, EvoExit *rc)
+{
+    Store *st = NULL;
+    EvoErr err;
+    if (store_open_readonly(&st, s->db, &err) != 0) {
+        errorf("%s", err.msg);
+        *rc = EVO_EXIT_DB;
+        return NULL;
+    }
+    return st;
+}
+
+Store *inspect_open_run(const Settings *s, int64_t id, RunRecord *r, const char *empty_json, EvoExit *rc)
+{
+    Store *st = inspect_open(s, rc);
+    if (!st)
+        return NULL;
+    EvoErr err;
+    int got = store_run_get(st, id, r, &err);
+    if (got > 0)
+        return st;
+    if (got < 0)
+        errorf("%s", err.msg);
+    else if (id)
+        errorf("%s: no run %lld", store_path(st), (long long)id);
+    else if (s->json)
+        printf("%s\n", empty_json ? empty_json : "{\"run\": null}");
+    else
+        printf("%s: no runs yet (start one with 'evoeng run')\n", store_path(st));
+    *rc = got < 0 ? EVO_EXIT_DB : id ? EVO_EXIT_FAIL : EVO_EXIT_OK;
+    store_close(&st);
+    return NULL;
+}
+
+int64_t inspect_best_id(Store *st, int64_t run_id, EvoExit *rc)
+{
+    EvoErr err;
+    RunRecord r;
+    int got = store_run_get(st, run_id, &r, &err);
+    if (got <= 0) {
+        if (got < 0)
+            errorf("%s", err.msg);
+        else if (run_id)
+            errorf("%s: no run %lld", store_path(st), (long long)run_id);
+        else
+            errorf("%s: no runs yet, so no best candidate", store_path(st));
+        *rc = got < 0 ? EVO_EXIT_DB : EVO_EXIT_FAIL;
+        return 0;
+    }
+    CandidateRecord *best = NULL;
+    int n = 0;
+    int64_t id = 0;
+    if (store_candidate_list(st, r.id, STORE_SURVIVORS_BY_LATENCY, 1, &best, &n, &err)) {
+        errorf("%s", err.msg);
+        *rc = EVO_EXIT_DB;
+    } else if (n == 0) {
+        errorf("run %lld has no candidate gated on every shape yet, so no best", (long long)r.id);
+        *rc = EVO_EXIT_FAIL;
+    } else {
+        id = best[0].id;
+    }
+    store_candidates_free(best, n);
+    run_record_free(&r);
+    return id;
+}
+
+/* ---- text ------------------------------------------------------------ */
+
+void inspect_fmt_us(char *buf, size_t n, double us)
+{
+    if (isnan(us))
+        snprintf(buf, n, "-");
+    else if (us < 1000)
+        snprintf(buf, n, "%.2f us", us);
+    else
+        snprintf(buf, n, "%.3f ms", us / 1000);
+}
+
+/* The members of an object as "K=V K=V" (fresh string; "" when none). */
+static char *object_kv(json_t *o)
+{
+    StrBuf sb = {0};
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        char *t = json_dumps(v, JSON_ENCODE_ANY);
+        sb_printf(&sb, "%s%s=%s", sb.len ? " " : "", k, t ? t : "?");
+        free(t);
+    }
+    return sb_take(&sb);
+}
+
+char *inspect_params_compact(const char *json)
+{
+    json_t *o = json ? json_loads(json, 0, NULL) : NULL;
+    char *txt = json_is_object(o) ? object_kv(o) : xstrdup(json ? json : "-");
+    json_decref(o);
+    return txt;
+}
+
+char *inspect_params_diff(const char *from, const char *to)
+{
+    json_t *d = inspect_params_diff_json(from, to);
+    StrBuf sb = {0};
+    const char *k;
+    json_t *v;
+    json_object_foreach(d, k, v) {
+        json_t *jo = json_object_get(v, "from");
+        char *o = json_is_null(jo) ? xstrdup("-") : json_dumps(jo, JSON_ENCODE_ANY);
+        char *nw = json_dumps(json_object_get(v, "to"), JSON_ENCODE_ANY);
+        sb_printf(&sb, "%s%s %s->%s", sb.len ? ", " : "", k, o, nw);
+        free(o);
+        free(nw);
+    }
+    json_decref(d);
+    if (!sb.len)
+        sb_append(&sb, from ? "(no parameter change)" : "");
+    return sb_take(&sb);
+}
+
+json_t *inspect_params_diff_json(const char *from, const char *to)
+{
+    json_t *a = from ? json_loads(from, 0, NULL) : NULL;
+    json_t *b = to ? json_loads(to, 0, NULL) : NULL;
+    json_t *d = json_object();
+    if (json_is_object(a) && json_is_object(b)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(b, k, v) {
+            json_t *old = json_object_get(a, k);
+            if (old && json_equal(old, v))
+                continue;
+            json_object_set_new(d, k, json_pack("{s:O, s:O}", "from", old ? old : json_null(), "to", v));
+        }
+    }
+    json_decref(a);
+    json_decref(b);
+    return d;
+}
+
+json_t *inspect_shape_json(const RunRecord *r)
+{
+    json_t *shape = json_object();
+    json_t *spec = r->task_json ? json_loads(r->task_json, 0, NULL) : NULL;
+    json_t *cfg = r->config_json ? json_loads(r->config_json, 0, NULL) : NULL;
+    json_t *dims = json_object_get(spec, "dims");
+    if (json_is_object(dims))
+        json_object_update(shape, dims);
+    dims = json_object_get(cfg, "dims");
+    if (json_is_object(dims))
+        json_object_update(shape, dims);
+    json_decref(spec);
+    json_decref(cfg);
+    return shape;
+}
+
+char *inspect_shape_text(const RunRecord *r)
+{
+    json_t *shape = inspect_shape_json(r);
+    char *txt = object_kv(shape);
+    json_decref(shape);
+    if (!*txt) {
+        free(txt);
+        txt = xstrdup("-");
+    }
+    return txt;
+}
+
+/* ---- JSON ------------------------------------------------------------ */
+
+void inspect_set_text(json_t *o, const char *key, const char *text)
+{
+    if (!text)
+        return;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    json_object_set_new(o, key, v ? v : json_string(text));
+}
+
+void inspect_set_real(json_t *o, const char *key, double v)
+{
+    if (isfinite(v))
+        json_object_set_new(o, key, json_real(v));
+}
+
+void inspect_set_int(json_t *o, const char *key, int64_t v)
+{
+    if (v >= 0)
+        json_object_set_new(o, key, json_integer((json_int_t)v));
+}
+
+json_t *inspect_real_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static json_t *string_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+json_t *inspect_candidate_json(const CandidateRecord *c, int full)
+{
+    json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:s}", "id", (json_int_t)c->id, "run",
+                          (json_int_t)c->run_id, "generation", (json_int_t)c->generation, "operator",
+                          c->operator ? c->operator : "", "status", c->status ? c->status : "", "decision",
+                          c->decision ? c->decision : "", "gate_stage", gate_stage_name(c->gate_stage));
+    if (c->parent_id)
+        json_object_set_new(o, "parent", json_integer((json_int_t)c->parent_id));
+    if (c->parent2_id)
+        json_object_set_new(o, "parent2", json_integer((json_int_t)c->parent2_id));
+    inspect_set_text(o, "params", c->params_json);
+    if (c->error)
+        json_object_set_new(o, "error", json_string(c->error));
+    inspect_set_real(o, "latency_us", c->latency_us);
+    inspect_set_real(o, "p90_us", c->p90_us);
+    inspect_set_real(o, "cv", c->cv);
+    inspect_set_real(o, "ratio_to_parent", c->ratio_to_parent);
+    inspect_set_real(o, "speedup", c->speedup);
+    inspect_set_int(o, "ctas", c->ctas);
+    inspect_set_int(o, "threads", c->threads);
+    inspect_set_int(o, "registers", c->registers);
+    inspect_set_int(o, "occupancy", c->occupancy);
+    if (!full)
+        return o;
+    inspect_set_real(o, "ratio_spread", c->ratio_spread);
+    inspect_set_int(o, "ctas_total", c->ctas_total);
+    inspect_set_int(o, "smem_static", c->smem_static);
+    inspect_set_int(o, "smem_dynamic", c->smem_dynamic);
+    inspect_set_real(o, "waves", c->waves);
+    inspect_set_real(o, "tflops", c->tflops);
+    inspect_set_real(o, "gbps", c->gbps);
+    inspect_set_real(o, "compile_ms", c->compile_ms);
+    inspect_set_real(o, "gate_ms", c->gate_ms);
+    inspect_set_real(o, "time_ms", c->time_ms);
+    if (c->source_hash)
+        json_object_set_new(o, "source_hash", json_string(c->source_hash));
+    inspect_set_text(o, "gate", c->gate_json);
+    inspect_set_text(o, "metrics", c->metrics_json);
+    if (c->rationale)
+        json_object_set_new(o, "rationale", json_string(c->rationale));
+    if (c->log)
+        json_object_set_new(o, "log", json_string(c->log));
+    json_object_set_new(o, "created_at", json_string(c->created_at ? c->created_at : ""));
+    json_object_set_new(o, "decided_at", json_string(c->decided_at ? c->decided_at : ""));
+    return o;
+}
+
+json_t *inspect_run_json(const RunRecord *r)
+{
+    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:o}", "id", (json_int_t)r->id, "task",
+                          r->task_name ? r->task_name : "", "task_path", r->task_path ? r->task_path : "",
+                          "status", r->status ? r->status : "", "strategy", r->strategy ? r->strategy : "",
+                          "seed", (json_int_t)r->seed, "generations_done", (json_int_t)r->generations_done,
+                          "started_at", r->started_at ? r->started_at : "", "finished_at",
+                          string_or_null(r->finished_at));
+    json_object_set_new(o, "device", json_pack("{s:o, s:o}", "name", string_or_null(r->device_name), "arch",
+                                               string_or_null(r->device_arch)));
+    json_object_set_new(o, "nvrtc_version", string_or_null(r->nvrtc_version));
+    json_object_set_new(o, "driver_version", string_or_null(r->driver_version));
+    json_object_set_new(o, "evoeng_version", string_or_null(r->evoeng_version));
+    json_object_set_new(o, "baseline_id", r->baseline_id ? json_integer((json_int_t)r->baseline_id) : json_null());
+    json_object_set_new(o, "shape", inspect_shape_json(r));
+    inspect_set_text(o, "config", r->config_json);
+    return o;
+}
+
+void inspect_json_print(json_t *o)
+{
+    char *txt = json_dumps(o, JSON_INDENT(2));
+    printf("%s\n", txt ? txt : "null");
+    free(txt);
+    json_decref(o);
+}

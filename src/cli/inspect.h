@@ -1,0 +1,68 @@
+/*
+ * inspect: what the commands that read the population store share
+ * (status, top, lineage, show in cmd_inspect.c; runs in cli/cmd_runs.c):
+ * opening the store read-only, picking a run or the best candidate,
+ * formatting, and the JSON objects documented in README.md ("JSON
+ * output"): a run, a candidate.
+ */
+#ifndef EVO_INSPECT_H
+#define EVO_INSPECT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "cli.h"
+#include "msg.h"
+#include "store.h"
+
+/* Open s->db read-only (store_open_readonly): a missing store is an error
+ * that creates nothing. Returns the store, or NULL with the error printed
+ * and *rc = EVO_EXIT_DB. */
+Store *inspect_open(const Settings *s, EvoExit *rc);
+
+/* Open the store and read run `id` (0: the latest) into *r. Returns the
+ * store, or NULL with *rc set: EVO_EXIT_DB (store), EVO_EXIT_FAIL (no run
+ * `id`), or EVO_EXIT_OK for an empty store, after printing "no runs yet"
+ * (text) or `empty_json` (with s->json; may be NULL: "{"run": null}"). */
+Store *inspect_open_run(const Settings *s, int64_t id, RunRecord *r, const char *empty_json, EvoExit *rc);
+
+/* The id of the best candidate (a survivor: gated on every shape, fastest)
+ * of run run_id (0: the latest run). Returns the id, or 0 with the reason
+ * printed and *rc set (EVO_EXIT_FAIL: no such run or no survivor yet;
+ * EVO_EXIT_DB). */
+int64_t inspect_best_id(Store *st, int64_t run_id, EvoExit *rc);
+
+/* "12.34 us", "1.234 ms", or "-" for NaN. */
+void inspect_fmt_us(char *buf, size_t n, double us);
+/* {"A":1,"B":2} -> "A=1 B=2" (fresh string). */
+char *inspect_params_compact(const char *json);
+/* Keys whose values differ between two params objects, "BLOCK_M 64->128"
+ * (fresh string). */
+char *inspect_params_diff(const char *from, const char *to);
+/* The same as JSON: {"KEY": {"from": old or null, "to": new}, ...}. */
+json_t *inspect_params_diff_json(const char *from, const char *to);
+/* The benchmark shape of a run: the spec's dims with the run's --dim
+ * overrides, as a JSON object (new reference) or text "B=4 H=8 ...". */
+json_t *inspect_shape_json(const RunRecord *r);
+char *inspect_shape_text(const RunRecord *r);
+
+/* A candidate as JSON (new reference): gate_stage as "none" | "bench" |
+ * "full". full: also gate and metrics details, logs and dates (show). */
+json_t *inspect_candidate_json(const CandidateRecord *c, int full);
+/* A run as JSON (new reference): id, task, task_path, status, strategy,
+ * seed, generations_done, started_at, finished_at, device {name, arch},
+ * nvrtc_version, driver_version, evoeng_version, shape, config. */
+json_t *inspect_run_json(const RunRecord *r);
+
+/* Put text parsed as JSON under key (a string when it does not parse);
+ * reals only when finite; integers only when >= 0. */
+void inspect_set_text(json_t *o, const char *key, const char *text);
+void inspect_set_real(json_t *o, const char *key, double v);
+void inspect_set_int(json_t *o, const char *key, int64_t v);
+/* A finite real, else null (new reference). */
+json_t *inspect_real_or_null(double v);
+
+/* Print o indented on stdout and release it. */
+void inspect_json_print(json_t *o);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * out: lines cut to the terminal width. See out.h.
+ */
+#include "out.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+static int width_now;
+
+int out_width_for(int fd, int wide)
+{
+    if (wide)
+        return 0;
+    int tty = isatty(fd);
+    struct winsize ws;
+    if (tty && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+        return ws.ws_col;
+    const char *env = getenv("COLUMNS");
+    long v;
+    if (env && parse_long(env, 1, 100000, &v) == 0)
+        return (int)v < 20 ? 20 : (int)v;   /* room for the start of a line */
+    return tty ? 100 : 0;
+}
+
+void out_init(int wide)
+{
+    width_now = out_width_for(STDOUT_FILENO, wide);
+}
+
+int out_width(void)
+{
+    return width_now;
+}
+
+/* Display columns of s[0..n): UTF-8 continuation bytes do not count. */
+static int columns(const char *s, size_t n)
+{
+    int c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return c;
+}
+
+char *out_fit(const char *line, int width)
+{
+    size_t n = strlen(line);
+    if (width <= 0 || columns(line, n) <= width)
+        return xstrdup(line);
+    int keep = width > 3 ? width - 3 : 0;
+    size_t i = 0;
+    for (int c = 0; i < n; i++) {
+        if (((unsigned char)line[i] & 0xc0) != 0x80 && c++ == keep)
+            break;
+    }
+    char *out = xmalloc(i + 4);
+    memcpy(out, line, i);
+    memcpy(out + i, "...", 4);
+    if (width < 3)
+        out[width] = '\0';
+    return out;
+}
+
+void out_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = xvasprintf(fmt, ap);
+    va_end(ap);
+    if (width_now <= 0) {
+        fputs(text, stdout);
+        free(text);
+        return;
+    }
+    for (char *p = text; *p;) {
+        char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char save = p[len];
+        p[len] = '\0';
+        char *cut = out_fit(p, width_now);
+        fputs(cut, stdout);
+        free(cut);
+        p[len] = save;
+        if (!nl)
+            break;
+        fputc('\n', stdout);
+        p = nl + 1;
+    }
+    free(text);
+}
