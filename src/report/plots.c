@@ -118,6 +118,12 @@ static void convergence(StrBuf *sb, const Report *r, const char *id, const char 
     svg_text(sb, f->px - 5, band + 4, "end", "tick", "failed");
     svg_line(sb, f->px, band, f->px + f->pw, band, "band");
     svg_step_line(sb, f, bx, by, nb, "best");
+    int timed = 0;
+    for (int i = 0; i < r->ncand; i++)
+        timed += isfinite(xs[i]) && r->rc[i].kind != PK_FAILED;
+    if (!timed)
+        svg_text(sb, f->px + f->pw / 2, f->py + f->ph / 2, "middle", "axlabel",
+                 "no candidate was timed: every one failed before timing");
     for (int i = 0; i < r->ncand; i++) {
         if (!isfinite(xs[i]))
             continue;
@@ -184,6 +190,7 @@ void plot_convergence_gen(StrBuf *sb, const Report *r)
     svg_frame_init(&f, CW, CH, 72, 34, 20, 66);
     f.x0 = -0.5;
     f.x1 = maxg + 0.5;
+    f.xint = 1;
     latency_axis(&f, r, 0);
     convergence(sb, r, "conv-gen", "latency per generation", &f, xs, bx, best, nb, "generation");
     free(count);

@@ -215,6 +215,8 @@ void svg_axes(StrBuf *sb, const SvgFrame *f, const char *xlabel, const char *yla
     axis_y(sb, f, ylabel);
     int n = svg_ticks(f->x0, f->x1, f->xlog, 8, t, 32);
     for (int i = 0; i < n; i++) {
+        if (f->xint && t[i] != floor(t[i]))
+            continue;
         double x = svg_x(f, t[i]);
         svg_line(sb, x, f->py, x, f->py + f->ph, "grid");
         svg_fmt_num(lab, sizeof(lab), t[i]);

@@ -22,6 +22,7 @@ typedef struct SvgFrame {
     double px, py, pw, ph;     /* plot area: left, top, width, height (px) */
     double x0, x1, y0, y1;     /* data range shown (x0 < x1, y0 < y1) */
     int    xlog, ylog;         /* 1: log10 axis (the range must be > 0) */
+    int    xint;               /* 1: x ticks on integers only (generations) */
 } SvgFrame;
 
 /* Append XML-escaped text (& < > " '); NULL appends nothing. Control
