@@ -66,10 +66,20 @@ static char *cand_title(const Report *r, const RCand *x)
             sb_printf(&sb, " [gate: %s]", gate_stage_name(c->gate_stage));
     }
     if (c->parent_id && x->params) {
+        /* cands are ordered by id: binary search for the parent */
         const json_t *pp = NULL;
-        for (int i = 0; i < r->ncand; i++)
-            if (r->cands[i].id == c->parent_id)
-                pp = r->rc[i].params;
+        int lo = 0, hi = r->ncand - 1;
+        while (lo <= hi) {
+            int mid = lo + (hi - lo) / 2;
+            if (r->cands[mid].id == c->parent_id) {
+                pp = r->rc[mid].params;
+                break;
+            }
+            if (r->cands[mid].id < c->parent_id)
+                lo = mid + 1;
+            else
+                hi = mid - 1;
+        }
         if (pp) {
             char *d = report_params_diff(pp, x->params, "->", ", ");
             if (d[0])
@@ -124,19 +134,22 @@ static void convergence(StrBuf *sb, const Report *r, const char *id, const char 
     if (!timed)
         svg_text(sb, f->px + f->pw / 2, f->py + f->ph / 2, "middle", "axlabel",
                  "no candidate was timed: every one failed before timing");
-    for (int i = 0; i < r->ncand; i++) {
-        if (!isfinite(xs[i]))
-            continue;
-        const RCand *x = &r->rc[i];
-        char *t = cand_title(r, x);
-        char cls[48];
-        snprintf(cls, sizeof(cls), "pt %s", kind_name[x->kind]);
-        if (x->kind == PK_FAILED)
-            svg_cross(sb, svg_x(f, xs[i]), band, 4, cls, id, t);
-        else
-            svg_point(sb, f, xs[i], r->cands[i].latency_us, 4.5, cls, id, t);
-        free(t);
-    }
+    /* reverted and failed first, so accepted and baseline marks stay on top */
+    double rad = r->ncand > 300 ? 3.5 : 4.5;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < r->ncand; i++) {
+            const RCand *x = &r->rc[i];
+            if (!isfinite(xs[i]) || (pass == 0) != (x->kind == PK_REVERTED || x->kind == PK_FAILED))
+                continue;
+            char *t = cand_title(r, x);
+            char cls[48];
+            snprintf(cls, sizeof(cls), "pt %s", kind_name[x->kind]);
+            if (x->kind == PK_FAILED)
+                svg_cross(sb, svg_x(f, xs[i]), band, 4, cls, id, t);
+            else
+                svg_point(sb, f, xs[i], r->cands[i].latency_us, rad, cls, id, t);
+            free(t);
+        }
     legend_kinds(sb, f->px + 4, CH - 8);
     svg_end(sb);
 }
