@@ -12,6 +12,7 @@
 #include "svg.h"
 
 #include <math.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -205,21 +206,41 @@ static void test_render(void)
     add_cand(s, run, 2, a, "{\"BM\":256,\"W\":4}", "incorrect", "failed", NAN, 1, NULL, "2026-11-22T04:10:31Z");
     add_cand(s, run, 2, a, "{\"BM\":256,\"W\":8}", "incorrect", "failed", NAN, 1, NULL, "2026-11-22T04:10:32Z");
     int64_t best = add_cand(s, run, 3, a, "{\"BM\":128,\"W\":2}", "ok", "accepted", 6, 2, NULL, "2026-11-22T04:10:40Z");
+    /* timing details as the evaluator records them (metrics_json), with the GPU that measured it */
+    int64_t timed = add_cand(s, run, 3, a, "{\"BM\":64,\"W\":2}", "ok", "reverted", 9, 1, NULL, "2026-11-22T04:10:41Z");
+    {
+        char *sql = xasprintf("UPDATE candidates SET metrics_json = '{\"ms\":{\"n\":15},\"batch\":40,"
+                              "\"gpu\":{\"index\":1,\"name\":\"H200\",\"scale\":0.987}}', ratio_spread = 0.012 "
+                              "WHERE id = %lld", (long long)timed);
+        char *db = xasprintf("%s/r.db", tmpdir);
+        sqlite3 *h = NULL;
+        CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+        CHECK(sqlite3_exec(h, sql, NULL, NULL, NULL) == SQLITE_OK);
+        sqlite3_close(h);
+        free(db);
+        free(sql);
+    }
 
     char *html = NULL;
     ReportInfo info;
     ReportOptions o = {.top_n = 2};
     CHECK_MSG(report_render(s, 0, &o, &html, &info, &err) == 1, "%s", err.msg);
     CHECK(info.run_id == run);
-    CHECK(info.candidates == 7);
+    CHECK(info.candidates == 8);
     CHECK(info.valid == 3);
     CHECK(info.best_id == best);
     CHECK(html && strncmp(html, "<!DOCTYPE html>", 15) == 0);
     /* every candidate is one mark on each convergence plot */
-    CHECK(count_of(html, "data-series=\"conv-gen\"") == 7);
-    CHECK(count_of(html, "data-series=\"conv-time\"") == 7);
+    CHECK(count_of(html, "data-series=\"conv-gen\"") == 8);
+    CHECK(count_of(html, "data-series=\"conv-time\"") == 8);
     CHECK(count_of(html, "class=\"pt failed\" data-series=\"conv-gen\"") == 3);
-    CHECK(count_of(html, "class=\"pt reverted\" data-series=\"conv-gen\"") == 1);
+    CHECK(count_of(html, "class=\"pt reverted\" data-series=\"conv-gen\"") == 2);
+    /* the noise figures: threshold, CVs, the A/B spread, samples, batch, GPU scale */
+    CHECK_CONTAINS(html, "2.0% (a child more than this slower");
+    CHECK_CONTAINS(html, "median 0.40%, max 0.40% (5 candidates)");
+    CHECK_CONTAINS(html, "median 1.20%, max 1.20% (1 comparison)");
+    CHECK_CONTAINS(html, "median 15 per candidate");
+    CHECK_CONTAINS(html, "GPU 1 (H200): x0.9870");
     /* lineage: baseline -> #a -> best */
     CHECK(count_of(html, "<g data-series=\"lineage\">") == 3);
     CHECK_CONTAINS(html, "W 4 -&gt; 2");

@@ -283,13 +283,13 @@ static void noise_table(StrBuf *sb, const Report *r)
     double mx;
     if (ncv) {
         double med = median_of(cv, ncv, &mx);
-        kv_rowf(sb, "timing CV over timed candidates", "median %.2f%%, max %.2f%% (%d candidates)", med * 100,
-                mx * 100, ncv);
+        kv_rowf(sb, "timing CV over timed candidates", "median %.2f%%, max %.2f%% (%d candidate%s)", med * 100,
+                mx * 100, ncv, ncv == 1 ? "" : "s");
     }
     if (nsp) {
         double med = median_of(sp, nsp, &mx);
-        kv_rowf(sb, "A/B ratio spread (p90 - p10)", "median %.2f%%, max %.2f%% (%d comparisons)", med * 100,
-                mx * 100, nsp);
+        kv_rowf(sb, "A/B ratio spread (p90 - p10)", "median %.2f%%, max %.2f%% (%d comparison%s)", med * 100,
+                mx * 100, nsp, nsp == 1 ? "" : "s");
     }
     if (nsm) {
         double med = median_of(samples, nsm, &mx);
