@@ -78,6 +78,13 @@ static const CmdInfo commands[] = {
      "Lists every run of the store, oldest first: id, start time, status (running, completed,\n"
      "interrupted, time_limit, failed), task, device, benchmark shape, generations done, candidates\n"
      "and the best latency (of a candidate gated on every shape).", 0},
+    {CMD_REPORT, "report", "[RUN_ID] [-o FILE.html] [-n N] [--json]",
+     "write a self-contained HTML report of a run",
+     "Writes one HTML page about a run (default: the most recent one): convergence over generations and\n"
+     "wall time, the lineage of the best candidate, the top N, per-knob effects, failures by status, LLM\n"
+     "rates per mode, and the run's device, configuration and noise figures. Inline SVG, no script,\n"
+     "nothing loaded from the network. Default output: report-RUN_ID.html in the current directory;\n"
+     "-o - writes it to stdout. With --json, prints {\"path\", \"run_id\", \"bytes\", ...}.", 1},
 };
 
 enum {
@@ -117,12 +124,12 @@ static const OptInfo options[] = {
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
     {"seeds", required_argument, O_SEEDS, C_EVAL & ~BIT(CMD_RESUME), "N", "input seeds for the correctness gate (default 3, at least 3)"},
     {"gpus", required_argument, O_GPUS, C_EVAL, "all|N|LIST", "GPUs to judge on, one worker each: all, the first N, or ordinals like 0,2 (one: 3,); default the first"},
-    {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK) | BIT(CMD_TOP) | BIT(CMD_SHOW) | BIT(CMD_LINEAGE) | BIT(CMD_RUNS), NULL, "machine-readable output (README.md, JSON output)"},
+    {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK) | BIT(CMD_TOP) | BIT(CMD_SHOW) | BIT(CMD_LINEAGE) | BIT(CMD_RUNS) | BIT(CMD_REPORT), NULL, "machine-readable output (README.md, JSON output)"},
     {"best", no_argument, O_BEST, BIT(CMD_EXPORT), NULL, "export the best candidate of the latest run"},
     {"best", no_argument, O_BEST, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), NULL, "the best candidate (gated on every shape) of the latest run or --run"},
     {"run", required_argument, O_RUN, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), "N", "with --best: the best of run N instead of the latest"},
     {"wide", no_argument, O_WIDE, BIT(CMD_STATUS) | BIT(CMD_TOP) | BIT(CMD_LINEAGE) | BIT(CMD_SHOW) | BIT(CMD_RUNS) | BIT(CMD_RUN) | BIT(CMD_RESUME), NULL, "full lines: no cut to the terminal width"},
-    {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT), "FILE", "output file (default stdout)"},
+    {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT) | BIT(CMD_REPORT), "FILE", "output file (export: default stdout; report: default report-RUN_ID.html, - for stdout)"},
     {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json (default cu)"},
     {"sample", required_argument, O_SAMPLE, BIT(CMD_CHECK), "N", "random valid configurations to compile (default 8)"},
     {"gpu", no_argument, O_GPU, BIT(CMD_CHECK), NULL, "also run the correctness gate of each on the GPU (a sweep)"},
@@ -141,7 +148,7 @@ static const OptInfo options[] = {
     {"llm-concurrency", required_argument, O_LLM_CONC, BIT(CMD_RUN), "N", "LLM requests in flight (default 4)"},
     {"llm-max-requests", required_argument, O_LLM_MAX, BIT(CMD_RUN), "N", "request budget for the run (default 100)"},
     {"version", no_argument, O_VERSION, 0, NULL, NULL},
-    {"n", required_argument, O_N, BIT(CMD_TOP), "N", "how many (default 10)"},
+    {"n", required_argument, O_N, BIT(CMD_TOP) | BIT(CMD_REPORT), "N", "how many (default 10; report: rows of its top table)"},
 };
 
 static const struct {

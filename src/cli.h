@@ -19,6 +19,7 @@ typedef enum CmdId {
     CMD_RUN, CMD_RESUME, CMD_STATUS, CMD_TOP, CMD_LINEAGE, CMD_SHOW, CMD_EXPORT,
     CMD_CHECK, CMD_BENCH,
     CMD_RUNS,
+    CMD_REPORT,
     CMD_COUNT
 } CmdId;
 
@@ -57,7 +58,7 @@ typedef struct Settings {
     int64_t      id;                /* RUN_ID or candidate ID (positional) */
     int          best;              /* export, lineage, show --best */
     int          top_n;             /* top -n */
-    const char  *output;            /* export -o */
+    const char  *output;            /* export -o, report -o */
     const char  *format;            /* export --format cu|json */
     /* check, bench */
     int          sample;            /* check --sample N */

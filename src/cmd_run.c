@@ -305,6 +305,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
                    sum.best_latency_us, sum.baseline_latency_us / sum.best_latency_us, sum.baseline_latency_us);
         printf("next: evoeng top --db %s | evoeng lineage %lld --db %s | evoeng export --best -o best.cu --db %s\n",
                s->db, (long long)sum.best_id, s->db, s->db);
+        printf("report: evoeng report %lld --db %s -o report-%lld.html\n", (long long)sum.run_id, s->db, (long long)sum.run_id);
         if (sum.interrupted)
             printf("continue with: evoeng resume %lld --db %s\n", (long long)sum.run_id, s->db);
     }

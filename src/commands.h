@@ -27,5 +27,7 @@ EvoExit cmd_bench(const Settings *s);
 /* run / resume: the evolutionary loop. */
 EvoExit cmd_run(const Settings *s);
 EvoExit cmd_resume(const Settings *s);
+/* report: a self-contained HTML report of a run (src/report/). */
+EvoExit cmd_report(const Settings *s);
 
 #endif

@@ -22,6 +22,7 @@ static const struct {
     {CMD_TOP, cmd_top},         {CMD_LINEAGE, cmd_lineage}, {CMD_SHOW, cmd_show},
     {CMD_EXPORT, cmd_export},   {CMD_CHECK, cmd_check},   {CMD_BENCH, cmd_bench},
     {CMD_RUNS, cmd_runs},
+    {CMD_REPORT, cmd_report},
 };
 
 int main(int argc, char **argv)
