@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "commands.h"
+#include "cli/inspect.h"
 #include "report.h"
 #include "report_rows.h"
 #include "store.h"
@@ -57,23 +57,16 @@ static EvoExit write_out(const char *path, const char *html, size_t len)
 
 EvoExit cmd_report(const Settings *s)
 {
-    struct stat sbuf;
-    if (stat(s->db, &sbuf) != 0) {
-        errorf("%s: no such store (%s): nothing to report; give the store of a run with --db PATH", s->db,
-               strerror(errno));
-        return EVO_EXIT_DB;
-    }
     const char *out = s->output;
     if (s->json && out && strcmp(out, "-") == 0) {
         errorf("report: --json and -o - would both write to standard output: give -o FILE with --json");
         return EVO_EXIT_USAGE;
     }
-    Store *st = NULL;
+    EvoExit orc = EVO_EXIT_OK;
+    Store *st = inspect_open(s, &orc);   /* read-only: a missing store is exit 4, nothing created */
+    if (!st)
+        return orc;
     EvoErr err;
-    if (store_open(&st, s->db, &err)) {
-        errorf("%s", err.msg);
-        return EVO_EXIT_DB;
-    }
     ReportOptions o = {.top_n = s->top_n};
     ReportInfo info;
     char *html = NULL;

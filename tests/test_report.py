@@ -161,7 +161,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(not os.path.exists(os.path.join(cwd, "report-7.html")), "and no file")
     missing = os.path.join(tmp, "nodir", "x.db")
     rc, so, se = run("report", "--db", missing)
-    check(rc == 4 and "no such store" in se, "a store that does not exist: exit 4 (%s)" % se.strip())
+    check(rc == 4 and "no population store there" in se, "a store that does not exist: exit 4 (%s)" % se.strip())
     check(not os.path.exists(os.path.join(tmp, "nodir")), "and nothing is created")
     empty = os.path.join(tmp, "empty.db")
     report_store.schema_store(root, empty).close()
