@@ -152,7 +152,7 @@ int tl_get_int(Loader *L, json_t *v, const char *p, int64_t *out)
     return 0;
 }
 
-/* A list of unique identifier strings (entries). */
+/* A list of unique entry names (task_entry_canon), canonical. */
 int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, char ***out, int *n)
 {
     json_t *arr, *v;
@@ -166,13 +166,18 @@ int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, 
         tl_idxpath(q, p, (int)i);
         if (!json_is_string(v))
             return tl_err(L, q, "expected a string, got %s", tl_json_type(v));
-        const char *s = json_string_value(v);
-        if (!template_is_ident(s))
-            return tl_err(L, q, "'%s' is not a valid C identifier", s);
-        for (int k = 0; k < *n; k++)
-            if (strcmp((*out)[k], s) == 0)
-                return tl_err(L, q, "duplicate entry '%s'", s);
-        (*out)[(*n)++] = xstrdup(s);
+        char why[512];
+        char *s = task_entry_canon(json_string_value(v), why, sizeof(why));
+        if (!s)
+            return tl_err(L, q, "%s", why);
+        for (int k = 0; k < *n; k++) {
+            if (strcmp((*out)[k], s) == 0) {
+                tl_err(L, q, "duplicate entry '%s'", s);
+                free(s);
+                return -1;
+            }
+        }
+        (*out)[(*n)++] = s;
     }
     return 0;
 }
