@@ -75,6 +75,7 @@ typedef struct Sweep {
     const Prepared *out;
     int             ok, bad, skipped, done, failed;
     int            *retry, nretry;    /* configurations whose GPU was lost */
+    const char     *source;           /* --source text in place of the template, or NULL */
     EvoErr          err;
     double          t0;
     pthread_mutex_t lock;
@@ -118,6 +119,7 @@ static void *sweep_thread(void *arg)
         evolve_child_init(&c, task_nparams(t));
         memcpy(c.vals, sw->vals + (size_t)i * (size_t)sw->stride, (size_t)task_nparams(t) * sizeof(int64_t));
         c.op = "check";
+        c.custom_source = sw->source;
         c.params_key = xstrdup(sw->keys[i]);
         c.gpu = th->slot;
         int rc = evolve_evaluate(&gpueval_ops, sw->ge, &c, &err);
@@ -152,7 +154,7 @@ static void *sweep_thread(void *arg)
 
 /* Returns the number that fail, or -1 when no GPU is usable. */
 static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride, char **keys,
-                     const Prepared *out, int n)
+                     const Prepared *out, int n, const char *source)
 {
     EvoErr err;
     GpuEval *ge = NULL;
@@ -170,7 +172,7 @@ static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride
     printf("\n  correctness gate on %s (%d GPU%s): %d shapes x %d seeds each\n", gpueval_device(ge)->name, nslots,
            nslots == 1 ? "" : "s", task_nshapes(t), s->seeds);
     Sweep sw = {.s = s, .t = t, .ge = ge, .vals = vals, .stride = stride, .n = n, .keys = keys, .out = out,
-                .t0 = time_now_ms()};
+                .t0 = time_now_ms(), .source = source};
     sw.retry = xcalloc((size_t)n + 1, sizeof(int));
     pthread_mutex_init(&sw.lock, NULL);
     SweepThread *th = xcalloc((size_t)nslots, sizeof(*th));
@@ -212,9 +214,17 @@ EvoExit cmd_check(const Settings *s)
         return EVO_EXIT_USAGE;
     }
     runctx_set_cache(s);
+    char *source = NULL;   /* --source: a kernel file compiled in place of the template */
+    if (s->source && file_read(s->source, &source, NULL, &err)) {
+        errorf("--source: %s", err.msg);
+        task_free(&t);
+        return EVO_EXIT_USAGE;
+    }
 
     int np = task_nparams(t);
     printf("task %s: %s\n", task_name(t), task_path(t));
+    if (source)
+        printf("  source       %s (in place of the template)\n", s->source);
     printf("  target       %s\n", dev.name);
     printf("  params       %d:", np);
     for (int i = 0; i < np; i++)
@@ -229,6 +239,7 @@ EvoExit cmd_check(const Settings *s)
     double valid = count_valid(t, &dev, s->seed, &exact, &err);
     if (valid < 0) {
         errorf("%s", err.msg);
+        free(source);
         task_free(&t);
         return EVO_EXIT_TASK;
     }
@@ -245,6 +256,7 @@ EvoExit cmd_check(const Settings *s)
         errorf("--params: %s", err.msg);
         free(vals);
         free(keys);
+        free(source);
         task_free(&t);
         return EVO_EXIT_USAGE;
     }
@@ -275,8 +287,10 @@ EvoExit cmd_check(const Settings *s)
 
     PrepInput *in = xcalloc((size_t)n, sizeof(*in));
     Prepared *out = xcalloc((size_t)n, sizeof(*out));
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         in[i].vals = vals + (size_t)i * (size_t)(np + 1);
+        in[i].custom_source = source;
+    }
     int before = nvrtc_compile_count();
     double t0 = time_now_ms();
     PrepRef ref;
@@ -328,7 +342,7 @@ EvoExit cmd_check(const Settings *s)
         warnf("%d of %d sampled configurations fail (see the table)", failures, n);
     }
     if (s->gpu) {
-        int bad = gpu_sweep(s, t, vals, np + 1, keys, out, n);
+        int bad = gpu_sweep(s, t, vals, np + 1, keys, out, n, source);
         if (bad < 0)
             rc = EVO_EXIT_NO_GPU;
         else if (bad > 0 || failures)
@@ -344,6 +358,7 @@ out:
     free(out);
     free(keys);
     free(vals);
+    free(source);
     task_free(&t);
     return rc;
 }

@@ -21,6 +21,7 @@ static const struct {
     {CMD_RUN, cmd_run},         {CMD_RESUME, cmd_resume}, {CMD_STATUS, cmd_status},
     {CMD_TOP, cmd_top},         {CMD_LINEAGE, cmd_lineage}, {CMD_SHOW, cmd_show},
     {CMD_EXPORT, cmd_export},   {CMD_CHECK, cmd_check},   {CMD_BENCH, cmd_bench},
+    {CMD_INIT, cmd_init},
 };
 
 int main(int argc, char **argv)

@@ -290,9 +290,24 @@ static int head_kind(const char *head)
     }
     if (strcmp(w, "struct") == 0 || strcmp(w, "class") == 0 || strcmp(w, "union") == 0 || strcmp(w, "enum") == 0)
         return HEAD_OTHER;
-    /* a function: a parameter list, and no '=' outside parentheses */
+    /* a function: a parameter list, and no '=' outside parentheses (nor in
+     * a template parameter list, which may hold defaults: N = 4) */
     int depth = 0, paren = 0;
-    for (const char *q = head; *q; q++) {
+    const char *from = head;
+    if (strcmp(w, "template") == 0 && (from = strchr(p, '<')) != NULL) {
+        int d = 0;
+        for (; *from; from++) {
+            if (*from == '<' || *from == '(')
+                d++;
+            else if ((*from == '>' || *from == ')') && --d == 0)
+                break;
+        }
+        if (!*from)
+            return HEAD_OTHER;
+    } else {
+        from = head;
+    }
+    for (const char *q = from; *q; q++) {
         if (*q == '(') {
             depth++;
             paren = 1;
@@ -319,20 +334,30 @@ static int head_is_main(const char *head)
     return e - p == 4 && strncmp(p, "main", 4) == 0 && (p == head || p[-1] != ':');
 }
 
-static int is_host_function(const char *head, const char *body)
+/* 1 when the head (code only: strings read S) says extern "C". */
+static int has_extern_c(const char *head)
+{
+    for (const char *p = strstr(head, "extern"); p; p = strstr(p + 6, "extern")) {
+        if (p > head && is_ident((unsigned char)p[-1]))
+            continue;
+        const char *q = p + 6;
+        while (*q == ' ' || *q == '\t' || *q == '\n')
+            q++;
+        if (q > p + 6 && *q == 'S' && !is_ident((unsigned char)q[1]))
+            return 1;
+    }
+    return 0;
+}
+
+/* extern_c: the function is inside an extern "C" { } block. */
+static int is_host_function(const char *head, const char *body, int extern_c)
 {
     if (has_word(head, "__global__") || has_word(head, "__device__") || has_word(head, "constexpr"))
         return 0;
     if (has_word(head, "__host__") || head_is_main(head))
         return 1;
-    const char *ext = strstr(head, "extern");
-    if (ext && has_word(head, "extern")) {
-        const char *q = ext + 6;
-        while (*q == ' ' || *q == '\t' || *q == '\n')
-            q++;
-        if (*q == 'S')
-            return 1;
-    }
+    if (extern_c || has_extern_c(head))
+        return 1;
     static const char *const host_words[] = {"stderr", "stdout", "fprintf", "fputs", "fopen", "fclose", "exit",
                                              "abort", "getenv", "throw", "puts", NULL};
     if (strstr(body, "<<<") || strstr(body, "std::") || calls_api(body, "cuda") || calls_api(body, "cu"))
@@ -350,11 +375,42 @@ static void blank(char *s, size_t a, size_t b)
             s[i] = ' ';
 }
 
-char *kfile_device_source(const char *src, int *nremoved)
+/* A function definition found by walk_functions: its head (code only),
+ * where its declaration starts, its '{' and its '}', and the namespace it
+ * is in ("a::b", "" at file scope). */
+typedef void (*FnVisit)(void *ctx, const char *head, size_t decl, size_t brace, size_t end, const char *ns,
+                        int extern_c);
+
+#define MAX_SCOPES 64
+
+/* The namespace a scope head opens ("" for extern "C" and anonymous ones). */
+static void scope_name(const char *head, char *out, size_t size)
+{
+    out[0] = '\0';
+    const char *p = strstr(head, "namespace");
+    if (!p)
+        return;
+    p += 9;
+    size_t k = 0;
+    while (*p && k + 1 < size) {
+        if (is_ident((unsigned char)*p) || *p == ':')
+            out[k++] = *p;
+        else if (!isspace((unsigned char)*p))
+            break;
+        p++;
+    }
+    out[k] = '\0';
+}
+
+/* Call visit for every function definition at file scope, in namespaces
+ * or in extern "C" blocks. */
+static void walk_functions(const char *src, FnVisit visit, void *ctx)
 {
     size_t n = strlen(src), decl = 0;
-    char *out = xstrdup(src);
-    int removed = 0, scopes = 0;
+    size_t marks[MAX_SCOPES];
+    int cblock[MAX_SCOPES];    /* 1: that scope is an extern "C" block */
+    char ns[512] = "";
+    int scopes = 0, in_c = 0;
     for (size_t i = 0; i < n;) {
         size_t j = skip_lexeme(src, n, i);
         if (j != i) {
@@ -367,28 +423,30 @@ char *kfile_device_source(const char *src, int *nremoved)
         if (c == ';') {
             decl = i + 1;
         } else if (c == '}') {
-            if (scopes > 0)
-                scopes--;
+            if (scopes > 0) {
+                ns[marks[--scopes]] = '\0';
+                in_c -= cblock[scopes];
+            }
             decl = i + 1;
         } else if (c == '{') {
             char *head = code_only(src, decl, i);
             int kind = head_kind(head);
-            if (kind == HEAD_SCOPE) {
-                scopes++;
+            if (kind == HEAD_SCOPE && scopes < MAX_SCOPES) {
+                char name[256];
+                scope_name(head, name, sizeof(name));
+                cblock[scopes] = has_extern_c(head);
+                in_c += cblock[scopes];
+                marks[scopes++] = strlen(ns);
+                if (name[0] && strlen(ns) + strlen(name) + 3 < sizeof(ns))
+                    snprintf(ns + strlen(ns), sizeof(ns) - strlen(ns), "%s%s", ns[0] ? "::" : "", name);
                 decl = i + 1;
                 free(head);
                 i++;
                 continue;
             }
             size_t end = match_brace(src, n, i);
-            if (kind == HEAD_FUNCTION && end < n) {
-                char *body = code_only(src, i, end + 1);
-                if (is_host_function(head, body)) {
-                    blank(out, decl, end + 1);
-                    removed++;
-                }
-                free(body);
-            }
+            if (kind == HEAD_FUNCTION && end < n)
+                visit(ctx, head, decl, i, end, ns, in_c > 0);
             free(head);
             if (end >= n)
                 break;
@@ -398,9 +456,214 @@ char *kfile_device_source(const char *src, int *nremoved)
         }
         i++;
     }
+}
+
+typedef struct StripCtx {
+    const char *src;
+    char       *out;
+    int         removed;
+} StripCtx;
+
+static void strip_visit(void *ctx, const char *head, size_t decl, size_t brace, size_t end, const char *ns,
+                        int extern_c)
+{
+    StripCtx *c = ctx;
+    char *body = code_only(c->src, brace, end + 1);
+    if (is_host_function(head, body, extern_c)) {
+        blank(c->out, decl, end + 1);
+        c->removed++;
+    }
+    free(body);
+}
+
+char *kfile_device_source(const char *src, int *nremoved)
+{
+    StripCtx c = {src, xstrdup(src), 0};
+    walk_functions(src, strip_visit, &c);
     if (nremoved)
-        *nremoved = removed;
-    return out;
+        *nremoved = c.removed;
+    return c.out;
+}
+
+/* ---- kernel signatures -------------------------------------------------- */
+
+static char *trim_dup(const char *a, const char *b)
+{
+    while (a < b && isspace((unsigned char)*a))
+        a++;
+    while (b > a && isspace((unsigned char)b[-1]))
+        b--;
+    /* collapse runs of blanks */
+    StrBuf sb = {0};
+    for (const char *p = a; p < b; p++) {
+        if (isspace((unsigned char)*p)) {
+            if (sb.len && sb.s[sb.len - 1] != ' ')
+                sb_putc(&sb, ' ');
+        } else {
+            sb_putc(&sb, *p);
+        }
+    }
+    return sb.len ? sb_take(&sb) : (sb_free(&sb), xstrdup(""));
+}
+
+/* Split s[a..b) at top-level commas (not inside (), <>, [] or {}); call
+ * add(ctx, part_begin, part_end) per part. */
+static void split_commas(const char *a, const char *b, void (*add)(void *, const char *, const char *), void *ctx)
+{
+    int depth = 0;
+    const char *start = a;
+    for (const char *p = a; p < b; p++) {
+        if (*p == '(' || *p == '<' || *p == '[' || *p == '{')
+            depth++;
+        else if (*p == ')' || *p == '>' || *p == ']' || *p == '}')
+            depth--;
+        else if (*p == ',' && depth == 0) {
+            add(ctx, start, p);
+            start = p + 1;
+        }
+    }
+    if (b > start)
+        add(ctx, start, b);
+}
+
+/* The last identifier of s[a..b) (a declarator's name), or NULL when the
+ * text is one word only (an unnamed parameter: "float *" has none). */
+static char *last_ident(const char *a, const char *b, const char **name_at)
+{
+    const char *e = b;
+    while (e > a && isspace((unsigned char)e[-1]))
+        e--;
+    while (e > a && e[-1] == ']') {          /* float x[4] */
+        while (e > a && e[-1] != '[')
+            e--;
+        if (e > a)
+            e--;
+        while (e > a && isspace((unsigned char)e[-1]))
+            e--;
+    }
+    const char *p = e;
+    while (p > a && is_ident((unsigned char)p[-1]))
+        p--;
+    if (p == e || isdigit((unsigned char)*p))
+        return NULL;
+    const char *q = p;
+    while (q > a && isspace((unsigned char)q[-1]))
+        q--;
+    if (q == a)
+        return NULL;                           /* a type alone */
+    *name_at = p;
+    return xstrndup(p, (size_t)(e - p));
+}
+
+static void add_param(void *ctx, const char *a, const char *b)
+{
+    KfileKernel *k = ctx;
+    char *all = trim_dup(a, b);
+    if (!all[0] || strcmp(all, "void") == 0) {
+        free(all);
+        return;
+    }
+    const char *name_at = NULL;
+    char *name = last_ident(a, b, &name_at);
+    k->params = xrealloc(k->params, (size_t)(k->nparams + 1) * sizeof(*k->params));
+    KfileParam *pp = &k->params[k->nparams++];
+    pp->name = name ? name : xasprintf("arg%d", k->nparams - 1);
+    pp->type = name ? trim_dup(a, name_at) : xstrdup(all);
+    free(all);
+}
+
+static void add_tparam(void *ctx, const char *a, const char *b)
+{
+    KfileKernel *k = ctx;
+    const char *eq = a;
+    while (eq < b && *eq != '=')
+        eq++;
+    const char *name_at = NULL;
+    char *name = last_ident(a, eq, &name_at);
+    k->tnames = xrealloc(k->tnames, (size_t)(k->ntparams + 1) * sizeof(char *));
+    k->tnames[k->ntparams] = name ? name : xasprintf("T%d", k->ntparams);
+    k->ntparams++;
+}
+
+typedef struct KernCtx {
+    const char  *src;
+    KfileKernel *k;
+    int          n;
+} KernCtx;
+
+static void kern_visit(void *ctx, const char *head, size_t decl, size_t brace, size_t end, const char *ns,
+                       int extern_c)
+{
+    KernCtx *c = ctx;
+    if (!has_word(head, "__global__"))
+        return;
+    const char *close = strrchr(head, ')');
+    if (!close)
+        return;
+    int depth = 0;
+    const char *open = close;
+    for (; open >= head; open--) {
+        if (*open == ')')
+            depth++;
+        else if (*open == '(' && --depth == 0)
+            break;
+    }
+    if (open < head)
+        return;
+    const char *name_at = NULL;
+    char *name = last_ident(head, open, &name_at);
+    if (!name)
+        return;
+    c->k = xrealloc(c->k, (size_t)(c->n + 1) * sizeof(*c->k));
+    KfileKernel *k = &c->k[c->n++];
+    memset(k, 0, sizeof(*k));
+    k->name = ns[0] ? xasprintf("%s::%s", ns, name) : xstrdup(name);
+    free(name);
+    k->extern_c = extern_c || has_extern_c(head);
+    const char *tp = has_word(head, "template") ? strstr(head, "template") : NULL;
+    if (tp && (tp = strchr(tp, '<')) != NULL && tp < open) {
+        int d = 0;
+        const char *e = tp;
+        for (; *e; e++) {
+            if (*e == '<')
+                d++;
+            else if (*e == '>' && --d == 0)
+                break;
+        }
+        if (*e == '>') {
+            k->is_template = 1;
+            split_commas(tp + 1, e, add_tparam, k);
+        }
+    }
+    split_commas(open + 1, close, add_param, k);
+    k->line = 1;
+    const char *g = strstr(c->src + decl, "__global__");
+    for (const char *p = c->src; g && p < g && p < c->src + brace; p++)
+        k->line += *p == '\n';
+}
+
+int kfile_kernels(const char *src, KfileKernel **out)
+{
+    KernCtx c = {src, NULL, 0};
+    walk_functions(src, kern_visit, &c);
+    *out = c.k;
+    return c.n;
+}
+
+void kfile_kernels_free(KfileKernel *k, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(k[i].name);
+        for (int j = 0; j < k[i].ntparams; j++)
+            free(k[i].tnames[j]);
+        free(k[i].tnames);
+        for (int j = 0; j < k[i].nparams; j++) {
+            free(k[i].params[j].type);
+            free(k[i].params[j].name);
+        }
+        free(k[i].params);
+    }
+    free(k);
 }
 
 /* ---- hints ------------------------------------------------------------- */

@@ -50,6 +50,30 @@ int kfile_headers(const char *const **names, const char *const **texts);
  * (optional) gets the number of functions blanked out. */
 char *kfile_device_source(const char *src, int *nremoved);
 
+/* One __global__ function defined in a source, as kfile_kernels finds it. */
+typedef struct KfileParam {
+    char *type;         /* "const float *__restrict__", blanks collapsed */
+    char *name;         /* "q"; "argN" for an unnamed parameter */
+} KfileParam;
+
+typedef struct KfileKernel {
+    char       *name;       /* qualified by its namespaces: "util::fill" */
+    int         line;       /* 1-based line of its __global__ */
+    int         extern_c;   /* 1: declared extern "C" */
+    int         is_template;
+    char      **tnames;     /* template parameter names ("S", "D") */
+    int         ntparams;
+    KfileParam *params;
+    int         nparams;
+} KfileKernel;
+
+/* The kernels (__global__ function definitions) of src, in file order,
+ * found at file scope, in namespaces and in extern "C" blocks (comments,
+ * strings and preprocessor lines are skipped; macros are not expanded).
+ * *out is a fresh array (kfile_kernels_free); returns the count. */
+int kfile_kernels(const char *src, KfileKernel **out);
+void kfile_kernels_free(KfileKernel *k, int n);
+
 /* A one-line hint for a failed compile of the program `name`, from its
  * NVRTC log: when the first error is a missing header or an undefined
  * host API (cudaMalloc, std::..., fprintf) it names the line and the guard:

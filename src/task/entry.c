@@ -133,6 +133,11 @@ static int targs(EParse *p)
     blanks(p);
     if (p->s[p->i] != '>') {
         for (;;) {
+            blanks(p);
+            if (!p->s[p->i]) {
+                p->why = "unclosed '<'";
+                return -1;
+            }
             if (targ(p) < 0)
                 return -1;
             blanks(p);
