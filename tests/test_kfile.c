@@ -217,6 +217,7 @@ static void test_compile_file(void)
     CHECK(nvrtc_compile(&req, &res, &err) == 0);
     CHECK(!res.ok);
     CHECK_CONTAINS(res.log, "attn_rows_v2");
+    CHECK_CONTAINS(res.error, "a task entry names no kernel of this source (identifier \"attn_rows_v2\" is undefined)");
     nvrtc_result_free(&res);
     free(full);
     free(src);

@@ -97,7 +97,7 @@ expect 0 "check --source with the unchanged file" -- "$EVOENG" check "$ROOT/test
 grep_out out "source .*attn_rows.cu (in place of the template)" "check says which source it compiled"
 sed 's/void __launch_bounds__(128) attn_rows(/void __launch_bounds__(128) attn_rows_v2(/' "$tmp/k/attn_rows.cu" >"$tmp/renamed.cu"
 expect 1 "check --source with the entry renamed" -- "$EVOENG" check "$ROOT/tests/data/kfile/task.json" --arch sm_90 --sample 0 --source "$tmp/renamed.cu"
-grep_out err "compile_error.*attn_rows" "the missing entry is a compile error naming it"
+grep_out err "compile_error.*a task entry names no kernel of this source (identifier \"attn_rows\" is undefined)" "the missing entry is a compile error naming it"
 { printf '#include <torch/extension.h>\n'; cat "$tmp/k/attn_rows.cu"; } >"$tmp/torch.cu"
 expect 1 "check --source with a host-only include" -- "$EVOENG" check "$ROOT/tests/data/kfile/task.json" --arch sm_90 --sample 0 --source "$tmp/torch.cu"
 grep_out err "candidate.cu:1: host-only code NVRTC cannot compile" "the error names the line"

@@ -713,6 +713,15 @@ char *kfile_hint(const char *log)
     const char *q2 = q1 ? strchr(q1 + 1, '"') : NULL;
     char *id = q1 && q2 ? xstrndup(q1 + 1, (size_t)(q2 - q1 - 1)) : NULL;
     int host = 0;
+    if (strncmp(line, "__nv_name_map", 13) == 0) {
+        /* NVRTC's name expressions are compiled as "__nv_name_map" */
+        hint = xasprintf("a task entry names no kernel of this source (%s): the entries must match the "
+                         "kernels' names and template arguments", msg);
+        free(id);
+        free(where);
+        free(line);
+        return hint;
+    }
     if (strstr(msg, "cannot open source file"))
         host = 1;
     else if (id && strstr(msg, "is undefined") && host_identifier(id))

@@ -79,7 +79,9 @@ void kfile_kernels_free(KfileKernel *k, int n);
  * host API (cudaMalloc, std::..., fprintf) it names the line and the guard:
  *   kernel.cu:12: host-only code NVRTC cannot compile (identifier "cudaMalloc" is undefined):
  *   guard it with #ifndef __CUDACC_RTC__ ... #endif
- * Fresh string, or NULL when the log shows no such error. */
+ * When the first error is in NVRTC's name-expression map (an entry that
+ * names no kernel), the hint says that instead. Fresh string, or NULL when
+ * the log shows neither. */
 char *kfile_hint(const char *log);
 
 #endif
