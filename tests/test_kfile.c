@@ -6,8 +6,9 @@
  * math.h, stdio.h, and INFINITY. Checked here: the device view (host code
  * out, lines kept), the kernel signatures `init` reads, the compile for
  * sm_90 with name expressions and their lowered names (live and from the
- * cache), the prelude, the hint on host code that cannot be left out, and
- * entry names in task specs (accepted forms, garbage, TODO markers).
+ * cache), the prelude, the hint on host code that cannot be left out,
+ * entry names in task specs (accepted forms, garbage, TODO markers), and
+ * prep rewriting plans (candidate and reference) to the lowered names.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "compile/kfile.h"
 #include "config.h"
 #include "nvrtc.h"
+#include "prep.h"
 #include "task.h"
 #include "testhelp.h"
 
@@ -393,6 +395,49 @@ static void test_task_entries(void)
     free(path);
 }
 
+/* prep: the plans launch, and the compile record names, the lowered names. */
+static void test_prep_lowers(void)
+{
+    char *path = data_path("task.json");
+    Task *t = NULL;
+    EvoErr err;
+    DeviceInfo dev;
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
+    free(path);
+    if (!t)
+        return;
+    int64_t vals[4];
+    task_defaults(t, vals);
+    PrepInput in = {.vals = vals};
+    Prepared p;
+    CHECK_MSG(prep_many(t, &dev, &in, &p, 1, 0, &err) == 0, "%s", err.msg);
+    CHECK_MSG(p.status[0] == 0, "%s: %s", p.status, p.error ? p.error : "");
+    if (p.status[0] == 0 && p.nplans == 2) {
+        /* shape 0: SEQ=128 HEAD_DIM=64; shape 1: SEQ=256 HEAD_DIM=32, each its own instantiation */
+        CHECK(strncmp(p.plans[0].launches[0].entry, "_Z9attn_rowsILi128ELi64EE", 25) == 0);
+        CHECK(strncmp(p.plans[1].launches[0].entry, "_Z9attn_rowsILi256ELi32EE", 25) == 0);
+        CHECK(strcmp(prep_unit_entry(&p.units[p.shape_unit[0]], "util::fill"), "_ZN4util4fillEPffi") == 0);
+        CHECK(strcmp(prep_unit_entry(&p.units[p.shape_unit[0]], "not_an_entry"), "not_an_entry") == 0);
+        CompileRecord rec;
+        prep_compile_record(&p.units[p.shape_unit[0]], &rec);
+        CHECK_CONTAINS(rec.resources_json, "\"entry\":\"attn_rows<SEQ, HEAD_DIM>\"");
+        CHECK_CONTAINS(rec.resources_json, "\"entry\":\"util::fill\"");
+        compile_record_free(&rec);
+        /* the reference's launches, lowered by the reference's units */
+        PrepRef ref;
+        CHECK_MSG(prep_reference(t, &dev, &ref, 0, &err) == 0, "%s", err.msg);
+        CHECK(strcmp(p.plans[1].ref_launches[0].entry, "attn_rows<SEQ, HEAD_DIM>") == 0);
+        prep_ref_lower(&ref, &p.plans[1], 1);
+        CHECK(strncmp(p.plans[1].ref_launches[0].entry, "_Z9attn_rowsILi256ELi32EE", 25) == 0);
+        prep_ref_lower(&ref, &p.plans[1], 1);            /* idempotent */
+        CHECK(strncmp(p.plans[1].ref_launches[0].entry, "_Z9attn_rowsILi256ELi32EE", 25) == 0);
+        prep_ref_free(&ref);
+    }
+    prep_free(&p);
+    task_free(&t);
+}
+
 int main(void)
 {
     RUN(test_device_view_file);
@@ -403,5 +448,6 @@ int main(void)
     RUN(test_prelude);
     RUN(test_host_hint);
     RUN(test_compile_file);
+    RUN(test_prep_lowers);
     return test_report();
 }
