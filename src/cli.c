@@ -18,7 +18,7 @@ typedef struct CmdInfo {
     const char *synopsis;   /* after "evoeng NAME " */
     const char *summary;    /* one line for the global help */
     const char *details;    /* paragraph for the command's help */
-    int         positional; /* 0 none, 1 optional ID, 2 required ID, 3 optional TASK */
+    int         positional; /* 0 none, 1 optional ID, 2 required ID, 3 optional TASK, 4 required FILE */
 } CmdInfo;
 
 static const CmdInfo commands[] = {
@@ -55,14 +55,16 @@ static const CmdInfo commands[] = {
      "device, latency, speedup, date, lineage, nvcc target). It compiles with the `nvcc -arch=...\n"
      "-c` line its header gives, unchanged. Only a candidate gated on every shape is exported; any\n"
      "other exits 1.", 1},
-    {CMD_CHECK, "check", "TASK [--arch sm_90] [--params K=V,...] [--sample N] [--gpu] [--json]",
+    {CMD_CHECK, "check", "TASK [--arch sm_90] [--params K=V,...] [--sample N] [--source FILE.cu] [--gpu] [--json]",
      "validate a task spec and compile configurations (no GPU needed)",
      "Validates TASK, prints the size of its parameter space before and after constraints, then\n"
      "compiles the default configuration (or --params) and N random valid ones in parallel and\n"
      "prints a table.\n"
      "With --gpu, each one also goes through the correctness gate on the GPU (every shape, every\n"
      "seed): a correctness sweep of the space. Exits non-zero if the default configuration fails\n"
-     "(with --gpu: if any configuration fails).", 3},
+     "(with --gpu: if any configuration fails).\n"
+     "With --source, FILE.cu (a kernel file as it is) is compiled in place of the task's template:\n"
+     "the static gate checks that it compiles for --arch and defines every entry.", 3},
     {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--repeat N] [--cold] [--json]",
      "gate and time one configuration on the GPU",
      "Evaluates one configuration of TASK (default parameters unless --params), or an outside kernel\n"
@@ -85,6 +87,14 @@ static const CmdInfo commands[] = {
      "rates per mode, and the run's device, configuration and noise figures. Inline SVG, no script,\n"
      "nothing loaded from the network. Default output: report-RUN_ID.html in the current directory;\n"
      "-o - writes it to stdout. With --json, prints {\"path\", \"run_id\", \"bytes\", ...}.", 1},
+    {CMD_INIT, "init", "KERNEL.cu [-o task.json]",
+     "write a starting task spec from a kernel file",
+     "Reads a kernel file as it is (template kernels, namespaces, host launchers, host includes) and\n"
+     "writes a starting task.json: its kernels as entries (a template kernel as k<TODO_S, ...>), its\n"
+     "#define knobs as params, buffers from pointer parameters (const: input, else output; dtype from\n"
+     "the pointee), dims from integer parameters, one launch per kernel and the kernel itself as the\n"
+     "reference. What is left to choose is a \"TODO\" string; `evoeng check` refuses the spec and names\n"
+     "the next one until none is left. Writes stdout unless -o; never overwrites a file.", 4},
 };
 
 enum {
@@ -129,12 +139,12 @@ static const OptInfo options[] = {
     {"best", no_argument, O_BEST, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), NULL, "the best candidate (gated on every shape) of the latest run or --run"},
     {"run", required_argument, O_RUN, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), "N", "with --best: the best of run N instead of the latest"},
     {"wide", no_argument, O_WIDE, BIT(CMD_STATUS) | BIT(CMD_TOP) | BIT(CMD_LINEAGE) | BIT(CMD_SHOW) | BIT(CMD_RUNS) | BIT(CMD_RUN) | BIT(CMD_RESUME), NULL, "full lines: no cut to the terminal width"},
-    {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT) | BIT(CMD_REPORT), "FILE", "output file (export: default stdout; report: default report-RUN_ID.html, - for stdout)"},
+    {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT) | BIT(CMD_REPORT) | BIT(CMD_INIT), "FILE", "output file (export, init: default stdout; report: default report-RUN_ID.html, - for stdout)"},
     {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json (default cu)"},
     {"sample", required_argument, O_SAMPLE, BIT(CMD_CHECK), "N", "random valid configurations to compile (default 8)"},
     {"gpu", no_argument, O_GPU, BIT(CMD_CHECK), NULL, "also run the correctness gate of each on the GPU (a sweep)"},
     {"params", required_argument, O_PARAMS, BIT(CMD_BENCH) | BIT(CMD_CHECK), "K=V,...", "parameters (the rest keep their defaults)"},
-    {"source", required_argument, O_SOURCE, BIT(CMD_BENCH) | BIT(CMD_RUN), "FILE.cu", "an outside kernel with the task's entry points (run: as the baseline and template)"},
+    {"source", required_argument, O_SOURCE, BIT(CMD_BENCH) | BIT(CMD_RUN) | BIT(CMD_CHECK), "FILE.cu", "an outside kernel with the task's entry points (run: as the baseline and template; check: compiled in place of the template)"},
     {"cold", no_argument, O_COLD, BIT(CMD_BENCH), NULL, "flush L2 before each timed launch"},
     {"against", required_argument, O_AGAINST, BIT(CMD_BENCH), "K=V,...", "also time these params, and compare them by interleaved A/B"},
     {"repeat", required_argument, O_REPEAT, BIT(CMD_BENCH), "N", "N independent A/B comparisons (A/A without --against)"},
@@ -404,6 +414,12 @@ static int parse_positional(Settings *s, const CmdInfo *ci, int argc, char **arg
         return err_set(err, "'%s': unexpected argument '%s'", name, argv[optind]);
     if (ci->positional == 2 && n == 0 && !s->help && !s->best)
         return err_set(err, "'%s': missing candidate ID or --best (see 'evoeng %s --help')", name, name);
+    if (ci->positional == 4 && n == 0 && !s->help)
+        return err_set(err, "'%s': missing the kernel file (see 'evoeng %s --help')", name, name);
+    if (ci->positional == 4 && n > 0) {
+        s->source = argv[optind];
+        return 0;
+    }
     if (n == 0)
         return 0;
     const char *a = argv[optind];

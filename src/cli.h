@@ -20,6 +20,7 @@ typedef enum CmdId {
     CMD_CHECK, CMD_BENCH,
     CMD_RUNS,
     CMD_REPORT,
+    CMD_INIT,
     CMD_COUNT
 } CmdId;
 
@@ -64,7 +65,7 @@ typedef struct Settings {
     int          sample;            /* check --sample N */
     int          gpu;               /* check --gpu: gate each on the GPU */
     const char  *params;            /* bench --params K=V,... */
-    const char  *source;            /* bench --source FILE.cu */
+    const char  *source;            /* bench/run/check --source FILE.cu; init's KERNEL.cu */
     int          cold;              /* bench --cold */
     const char  *against;           /* bench --against K=V,...: A/B reference */
     int          repeat;            /* bench --repeat N: N A/B comparisons (0: one, with --against) */

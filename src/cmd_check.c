@@ -86,6 +86,7 @@ typedef struct Sweep {
     GateRow        *rows;             /* per configuration: the gate's verdict */
     int             ok, bad, skipped, done, failed;
     int            *retry, nretry;    /* configurations whose GPU was lost */
+    const char     *source;           /* --source text in place of the template, or NULL */
     EvoErr          err;
     double          t0;
     pthread_mutex_t lock;
@@ -129,6 +130,7 @@ static void *sweep_thread(void *arg)
         evolve_child_init(&c, task_nparams(t));
         memcpy(c.vals, sw->vals + (size_t)i * (size_t)sw->stride, (size_t)task_nparams(t) * sizeof(int64_t));
         c.op = "check";
+        c.custom_source = sw->source;
         c.params_key = xstrdup(sw->keys[i]);
         c.gpu = th->slot;
         int rc = evolve_evaluate(&gpueval_ops, sw->ge, &c, &err);
@@ -178,7 +180,7 @@ typedef struct SweepSum {
 /* Gate each configuration on the GPU into rows[0..n). Returns the number
  * that fail, or -1 when no GPU is usable or the sweep failed (printed). */
 static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride, char **keys,
-                     const Prepared *out, int n, GateRow *rows, SweepSum *sum)
+                     const Prepared *out, int n, GateRow *rows, SweepSum *sum, const char *source)
 {
     EvoErr err;
     GpuEval *ge = NULL;
@@ -201,7 +203,7 @@ static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride
         printf("\n  correctness gate on %s (%d GPU%s): %d shapes x %d seeds each\n", sum->device, nslots,
                nslots == 1 ? "" : "s", sum->shapes, s->seeds);
     Sweep sw = {.s = s, .t = t, .ge = ge, .vals = vals, .stride = stride, .n = n, .keys = keys, .out = out,
-                .rows = rows, .t0 = time_now_ms()};
+                .rows = rows, .t0 = time_now_ms(), .source = source};
     sw.retry = xcalloc((size_t)n + 1, sizeof(int));
     pthread_mutex_init(&sw.lock, NULL);
     SweepThread *th = xcalloc((size_t)nslots, sizeof(*th));
@@ -314,11 +316,19 @@ EvoExit cmd_check(const Settings *s)
         return EVO_EXIT_USAGE;
     }
     runctx_set_cache(s);
+    char *source = NULL;   /* --source: a kernel file compiled in place of the template */
+    if (s->source && file_read(s->source, &source, NULL, &err)) {
+        errorf("--source: %s", err.msg);
+        task_free(&t);
+        return EVO_EXIT_USAGE;
+    }
 
     int np = task_nparams(t);
     json_t *doc = s->json ? check_json_head(t, &dev) : NULL;
     if (!s->json) {
         printf("task %s: %s\n", task_name(t), task_path(t));
+        if (source)
+            printf("  source       %s (in place of the template)\n", s->source);
         printf("  target       %s\n", dev.name);
         printf("  params       %d:", np);
         for (int i = 0; i < np; i++)
@@ -335,6 +345,7 @@ EvoExit cmd_check(const Settings *s)
     if (valid < 0) {
         errorf("%s", err.msg);
         json_decref(doc);
+        free(source);
         task_free(&t);
         return EVO_EXIT_TASK;
     }
@@ -355,6 +366,7 @@ EvoExit cmd_check(const Settings *s)
         json_decref(doc);
         free(vals);
         free(keys);
+        free(source);
         task_free(&t);
         return EVO_EXIT_USAGE;
     }
@@ -388,8 +400,10 @@ EvoExit cmd_check(const Settings *s)
     GateRow *gate = xcalloc((size_t)n, sizeof(*gate));
     SweepSum sum = {0};
     int swept = 0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         in[i].vals = vals + (size_t)i * (size_t)(np + 1);
+        in[i].custom_source = source;
+    }
     int before = nvrtc_compile_count();
     double t0 = time_now_ms();
     PrepRef ref;
@@ -445,7 +459,7 @@ sweep:
         warnf("%d of %d sampled configurations fail (see the table)", failures, n);
     }
     if (s->gpu) {
-        int bad = gpu_sweep(s, t, vals, np + 1, keys, out, n, gate, &sum);
+        int bad = gpu_sweep(s, t, vals, np + 1, keys, out, n, gate, &sum, source);
         swept = bad >= 0;
         if (bad < 0)
             rc = EVO_EXIT_NO_GPU;
@@ -473,6 +487,7 @@ out:
     free(out);
     free(keys);
     free(vals);
+    free(source);
     task_free(&t);
     return rc;
 }

@@ -24,6 +24,8 @@ EvoExit cmd_export(const Settings *s);
 EvoExit cmd_check(const Settings *s);
 /* bench: gate and time one configuration on the GPU. */
 EvoExit cmd_bench(const Settings *s);
+/* init: a starting task spec from a kernel file. */
+EvoExit cmd_init(const Settings *s);
 /* run / resume: the evolutionary loop. */
 EvoExit cmd_run(const Settings *s);
 EvoExit cmd_resume(const Settings *s);

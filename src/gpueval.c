@@ -44,14 +44,14 @@ static int load_reference(GpuEval *g, Slot *sl, EvoErr *err)
 {
     int nent = task_nref_entries(g->task);
     const char **ents = xcalloc((size_t)nent + 1, sizeof(char *));
-    for (int i = 0; i < nent; i++)
-        ents[i] = task_ref_entry(g->task, i);
     sl->ref_ids = xcalloc((size_t)g->ref.nunits, sizeof(int));
     int rc = 0;
     for (int u = 0; u < g->ref.nunits && rc == 0; u++) {
         EvalStatus st;
         char msg[512];
         const CompileResult *r = &g->ref.units[u].res;
+        for (int i = 0; i < nent; i++)   /* as the module names them (lowered) */
+            ents[i] = prep_unit_entry(&g->ref.units[u], task_ref_entry(g->task, i));
         rc = worker_load(sl->worker, r->cubin, r->cubin_len, ents, nent, &sl->ref_ids[u], NULL, &st, msg,
                          sizeof(msg), err);
         if (rc == 0 && st != EVAL_OK)
@@ -323,7 +323,7 @@ static int unit_ready(GpuEval *g, Slot *sl, Priv *pv, int s, int shared, EvalSta
         int nent = task_nentries(g->task);
         const char **ents = xcalloc((size_t)nent + 1, sizeof(char *));
         for (int i = 0; i < nent; i++)
-            ents[i] = task_entry(g->task, i);
+            ents[i] = prep_unit_entry(&pv->prep.units[u], task_entry(g->task, i));
         const CompileResult *r = &pv->prep.units[u].res;
         rc = worker_load(sl->worker, r->cubin, r->cubin_len, ents, nent, id, NULL, st, msg, cap, err);
         free(ents);
@@ -352,6 +352,7 @@ static int gate_shape(GpuEval *g, Child *c, Priv *pv, int s, json_t *gj, StrBuf 
     CandidateRecord *r = &c->rec;
     GateReport rep;
     Slot *sl = slot_of(g, c);
+    prep_ref_lower(&g->ref, &pv->prep.plans[s], s);
     const Plan *plan = &pv->prep.plans[s];
     int cand = *mod_id(g, pv, sl, s);
     int ref = sl->ref_ids[g->ref.shape_unit[s]];

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "runctx.h"
 #include "msg.h"
 
 #define MAX_ERROR_CHARS 400   /* of one failure's error text in the insights */
@@ -186,11 +187,14 @@ static char *find_prompts_dir(const char *given, EvoErr *err)
                    : (err_set(err, "EVOENG_PROMPTS_DIR=%s: no system.md here: not a prompts directory", env), NULL);
     if (dir_has_prompts("prompts"))
         return xstrdup("prompts");
-    char *src = xasprintf("%s/prompts", EVO_SOURCE_ROOT);
-    if (dir_has_prompts(src))
-        return src;
-    err_set(err, "no prompts directory: neither ./prompts nor %s holds system.md (set EVOENG_PROMPTS_DIR)", src);
-    free(src);
+    char *data = runctx_data_file("prompts/system.md");   /* $EVOENG_DATA_DIR, installed, source tree */
+    if (data) {
+        char *dir = path_dirname(data);
+        free(data);
+        return dir;
+    }
+    err_set(err, "no prompts directory: neither ./prompts, $EVOENG_DATA_DIR/prompts, %s/prompts nor %s/prompts "
+                 "holds system.md (set EVOENG_PROMPTS_DIR)", EVO_DATADIR, EVO_SOURCE_ROOT);
     return NULL;
 }
 

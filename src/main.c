@@ -23,6 +23,7 @@ static const struct {
     {CMD_EXPORT, cmd_export},   {CMD_CHECK, cmd_check},   {CMD_BENCH, cmd_bench},
     {CMD_RUNS, cmd_runs},
     {CMD_REPORT, cmd_report},
+    {CMD_INIT, cmd_init},
 };
 
 int main(int argc, char **argv)

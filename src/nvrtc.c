@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compile/kfile.h"
 #include "config.h"
 #include "msg.h"
 #include "pool.h"
@@ -38,7 +39,7 @@
 #error "the CUDA toolkit's nvrtc.h was not found (got another nvrtc.h)"
 #endif
 
-#define CACHE_FORMAT 1
+#define CACHE_FORMAT 2   /* 2: name expressions and their lowered names */
 #define DEFAULT_NAME "kernel.cu"
 
 static atomic_int      g_compiles;                 /* nvrtcCompileProgram calls */
@@ -159,8 +160,18 @@ static int build_options(const CompileRequest *req, OptList *o, EvoErr *err)
     if (req->lineinfo)
         opts_add(o, xstrdup("-lineinfo"));
     opts_add(o, xasprintf("--include-path=%s", EVO_CUDA_INCLUDE));
+    char *cccl = xasprintf("%s/cccl", EVO_CUDA_INCLUDE);
+    if (access(cccl, R_OK) == 0)
+        opts_add(o, xasprintf("--include-path=%s", cccl));
+    free(cccl);
     opts_add(o, xstrdup("--ptxas-options=-v"));
     opts_add(o, xstrdup("-default-device"));
+    opts_add(o, xstrdup("--pre-include=" KFILE_PRELUDE));
+    if (req->nname_exprs < 0 || (req->nname_exprs > 0 && !req->name_exprs))
+        return err_set(err, "nvrtc_compile: nname_exprs %d without name_exprs", req->nname_exprs);
+    for (int i = 0; i < req->nname_exprs; i++)
+        if (!req->name_exprs[i] || !req->name_exprs[i][0])
+            return err_set(err, "nvrtc_compile: name expression %d is empty", i);
     return 0;
 }
 
@@ -194,6 +205,9 @@ static void compute_key(const CompileRequest *req, const OptList *o, char key[65
     key_field(&sb, 'N', req->name ? req->name : DEFAULT_NAME);
     for (int i = 0; i < o->n; i++)
         key_field(&sb, 'O', o->v[i]);
+    key_field(&sb, 'K', KFILE_VERSION);
+    for (int i = 0; i < req->nname_exprs; i++)
+        key_field(&sb, 'E', req->name_exprs[i]);
     key_field(&sb, 'S', req->source);
     sha256_hex(sb.s, sb.len, key);
     sb_free(&sb);
@@ -336,6 +350,16 @@ int nvrtc_parse_resources(const char *log, KernelResources **out)
     return nk;
 }
 
+const char *nvrtc_lowered_name(const CompileResult *res, const char *expr)
+{
+    if (!res || !expr || !res->lowered)
+        return NULL;
+    for (int i = 0; i < res->nnames; i++)
+        if (res->name_exprs[i] && strcmp(res->name_exprs[i], expr) == 0)
+            return res->lowered[i];
+    return NULL;
+}
+
 const KernelResources *nvrtc_find_kernel(const CompileResult *res, const char *name)
 {
     if (!res || !name)
@@ -413,6 +437,12 @@ static int cache_load(const char *dir, CompileResult *res)
         !log || !error)
         goto done;
     int ok = json_is_true(okj);
+    json_t *names = json_object_get(root, "lowered");
+    if (ok && (!json_is_array(names) || (int)json_array_size(names) != res->nnames))
+        goto done;
+    for (int i = 0; ok && i < res->nnames; i++)
+        if (!json_is_string(json_array_get(names, (size_t)i)))
+            goto done;
     if (ok) {
         json_t *lenj = json_object_get(root, "cubin_len");
         const char *sha = json_get_str(root, "cubin_sha256");
@@ -431,6 +461,9 @@ static int cache_load(const char *dir, CompileResult *res)
         res->cubin = (unsigned char *)cubin;
         res->cubin_len = clen;
         cubin = NULL;
+        res->lowered = xcalloc((size_t)res->nnames + 1, sizeof(char *));
+        for (int i = 0; i < res->nnames; i++)
+            res->lowered[i] = xstrdup(json_string_value(json_array_get(names, (size_t)i)));
     }
     /* Resources come from the log, so a parser fix applies to old entries. */
     res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
@@ -486,6 +519,10 @@ static int cache_store(const char *dir, const CompileRequest *req, const Compile
     json_object_set_new(root, "compile_ms", json_real(res->compile_ms));
     json_object_set_new(root, "created", json_string(created));
     json_object_set_new(root, "kernels", kernels_json(res));
+    json_t *names = json_array();
+    for (int i = 0; res->lowered && i < res->nnames; i++)
+        json_array_append_new(names, json_text(res->lowered[i] ? res->lowered[i] : ""));
+    json_object_set_new(root, "lowered", names);
     json_object_set_new(root, "log", json_text(res->log));
     text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
     if (!text) {
@@ -537,11 +574,19 @@ static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult 
 {
     pthread_once(&g_env_once, env_init);
     nvrtcProgram prog = NULL;
+    const char *const *hnames, *const *htexts;
+    int nh = kfile_headers(&hnames, &htexts);
+    char *device_src = kfile_device_source(req->source, NULL);
     const char *call = "nvrtcCreateProgram";
-    nvrtcResult r = nvrtcCreateProgram(&prog, req->source, req->name ? req->name : DEFAULT_NAME,
-                                       0, NULL, NULL);
+    nvrtcResult r = nvrtcCreateProgram(&prog, device_src, req->name ? req->name : DEFAULT_NAME,
+                                       nh, (const char **)htexts, (const char **)hnames);
+    free(device_src);
     if (r != NVRTC_SUCCESS)
         goto fail;
+    call = "nvrtcAddNameExpression";
+    for (int i = 0; i < req->nname_exprs; i++)
+        if ((r = nvrtcAddNameExpression(prog, req->name_exprs[i])) != NVRTC_SUCCESS)
+            goto fail;
 
     atomic_fetch_add(&g_compiles, 1);
     double t0 = time_now_ms();
@@ -581,6 +626,14 @@ static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult 
         goto fail;
     }
     res->cubin_len = n;
+    res->lowered = xcalloc((size_t)res->nnames + 1, sizeof(char *));
+    for (int i = 0; i < res->nnames; i++) {
+        const char *low = NULL;
+        call = "nvrtcGetLoweredName";
+        if ((r = nvrtcGetLoweredName(prog, req->name_exprs[i], &low)) != NVRTC_SUCCESS || !low)
+            goto fail;
+        res->lowered[i] = xstrdup(low);
+    }
     res->ok = 1;
     res->error[0] = '\0';
     res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
@@ -589,8 +642,24 @@ static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult 
 
 fail:
     snprintf(res->error, sizeof(res->error), "%s: %s", call, nvrtcGetErrorString(r));
+    if (res->cubin) {
+        free(res->cubin);
+        res->cubin = NULL;
+        res->cubin_len = 0;
+    }
     if (prog)
         nvrtcDestroyProgram(&prog);
+    if (r == NVRTC_ERROR_COMPILATION) {
+        char *hint = kfile_hint(res->log);
+        if (hint) {
+            size_t l = strlen(res->error);
+            snprintf(res->error + l, sizeof(res->error) - l, "; %s", hint);
+            char *log = xasprintf("%s%sevoeng: %s\n", res->log, res->log[0] ? "\n" : "", hint);
+            free(res->log);
+            res->log = log;
+            free(hint);
+        }
+    }
     res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
     if (strcmp(call, "nvrtcCompileProgram") == 0 && deterministic_failure(r))
         return 0;
@@ -617,6 +686,10 @@ int nvrtc_compile(const CompileRequest *req, CompileResult *res, EvoErr *err)
     }
     res->options = opts_join(&o);
     compute_key(req, &o, res->key);
+    res->nnames = req->nname_exprs;
+    res->name_exprs = xcalloc((size_t)res->nnames + 1, sizeof(char *));
+    for (int i = 0; i < res->nnames; i++)
+        res->name_exprs[i] = xstrdup(req->name_exprs[i]);
 
     dir = cache_dir_get();
     if (dir && cache_load(dir, res)) {
@@ -714,5 +787,11 @@ void nvrtc_result_free(CompileResult *res)
     free(res->log);
     free(res->options);
     free(res->kernels);
+    for (int i = 0; i < res->nnames; i++) {
+        free(res->name_exprs ? res->name_exprs[i] : NULL);
+        free(res->lowered ? res->lowered[i] : NULL);
+    }
+    free(res->name_exprs);
+    free(res->lowered);
     memset(res, 0, sizeof(*res));
 }

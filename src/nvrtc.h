@@ -21,6 +21,9 @@ typedef struct CompileRequest {
     int          noptions;
     int          fast_math;   /* 1: --use_fast_math */
     int          lineinfo;    /* 1: -lineinfo */
+    const char *const *name_exprs; /* NVRTC name expressions (entries such as "k<128, 64>" or
+                                * "ns::k"), lowered after the compile; may be NULL */
+    int          nname_exprs;
 } CompileRequest;
 
 /* Resource usage of one kernel, from ptxas -v. */
@@ -46,6 +49,10 @@ typedef struct CompileResult {
     int              nkernels;
     double           compile_ms;  /* wall time of the NVRTC call (0 on a cache hit) */
     char             error[512];  /* short reason when !ok, e.g. "NVRTC_ERROR_COMPILATION" */
+    char           **name_exprs;  /* owned copies of the request's name expressions */
+    char           **lowered;     /* owned; lowered[i] is name_exprs[i]'s symbol in the cubin
+                                   * ("_Z1kILi128ELi64EEvPKfPf"; an extern "C" name is itself), NULL unless ok */
+    int              nnames;
 } CompileResult;
 
 /* NVRTC's version as major*1000 + minor*10 (e.g. 13000), or -1. */
@@ -66,7 +73,13 @@ void nvrtc_set_cache_dir(const char *dir);
 /* 1 when a cache directory is set (compilations are kept), else 0. */
 int nvrtc_cache_enabled(void);
 
-/* Compile one request. Fills *res (caller frees with nvrtc_result_free).
+/* Compile one request. The program NVRTC sees is kfile's device view of
+ * req->source (top-level host functions blanked out, lines kept), with the
+ * kfile prelude pre-included and kfile's header stubs available (see
+ * compile/kfile.h), and req->name_exprs added as name expressions, whose
+ * lowered names res->lowered then holds. A failure on host code gets
+ * kfile's hint (the line and the guard to add) appended to res->error and
+ * to the log. Fills *res (caller frees with nvrtc_result_free).
  * Returns 0 when NVRTC ran (check res->ok for success: a compile error is
  * not a failure of this function), -1 when it could not run at all (err).
  * On a compile failure res->error names the call and code, e.g.
@@ -90,6 +103,11 @@ void nvrtc_result_free(CompileResult *res);
  * nvrtc_max_resources(). */
 const KernelResources *nvrtc_find_kernel(const CompileResult *res, const char *name);
 
+/* The lowered (mangled) name of name expression expr in a successful
+ * compile of a request that named it (exact string match), or NULL. The
+ * pointer stays valid until the result is freed. */
+const char *nvrtc_lowered_name(const CompileResult *res, const char *expr);
+
 /* Fill *out with the largest figure of each field across res->kernels
  * (registers, spills, stack, smem, cmem), name "*". With no kernels every
  * field is 0 and cmem is -1. */
@@ -102,11 +120,14 @@ int nvrtc_compile_count(void);
 /* The exact option list nvrtc_compile() would pass for req, in order:
  * --gpu-architecture=<arch>, -std=c++17 (only when req->options has no
  * -std), req->options, --use_fast_math (fast_math), -lineinfo (lineinfo),
- * --include-path=<CUDA include>, --ptxas-options=-v, -default-device.
+ * --include-path=<CUDA include>, --include-path=<CUDA include>/cccl (when
+ * that directory exists: cuda/std, cooperative groups),
+ * --ptxas-options=-v, -default-device, --pre-include=evoeng_prelude.h.
  * *options gets them joined by single spaces (fresh string, caller frees;
  * the same text as CompileResult.options) and key the cache key: sha256
  * over a versioned, length-prefixed encoding of the NVRTC version, arch,
- * program name, each option and the source. Returns 0, or -1 when req is
+ * program name, each option, KFILE_VERSION, each name expression and the
+ * source. Returns 0, or -1 when req is
  * invalid (no source, arch not "sm_*"), with err naming the field. */
 int nvrtc_request_key(const CompileRequest *req, char **options, char key[65], EvoErr *err);
 

@@ -53,10 +53,14 @@ static int add_unit(PrepUnit **units, int *n, char *src)
     return (*n)++;
 }
 
-static void fill_request(const Task *t, const DeviceInfo *dev, PrepUnit *u, const char *name,
+/* A request for unit u; the task's entries (reference: the reference's)
+ * go in as NVRTC name expressions, so template instantiations and
+ * namespaced kernels get their lowered names (prep_unit_entry). */
+static void fill_request(const Task *t, const DeviceInfo *dev, PrepUnit *u, const char *name, int reference,
                          CompileRequest *r)
 {
     memset(r, 0, sizeof(*r));
+    r->name_exprs = task_entry_list(t, reference, &r->nname_exprs);
     r->source = u->source;
     r->name = name;
     r->arch = u->target = device_nvrtc_target(dev, task_arch_specific(t));
@@ -204,7 +208,7 @@ static int unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepare
         return 0;
     PrepCompile *c = xcalloc(1, sizeof(*c));
     c->pool = pool;
-    fill_request(t, dev, pu, p->file, &c->req);
+    fill_request(t, dev, pu, p->file, 0, &c->req);
     if (pool_submit_pri(pool, &c->job, compile_task, c, urgent)) {
         free(c);
         return err_set(err, "prep: the compile pool is closing");
@@ -265,6 +269,30 @@ static void unit_take(Prepared *p, const PrepUnit *pu)
     res_max(&p->maxres, &m);
 }
 
+const char *prep_unit_entry(const PrepUnit *u, const char *entry)
+{
+    const char *low = nvrtc_lowered_name(&u->res, entry);
+    return low ? low : entry;
+}
+
+/* Launch entries as the module names them (the lowered names of u). */
+static void lower_launches(PlanLaunch *l, int n, const PrepUnit *u)
+{
+    for (int i = 0; i < n; i++) {
+        const char *low = nvrtc_lowered_name(&u->res, l[i].entry);
+        if (low && strcmp(low, l[i].entry) != 0) {
+            free(l[i].entry);
+            l[i].entry = xstrdup(low);
+        }
+    }
+}
+
+void prep_ref_lower(const PrepRef *ref, Plan *plan, int shape)
+{
+    if (shape >= 0 && shape < ref->nshapes)
+        lower_launches(plan->ref_launches, plan->nref_launches, &ref->units[ref->shape_unit[shape]]);
+}
+
 int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err)
 {
     PrepUnit *pu = &p->units[u];
@@ -276,6 +304,9 @@ int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err)
     if (unit_join(pu, err))
         return -1;
     unit_take(p, pu);
+    for (int s = 0; pu->res.ok && s < p->nplans; s++)
+        if (p->shape_unit[s] == u)
+            lower_launches(p->plans[s].launches, p->plans[s].nlaunches, pu);
     return 0;
 }
 
@@ -360,7 +391,7 @@ int prep_reference(const Task *t, const DeviceInfo *dev, PrepRef *out, int jobs,
     CompileRequest *reqs = xcalloc((size_t)out->nunits, sizeof(*reqs));
     CompileResult *res = xcalloc((size_t)out->nunits, sizeof(*res));
     for (int u = 0; u < out->nunits; u++)
-        fill_request(t, dev, &out->units[u], task_reference_path(t), &reqs[u]);
+        fill_request(t, dev, &out->units[u], task_reference_path(t), 1, &reqs[u]);
     int rc = nvrtc_compile_many(reqs, res, out->nunits, jobs, err);
     for (int u = 0; u < out->nunits; u++) {
         out->units[u].res = res[u];
@@ -404,8 +435,14 @@ void prep_compile_record(const PrepUnit *u, CompileRecord *c)
     for (int k = 0; k < u->res.nkernels; k++) {
         const KernelResources *r = &u->res.kernels[k];
         sb_printf(&sb, "%s{\"name\":\"%s\",\"registers\":%d,\"smem\":%d,\"spill_stores\":%d,\"spill_loads\":%d,"
-                       "\"stack\":%d}", k ? "," : "", r->name, r->registers, r->smem, r->spill_stores,
+                       "\"stack\":%d", k ? "," : "", r->name, r->registers, r->smem, r->spill_stores,
                   r->spill_loads, r->stack);
+        /* the entry a lowered name stands for ("k<128, 64>"): names hold no quote or backslash */
+        for (int e = 0; u->res.lowered && e < u->res.nnames; e++)
+            if (u->res.lowered[e] && strcmp(u->res.lowered[e], r->name) == 0 &&
+                strcmp(u->res.name_exprs[e], r->name) != 0)
+                sb_printf(&sb, ",\"entry\":\"%s\"", u->res.name_exprs[e]);
+        sb_append(&sb, "}");
     }
     sb_append(&sb, "]");
     c->resources_json = sb_take(&sb);

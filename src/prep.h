@@ -104,6 +104,17 @@ void prep_unit_cancel(Prepared *p, int u);
 int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err);
 void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s);
 
+/* The name entry (a task entry: "k<128, 64>", "ns::k", "k") has in unit
+ * u's module: its lowered name once u compiled, else entry itself. The
+ * plans' candidate launches are rewritten to these names when their unit
+ * is waited for (prep_unit_wait, prep_many), so a worker loads them with
+ * cuModuleGetFunction as they are. */
+const char *prep_unit_entry(const PrepUnit *u, const char *entry);
+
+/* Rewrite plan's reference launches (shape `shape`) to the lowered names
+ * of the reference unit that shape uses. Idempotent. */
+void prep_ref_lower(const PrepRef *ref, Plan *plan, int shape);
+
 /* Prepare n candidates: out[i] for in[i]. jobs = compile threads (0: one
  * per core). Returns 0 (individual failures are in out[i].status), or -1
  * when the work could not run at all (err). */

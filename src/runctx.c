@@ -9,22 +9,35 @@
 #include "config.h"
 #include "nvrtc.h"
 
+char *runctx_data_file(const char *rel)
+{
+    const char *env = getenv("EVOENG_DATA_DIR");
+    const char *dirs[] = {env && env[0] ? env : NULL, EVO_DATADIR, EVO_SOURCE_ROOT};
+    for (size_t i = 0; i < EVO_ARRAY_LEN(dirs); i++) {
+        if (!dirs[i])
+            continue;
+        char *p = path_join(dirs[i], rel);
+        if (access(p, R_OK) == 0)
+            return p;
+        free(p);
+    }
+    return NULL;
+}
+
 char *runctx_task_file(const char *path)
 {
     if (access(path, R_OK) == 0 || path[0] == '/')
         return xstrdup(path);
-    /* Not run from the source tree: the source tree evoeng was built from. */
-    char *alt = path_join(EVO_SOURCE_ROOT, path);
-    if (access(alt, R_OK) == 0)
-        return alt;
-    free(alt);
-    return xstrdup(path);
+    /* Not run from the source tree: the data directories (installed, or
+     * the source tree evoeng was built from). */
+    char *alt = runctx_data_file(path);
+    return alt ? alt : xstrdup(path);
 }
 
 EvoExit runctx_load_task(const Settings *s, Task **out)
 {
     EvoErr err;
-    char *path = s->task ? xstrdup(s->task) : runctx_task_file(RUNCTX_DEFAULT_TASK);
+    char *path = runctx_task_file(s->task ? s->task : RUNCTX_DEFAULT_TASK);
     int rc = task_load(path, out, &err);
     free(path);
     if (rc) {

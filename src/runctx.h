@@ -12,9 +12,17 @@
 
 #define RUNCTX_DEFAULT_TASK "templates/attention/task.json"
 
+/* The file or directory rel (relative: "prompts", "templates/x/task.json")
+ * in the first data directory that has it readable, in this order:
+ * $EVOENG_DATA_DIR, the installed data directory (EVO_DATADIR,
+ * <prefix>/share/evoeng, where `meson install` puts templates/ and
+ * prompts/), the source tree evoeng was built from (EVO_SOURCE_ROOT).
+ * Fresh string, or NULL when none has it. */
+char *runctx_data_file(const char *rel);
+
 /* The spec file to read for path: path itself when it is readable, else,
- * for a relative path, the same path under the source tree evoeng was built
- * from (EVO_SOURCE_ROOT) when readable there, else path. Fresh string. */
+ * for a relative path, runctx_data_file(path) when found, else path.
+ * Fresh string. */
 char *runctx_task_file(const char *path);
 
 /* Load s->task (or the default task) and apply s->dims. Prints the error

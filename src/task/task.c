@@ -477,7 +477,7 @@ int task_load_text(const char *text, size_t len, const char *path, Task **out, E
         tl_err(&L, "", "expected a JSON object at the top level, got %s", tl_json_type(root));
         goto fail;
     }
-    if (tl_check_keys(&L, root, "", keys) < 0)
+    if (tl_check_keys(&L, root, "", keys) < 0 || tl_check_todo(&L, root) < 0)
         goto fail;
     for (int i = 0; required[i]; i++)
         if (!json_object_get(root, required[i])) {

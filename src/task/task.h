@@ -55,6 +55,10 @@ int         task_nentries(const Task *t);       /* the candidate's entries */
 const char *task_entry(const Task *t, int i);
 int         task_nref_entries(const Task *t);
 const char *task_ref_entry(const Task *t, int i);
+/* All entries of the candidate (reference == 0) or of the reference, in
+ * spec order and canonical spelling (task_entry_canon); *n gets the count.
+ * Owned by t. */
+const char *const *task_entry_list(const Task *t, int reference, int *n);
 
 /* ---- params and configurations --------------------------------------- */
 int         task_nparams(const Task *t);
@@ -135,6 +139,16 @@ int task_lineinfo(const Task *t);         /* 0 or 1 */
  * that exist on that architecture alone. */
 int task_arch_specific(const Task *t);
 int task_max_spill_bytes(const Task *t);  /* -1 when absent: no limit */
+
+/* ---- entry names (entry.c) -------------------------------------------- */
+
+/* The canonical spelling of an entry name: a C identifier, a namespaced
+ * kernel (ns::k) or a template instantiation (k<128, 64>, ns::k<float, 4>),
+ * blanks normalised (one after each comma, one between two words, none
+ * elsewhere), as a fresh string; such a name is compiled as an NVRTC name
+ * expression and launched by its lowered name. NULL for anything else,
+ * with why (optional, why_size bytes) saying what and at which column. */
+char *task_entry_canon(const char *s, char *why, size_t why_size);
 
 /* A stable 64-bit hash of a buffer name (FNV-1a), the buffers' seed_salt. */
 uint64_t task_seed_salt(const char *name);

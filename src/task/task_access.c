@@ -24,6 +24,11 @@ int task_nentries(const Task *t) { return t->nentries; }
 const char *task_entry(const Task *t, int i) { return i >= 0 && i < t->nentries ? t->entries[i] : NULL; }
 int task_nref_entries(const Task *t) { return t->nref_entries; }
 const char *task_ref_entry(const Task *t, int i) { return i >= 0 && i < t->nref_entries ? t->ref_entries[i] : NULL; }
+const char *const *task_entry_list(const Task *t, int reference, int *n)
+{
+    *n = reference ? t->nref_entries : t->nentries;
+    return (const char *const *)(reference ? t->ref_entries : t->entries);
+}
 
 int task_nparams(const Task *t) { return t->nparams; }
 const char *task_param_name(const Task *t, int i) { return t->params[i].name; }

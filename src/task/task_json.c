@@ -152,7 +152,7 @@ int tl_get_int(Loader *L, json_t *v, const char *p, int64_t *out)
     return 0;
 }
 
-/* A list of unique identifier strings (entries). */
+/* A list of unique entry names (task_entry_canon), canonical. */
 int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, char ***out, int *n)
 {
     json_t *arr, *v;
@@ -166,13 +166,18 @@ int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, 
         tl_idxpath(q, p, (int)i);
         if (!json_is_string(v))
             return tl_err(L, q, "expected a string, got %s", tl_json_type(v));
-        const char *s = json_string_value(v);
-        if (!template_is_ident(s))
-            return tl_err(L, q, "'%s' is not a valid C identifier", s);
-        for (int k = 0; k < *n; k++)
-            if (strcmp((*out)[k], s) == 0)
-                return tl_err(L, q, "duplicate entry '%s'", s);
-        (*out)[(*n)++] = xstrdup(s);
+        char why[512];
+        char *s = task_entry_canon(json_string_value(v), why, sizeof(why));
+        if (!s)
+            return tl_err(L, q, "%s", why);
+        for (int k = 0; k < *n; k++) {
+            if (strcmp((*out)[k], s) == 0) {
+                tl_err(L, q, "duplicate entry '%s'", s);
+                free(s);
+                return -1;
+            }
+        }
+        (*out)[(*n)++] = s;
     }
     return 0;
 }
@@ -372,4 +377,57 @@ int tl_check_new_name(Loader *L, const char *p, const char *s)
     if (what)
         return tl_err(L, p, "duplicate name '%s' (already %s)", s, what);
     return 0;
+}
+
+/* ---- unfinished specs ------------------------------------------------- */
+
+/* Count the TODO markers under v (at path p): strings and keys holding
+ * "TODO", keys starting with '_' (comments) left out. The first one's path
+ * and text go to first/what. */
+static int todo_walk(json_t *v, const char *p, char *first, char *what, size_t what_size)
+{
+    int n = 0;
+    char q[PATH_MAX_LEN];
+    if (json_is_string(v) && strstr(json_string_value(v), "TODO")) {
+        if (!first[0] && !what[0]) {
+            snprintf(first, PATH_MAX_LEN, "%s", p);
+            snprintf(what, what_size, "\"%s\"", json_string_value(v));
+        }
+        return 1;
+    }
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *c;
+        json_object_foreach(v, k, c) {
+            if (k[0] == '_')
+                continue;
+            tl_subpath(q, p, k);
+            if (strstr(k, "TODO")) {
+                if (!what[0]) {
+                    snprintf(first, PATH_MAX_LEN, "%s", q);
+                    snprintf(what, what_size, "the name '%s'", k);
+                }
+                n++;
+            }
+            n += todo_walk(c, q, first, what, what_size);
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(v, i, c) {
+            tl_idxpath(q, p, (int)i);
+            n += todo_walk(c, q, first, what, what_size);
+        }
+    }
+    return n;
+}
+
+int tl_check_todo(Loader *L, json_t *root)
+{
+    char first[PATH_MAX_LEN] = "", what[256] = "";
+    int n = todo_walk(root, "", first, what, sizeof(what));
+    if (n == 0)
+        return 0;
+    return tl_err(L, first, "unfinished: %s is a TODO left by `evoeng init` (%d TODO%s in all): fill %s in",
+                  what, n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
 }

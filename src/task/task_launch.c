@@ -162,10 +162,15 @@ int tl_load_launches(Loader *L, json_t *obj, const char *path, char **entries, i
             return tl_err(L, q, "expected an object, got %s", tl_json_type(l));
         if (tl_check_keys(L, l, q, keys) < 0 || tl_get_string(L, l, q, "entry", 1, &la->entry) < 0)
             return -1;
-        if (tl_find_name(entries, nentries, la->entry) < 0) {
-            tl_subpath(r, q, "entry");
+        char why[512];
+        char *canon = task_entry_canon(la->entry, why, sizeof(why));
+        tl_subpath(r, q, "entry");
+        if (!canon)
+            return tl_err(L, r, "%s", why);
+        free(la->entry);
+        la->entry = canon;
+        if (tl_find_name(entries, nentries, la->entry) < 0)
             return tl_err(L, r, "'%s' is not declared in %s%sentries", la->entry, path, *path ? "." : "");
-        }
         if (load_dim3(L, l, q, "grid", la->grid) < 0 || load_dim3(L, l, q, "block", la->block) < 0)
             return -1;
         if (tl_opt_texpr(L, l, q, "smem", &la->smem) < 0 || tl_opt_texpr(L, l, q, "when", &la->when) < 0)

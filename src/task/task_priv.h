@@ -152,6 +152,11 @@ int tl_get_int(Loader *L, json_t *v, const char *p, int64_t *out);
  * fresh (*n strings) even on failure. */
 int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, char ***out, int *n);
 
+/* Refuse a spec that still holds TODO markers (strings or keys holding
+ * "TODO", outside '_' comments), as `evoeng init` writes them: the error
+ * names the first one's JSON path and the count. Returns 0 or -1. */
+int tl_check_todo(Loader *L, json_t *root);
+
 /* ---- names and expressions (task_json.c) -------------------------------- */
 
 /* Room for a suggestion: " (did you mean 'BLOCK_M'?)". */

@@ -2,9 +2,6 @@
 // three plain passes (max, sum of exp, write) with shared-memory tree
 // reductions and the accurate expf. Slow and obviously correct.
 #include <cuda_fp16.h>
-#ifndef INFINITY  /* NVRTC has no <math.h>: the IEEE infinity, as a float */
-#define INFINITY __int_as_float(0x7f800000)
-#endif
 
 #define REF_THREADS 128
 

@@ -15,9 +15,6 @@
 //   ROWS_PER_BLOCK  rows per block
 //   VEC             halves per vector access: 1, 2, 4 or 8
 #include <cuda_fp16.h>
-#ifndef INFINITY  /* NVRTC has no <math.h>: the IEEE infinity, as a float */
-#define INFINITY __int_as_float(0x7f800000)
-#endif
 
 #ifndef THREADS
 #define THREADS 256
