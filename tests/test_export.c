@@ -14,6 +14,8 @@
  *                        linked program, json: its source with its
  *                        nvcc_flags); exit 77 when there is no nvcc ($NVCC,
  *                        /usr/local/cuda/bin/nvcc or nvcc on PATH).
+ *   --keep DIR           work in DIR and keep what was written and built
+ *                        there (bench/harness_gpu.sh runs the harnesses).
  */
 #include <jansson.h>
 #include <sqlite3.h>
@@ -31,8 +33,16 @@
 #include "task.h"
 #include "testhelp.h"
 
-static char g_dir[] = "/tmp/evoeng-test-export-XXXXXX";
+static char g_dir[4096];
 static const char *g_nvcc; /* set in --nvcc mode */
+
+/* The source tree: $EVO_SOURCE_ROOT (meson test sets it; the tree may sit
+ * elsewhere than where it was built), else the one built from. */
+static const char *source_root(void)
+{
+    const char *r = getenv("EVO_SOURCE_ROOT");
+    return r && *r ? r : EVO_SOURCE_ROOT;
+}
 
 static char *tmp_path(const char *name)
 {
@@ -49,7 +59,7 @@ static char *slurp(const char *path)
 /* A store made with evoeng's schema, then the recorded H200 run's rows. */
 static char *make_store(const char *name)
 {
-    char *db = tmp_path(name), *sql_path = path_join(EVO_SOURCE_ROOT, "tests/data/h200_wgmma_run.sql"), *sql;
+    char *db = tmp_path(name), *sql_path = path_join(source_root(), "tests/data/h200_wgmma_run.sql"), *sql;
     Store *st = NULL;
     EvoErr err;
     sqlite3 *h = NULL;
@@ -261,7 +271,7 @@ static char *harness_of(const char *task_file, const char *params, const char *c
     Task *t = NULL;
     Plan p;
     DeviceInfo dev;
-    char *path = path_join(EVO_SOURCE_ROOT, task_file), *src = NULL, *ref = NULL, *out = NULL, *flags = NULL;
+    char *path = path_join(source_root(), task_file), *src = NULL, *ref = NULL, *out = NULL, *flags = NULL;
     memset(&p, 0, sizeof(p));
     if (task_load(path, &t, err) || device_profile(arch, &dev, err))
         goto done;
@@ -409,16 +419,26 @@ static const char *find_nvcc(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--nvcc") == 0) {
-        g_nvcc = find_nvcc();
-        if (!g_nvcc) {
-            printf("no nvcc ($NVCC, " EVO_CUDA_ROOT "/bin/nvcc or on PATH): skipped\n");
-            return 77;
+    const char *keep = NULL; /* --keep DIR: write there and keep (bench/harness_gpu.sh runs the harnesses) */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--nvcc") == 0) {
+            g_nvcc = find_nvcc();
+            if (!g_nvcc) {
+                printf("no nvcc ($NVCC, " EVO_CUDA_ROOT "/bin/nvcc or on PATH): skipped\n");
+                return 77;
+            }
+            printf("nvcc: %s\n", g_nvcc);
+        } else if (strcmp(argv[i], "--keep") == 0 && i + 1 < argc && strlen(argv[i + 1]) < 1024) {
+            keep = argv[++i];
+        } else {
+            fprintf(stderr, "usage: test_export [--nvcc] [--keep DIR]\n");
+            return 2;
         }
-        printf("nvcc: %s\n", g_nvcc);
     }
-    if (!mkdtemp(g_dir)) {
-        perror("mkdtemp");
+    EvoErr kerr;
+    snprintf(g_dir, sizeof(g_dir), "%s", keep ? keep : "/tmp/evoeng-test-export-XXXXXX");
+    if (keep ? file_mkdirs(g_dir, &kerr) != 0 : !mkdtemp(g_dir)) {
+        fprintf(stderr, "%s: %s\n", g_dir, keep ? kerr.msg : "mkdtemp failed");
         return 1;
     }
     setenv("EVOENG_CACHE_DIR", g_dir, 1);
@@ -431,6 +451,8 @@ int main(int argc, char **argv)
     RUN(test_store_exports);
     RUN(test_shipped_harnesses);
     int rc = test_report();
+    if (keep)
+        return rc;
     char *cmd = xasprintf("rm -rf '%s'", g_dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", g_dir);
