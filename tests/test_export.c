@@ -88,18 +88,24 @@ static EvoExit run_export(const char *db, int64_t id, const char *format, const 
     return cmd_export(&s);
 }
 
-/* Compile src with NVRTC for arch as evoeng compiles a candidate. */
-static int nvrtc_ok(const char *src, const char *name, const char *arch)
+/* Compile src with NVRTC for arch as evoeng compiles a candidate; the log
+ * goes to stderr on failure unless quiet. */
+static int nvrtc_compiles(const char *src, const char *name, const char *arch, int quiet)
 {
     const char *opts[] = {"-std=c++17"};
     CompileRequest req = {.source = src, .name = name, .arch = arch, .options = opts, .noptions = 1};
     CompileResult res;
     EvoErr err = {{0}};
     int ok = nvrtc_compile(&req, &res, &err) == 0 && res.ok;
-    if (!ok)
+    if (!ok && !quiet)
         fprintf(stderr, "NVRTC %s for %s: %s %s\n%.3000s\n", name, arch, res.error, err.msg, res.log ? res.log : "");
     nvrtc_result_free(&res);
     return ok;
+}
+
+static int nvrtc_ok(const char *src, const char *name, const char *arch)
+{
+    return nvrtc_compiles(src, name, arch, 0);
 }
 
 /* The text after "// build:    " up to the end of that line (fresh). */
@@ -200,12 +206,14 @@ static void export_all(const char *db, int64_t id)
     snprintf(salt, sizeof(salt), "{\"Q\", F16, 1048576, INPUT, NORMAL, 0.0, 1.0, 0x%016llxull, 0.01, 0.01,",
              (unsigned long long)task_seed_salt("Q"));
     CHECK_CONTAINS(hs_text, salt);
-    if (src && strstr(src, "#define WGMMA 1")) /* the export that failed as printed (issue 14) */
-        CHECK_CONTAINS(cu_text, "#error");
-    if (!g_nvcc) {
-        CHECK(cu_text && nvrtc_ok(cu_text, "export.cu", "sm_90a"));
+    if (!g_nvcc) { /* each for the target the store records */
+        CHECK(cu_text && target && nvrtc_ok(cu_text, "export.cu", target));
         CHECK(src && target && nvrtc_ok(src, "export.json:source", target));
-        CHECK(hs_text && nvrtc_ok(hs_text, "harness.cu", "sm_90a"));
+        CHECK(hs_text && target && nvrtc_ok(hs_text, "harness.cu", target));
+        /* the WGMMA kernel builds for sm_90a alone: the generic sm_90 pass
+         * that nvcc -arch=sm_90a adds stops at its #error (issue 14) */
+        if (src && strstr(src, "#define WGMMA 1"))
+            CHECK(!nvrtc_compiles(src, "export.json:source", "sm_90", 1));
     } else {
         CHECK(cu_build && run_nvcc(cu_build) == 0);
         snprintf(name, sizeof(name), "%s/c%lld.o", g_dir, (long long)id);
