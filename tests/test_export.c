@@ -12,7 +12,9 @@
  *   test_export --nvcc   the same exports built with nvcc and the exact
  *                        build line each one prints (cu: -c, harness: a
  *                        linked program, json: its source with its
- *                        nvcc_flags); exit 77 when there is no nvcc ($NVCC,
+ *                        nvcc_flags), and the harness's input generator
+ *                        built into a host program gives the gate's values
+ *                        bit for bit; exit 77 when there is no nvcc ($NVCC,
  *                        /usr/local/cuda/bin/nvcc or nvcc on PATH).
  *   --keep DIR           work in DIR and keep what was written and built
  *                        there (bench/harness_gpu.sh runs the harnesses).
@@ -26,9 +28,11 @@
 #include "cli.h"
 #include "commands.h"
 #include "config.h"
+#include "gate.h"
 #include "nvrtc.h"
 #include "report/export.h"
 #include "report/harness.h"
+#include "report/harness_text.h"
 #include "store.h"
 #include "task.h"
 #include "testhelp.h"
@@ -405,6 +409,72 @@ static void test_harness_refusals(void)
     CHECK_CONTAINS(err.msg, "no candidate launch");
 }
 
+/* ---- the harness's input generator is the gate's ------------------------ */
+
+static const struct {
+    uint64_t seed, salt;
+    InitKind init;
+    double   a, b;
+} gen_cases[] = {
+    {1, 0xaf640c4c86023e1cull, INIT_NORMAL, 0.0, 1.0},
+    {3, 12345, INIT_NORMAL, -2.5, 0.25},
+    {2, 0x178da7e60a7aaff7ull, INIT_UNIFORM, -1.0, 3.0},
+    {7, 99, INIT_CONST, 0.75, 0.0},
+    {1, 1, INIT_ZERO, 0.0, 0.0},
+};
+
+/* Build the harness's generator (its device section, host-callable) into a
+ * host program with nvcc, run it, and compare every value, its f16 and
+ * bf16 roundings and the stream keys with the gate's own functions
+ * (gate_seed_key, gate_gen_value, gate_f32_to_f16, gate_f32_to_bf16). */
+static void test_generator_matches_gate(void)
+{
+    StrBuf sb = {0};
+    sb_append(&sb, text_device);
+    sb_append(&sb, "#include <cstdio>\nint main()\n{\n    using namespace evo_harness;\n"
+                   "    static const struct { u64 seed, salt; int init; double a, b; } c[] = {\n");
+    for (size_t k = 0; k < EVO_ARRAY_LEN(gen_cases); k++)
+        sb_printf(&sb, "        {%lluull, %lluull, %d, %a, %a},\n", (unsigned long long)gen_cases[k].seed,
+                  (unsigned long long)gen_cases[k].salt, (int)gen_cases[k].init, gen_cases[k].a, gen_cases[k].b);
+    sb_append(&sb, "    };\n    for (unsigned k = 0; k < sizeof(c) / sizeof(c[0]); k++) {\n"
+                   "        u64 key = seed_key(c[k].seed, c[k].salt);\n"
+                   "        for (u64 i = 0; i < 257; i++) {\n"
+                   "            double v = gen_value(c[k].init, c[k].a, c[k].b, key, i);\n"
+                   "            printf(\"%u %llu %llu %a %u %u\\n\", k, i, key, v, f32_to_f16((float)v), "
+                   "f32_to_bf16((float)v));\n"
+                   "        }\n    }\n    return 0;\n}\n");
+    char *src = tmp_path("gen.cu"), *exe = tmp_path("gen");
+    EvoErr err;
+    CHECK(file_write(src, sb.s, sb.len, &err) == 0);
+    sb_free(&sb);
+    CHECK(run_nvcc("nvcc -std=c++17 -o gen gen.cu") == 0);
+    FILE *p = popen(exe, "r");
+    CHECK(p != NULL);
+    unsigned k, h16, b16;
+    unsigned long long i, key;
+    double v;
+    int n = 0, bad = 0;
+    while (p && fscanf(p, "%u %llu %llu %la %u %u", &k, &i, &key, &v, &h16, &b16) == 6) {
+        if (k >= EVO_ARRAY_LEN(gen_cases))
+            break;
+        PlanBuffer b = {.init = gen_cases[k].init, .a = gen_cases[k].a, .b = gen_cases[k].b};
+        uint64_t want_key = gate_seed_key(gen_cases[k].seed, gen_cases[k].salt);
+        double want = gate_gen_value(&b, want_key, i);
+        if (key != want_key || memcmp(&v, &want, sizeof(v)) != 0 || h16 != gate_f32_to_f16((float)want) ||
+            b16 != gate_f32_to_bf16((float)want)) {
+            if (bad++ < 5)
+                fprintf(stderr, "case %u element %llu: harness %a (f16 %04x, bf16 %04x, key %llx), gate %a\n", k, i,
+                        v, h16, b16, key, want);
+        }
+        n++;
+    }
+    CHECK(p && pclose(p) == 0);
+    CHECK_MSG(n == (int)EVO_ARRAY_LEN(gen_cases) * 257, "%d values read", n);
+    CHECK(bad == 0);
+    free(src);
+    free(exe);
+}
+
 static const char *find_nvcc(void)
 {
     static char found[4096];
@@ -458,6 +528,8 @@ int main(int argc, char **argv)
     }
     RUN(test_store_exports);
     RUN(test_shipped_harnesses);
+    if (g_nvcc)
+        RUN(test_generator_matches_gate);
     int rc = test_report();
     if (keep)
         return rc;
