@@ -206,6 +206,7 @@ static void export_all(const char *db, int64_t id)
     CHECK_CONTAINS(hs_text, "cudaLaunchKernel((const void *)::attn_fwd,");
     CHECK_CONTAINS(hs_text, "cudaLaunchKernel((const void *)::evo_ref::attn_ref,");
     CHECK_CONTAINS(hs_text, "// shape:    B=4 H=8 S=512 D=64 CAUSAL=0\n");
+    CHECK_CONTAINS(hs_text, "pass = inputs_unchanged((u64)seed) && pass;"); /* as the gate, a kernel may not write its inputs */
     char salt[64]; /* the gate's per-buffer salt, so the inputs are the gate's */
     snprintf(salt, sizeof(salt), "{\"Q\", F16, 1048576, INPUT, NORMAL, 0.0, 1.0, 0x%016llxull, 0.01, 0.01,",
              (unsigned long long)task_seed_salt("Q"));

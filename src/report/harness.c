@@ -358,9 +358,10 @@ int harness_render(const HarnessSpec *h, char **out, EvoErr *err)
     sb_printf(&sb, "// run:      ./%.*s [--seed N] [--warmup N] [--iters N] [--batch N]\n", stem_len(file), file);
     sb_append(&sb, "//   fills the inputs as evoeng's gate does (seed 1 unless --seed), runs the task's\n"
                    "//   reference and the candidate's launch plan, compares every output with the\n"
-                   "//   task's atol/rtol (prints max abs/rel error, then PASS, or FAIL and exit 1),\n"
-                   "//   then times the plan with CUDA events: the median of --iters samples (100),\n"
-                   "//   each --batch back-to-back runs (10) after --warmup runs (20), per run.\n"
+                   "//   task's atol/rtol (prints max abs/rel error) and checks that the inputs are\n"
+                   "//   unchanged, then prints PASS, or FAIL and exits 1; then it times the plan\n"
+                   "//   with CUDA events: the median of --iters samples (100), each --batch\n"
+                   "//   back-to-back runs (10) after --warmup runs (20), per run.\n"
                    "//   Exit codes: 0 PASS, 1 FAIL, 2 usage, 3 a CUDA error.\n"
                    "// layout:   1. the candidate's kernel  2. the reference (namespace evo_ref)\n"
                    "//           3. the gate's input generator  4. host code (not seen by NVRTC)\n"

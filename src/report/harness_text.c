@@ -6,8 +6,9 @@
  *   text_host_head  the host code's includes, CUDA error check and the
  *                   Buffer type (opens namespace evo_harness);
  *   text_tmap       encode_tmap(), only when the plan passes tensor maps;
- *   text_host_main  the fill of every buffer, the comparison, the timing,
- *                   the options and main() (closes the namespace).
+ *   text_host_main  the fill of every buffer, the comparison of outputs,
+ *                   the check that inputs are unchanged, the timing, the
+ *                   options and main() (closes the namespace).
  * Private to src/report/harness*.c.
  */
 #include "harness_text.h"
@@ -310,6 +311,34 @@ const char text_host_main[] =
     "    return pass;\n"
     "}\n"
     "\n"
+    "// The gate also fails a kernel that writes its inputs: regenerate each\n"
+    "// input from seed and compare. Returns true when none changed.\n"
+    "static bool inputs_unchanged(u64 seed)\n"
+    "{\n"
+    "    bool same = true;\n"
+    "    for (int i = 0; i < NBUF; i++) {\n"
+    "        const Buffer &b = buf[i];\n"
+    "        if (b.role != INPUT)\n"
+    "            continue;\n"
+    "        size_t es = dtype_size(b.dtype), bytes = b.count * es, changed = 0;\n"
+    "        void *fresh = nullptr;\n"
+    "        std::vector<unsigned char> now(bytes), want(bytes);\n"
+    "        HARNESS_CHECK(cudaMalloc(&fresh, std::max<size_t>(bytes, 1)));\n"
+    "        fill<<<1024, 256>>>(fresh, b.count, b.dtype, b.init, b.a, b.b, seed_key(seed, b.salt));\n"
+    "        HARNESS_CHECK(cudaGetLastError());\n"
+    "        HARNESS_CHECK(cudaMemcpy(want.data(), fresh, bytes, cudaMemcpyDeviceToHost));\n"
+    "        HARNESS_CHECK(cudaMemcpy(now.data(), b.cand, bytes, cudaMemcpyDeviceToHost));\n"
+    "        HARNESS_CHECK(cudaFree(fresh));\n"
+    "        for (size_t k = 0; k < b.count; k++)\n"
+    "            changed += memcmp(&now[k * es], &want[k * es], es) != 0;\n"
+    "        if (changed) {\n"
+    "            printf(\"input %s: %zu of %zu elements changed by the kernels\\n\", b.name, changed, b.count);\n"
+    "            same = false;\n"
+    "        }\n"
+    "    }\n"
+    "    return same;\n"
+    "}\n"
+    "\n"
     "// The time of one run of the candidate's launch plan: iters samples, each a\n"
     "// pair of CUDA events around batch back-to-back runs (divided by batch),\n"
     "// after warmup runs, all on the same buffers (warm L2). Returns the median.\n"
@@ -378,6 +407,7 @@ const char text_host_main[] =
     "    run_candidate(s);\n"
     "    HARNESS_CHECK(cudaStreamSynchronize(s));\n"
     "    bool pass = compare_outputs();\n"
+    "    pass = inputs_unchanged((u64)seed) && pass;\n"
     "    printf(\"%s\\n\", pass ? \"PASS\" : \"FAIL\");\n"
     "    if (!pass)\n"
     "        return 1;\n"
