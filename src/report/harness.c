@@ -31,16 +31,13 @@ static const char *const tmap_l2[] = {"CU_TENSOR_MAP_L2_PROMOTION_NONE", "CU_TEN
                                       "CU_TENSOR_MAP_L2_PROMOTION_L2_128B", "CU_TENSOR_MAP_L2_PROMOTION_L2_256B"};
 
 /* A floating-point literal for v: "0.125", "1.0", "1e-05"; with f32 the
- * float suffix. Non-finite values use <cmath>'s INFINITY and NAN. */
+ * float suffix. Non-finite values use the compiler's builtins (the macros
+ * INFINITY and NAN may have been #undef'd with the kernel's macros). */
 static void put_real(StrBuf *sb, double v, int f32)
 {
     char num[64];
-    if (isnan(v)) {
-        sb_append(sb, "NAN");
-        return;
-    }
-    if (isinf(v)) {
-        sb_append(sb, v < 0 ? "-INFINITY" : "INFINITY");
+    if (isnan(v) || isinf(v)) {
+        sb_printf(sb, "%s__builtin_%s%s", v < 0 ? "-" : "", isnan(v) ? "nan" : "inf", isnan(v) ? "(\"\")" : "()");
         return;
     }
     snprintf(num, sizeof(num), f32 ? "%.9g" : "%.17g", v);
