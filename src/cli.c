@@ -49,12 +49,15 @@ static const CmdInfo commands[] = {
      "Shows one candidate: parameters, status, decision, how far its gate went (the benchmark shape\n"
      "only, or every shape), gate result, timings, launch metrics, compile log and evaluation log.\n"
      "--best: the best candidate (gated on every shape) of the latest run, or of --run N.", 2},
-    {CMD_EXPORT, "export", "[ID | --best] [-o FILE.cu] [--format cu|json]",
+    {CMD_EXPORT, "export", "[ID | --best] [-o FILE.cu] [--format cu|json|harness]",
      "write a candidate as a standalone .cu file",
      "Writes a candidate's kernel with its parameters baked in and a provenance header (task, params,\n"
-     "device, latency, speedup, date, lineage, nvcc target). It compiles with the `nvcc -arch=...\n"
-     "-c` line its header gives, unchanged. Only a candidate gated on every shape is exported; any\n"
-     "other exits 1.", 1},
+     "device, latency, speedup, date, lineage, nvcc target). It compiles with the nvcc line its header\n"
+     "gives, unchanged. Only a candidate gated on every shape is exported; any other exits 1.\n"
+     "--format harness writes a standalone program instead: the kernel, the task's reference and a\n"
+     "main() that fills the inputs as the gate does, checks the outputs against the reference (PASS or\n"
+     "FAIL, exit 1) and times the launch plan with CUDA events; its header gives the nvcc line that\n"
+     "builds it. It needs the run's task file (exit 3 without it).", 1},
     {CMD_CHECK, "check", "TASK [--arch sm_90] [--params K=V,...] [--sample N] [--source FILE.cu] [--gpu] [--json]",
      "validate a task spec and compile configurations (no GPU needed)",
      "Validates TASK, prints the size of its parameter space before and after constraints, then\n"
@@ -140,7 +143,7 @@ static const OptInfo options[] = {
     {"run", required_argument, O_RUN, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), "N", "with --best: the best of run N instead of the latest"},
     {"wide", no_argument, O_WIDE, BIT(CMD_STATUS) | BIT(CMD_TOP) | BIT(CMD_LINEAGE) | BIT(CMD_SHOW) | BIT(CMD_RUNS) | BIT(CMD_RUN) | BIT(CMD_RESUME), NULL, "full lines: no cut to the terminal width"},
     {"output", required_argument, O_OUTPUT, BIT(CMD_EXPORT) | BIT(CMD_REPORT) | BIT(CMD_INIT), "FILE", "output file (export, init: default stdout; report: default report-RUN_ID.html, - for stdout)"},
-    {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json (default cu)"},
+    {"format", required_argument, O_FORMAT, BIT(CMD_EXPORT), "FMT", "cu | json | harness (default cu)"},
     {"sample", required_argument, O_SAMPLE, BIT(CMD_CHECK), "N", "random valid configurations to compile (default 8)"},
     {"gpu", no_argument, O_GPU, BIT(CMD_CHECK), NULL, "also run the correctness gate of each on the GPU (a sweep)"},
     {"params", required_argument, O_PARAMS, BIT(CMD_BENCH) | BIT(CMD_CHECK), "K=V,...", "parameters (the rest keep their defaults)"},
@@ -166,7 +169,7 @@ static const struct {
     const char *const *values;
 } choices[] = {
     {"strategy", (const char *const[]){"evolve", "model", "random", "exhaustive", NULL}},
-    {"format", (const char *const[]){"cu", "json", NULL}},
+    {"format", (const char *const[]){"cu", "json", "harness", NULL}},
     {"llm", (const char *const[]){"openai", "anthropic", NULL}},
     {"llm-mode", (const char *const[]){"free", "insight", "full", NULL}},
 };

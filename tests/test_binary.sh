@@ -101,9 +101,15 @@ c.commit()
 PYEOF
 then
     expect 0 "export the best of a stored WGMMA run" -- "$EVOENG" export --best --db "$tmp/h200.db"
-    grep_out out "build:    nvcc -arch=sm_90a -std=c++17 -c" "the header's build line names the sm_90a target it was compiled for"
+    grep_out out "build:    nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -c FILE.cu" "the header's build line builds for the sm_90a target alone (nvcc 13's -arch=sm_90a also runs a compute_90 pass)"
     grep_out out "lineage:  #1 baseline (1.00x) -> #17 reset" "the header carries the lineage"
     grep_out out "^#define WGMMA 1" "the parameters are baked into the source"
+    expect 0 "export it as a harness" -- "$EVOENG" export --best --format harness --db "$tmp/h200.db" -o "$tmp/best_harness.cu"
+    grep_out err "wrote candidate 32 to .*best_harness.cu" "export --format harness says what it wrote"
+    if grep -q "^// build:    nvcc -gencode=arch=compute_90a,code=sm_90a -std=c++17 -O3 -o best_harness best_harness.cu$" "$tmp/best_harness.cu" &&
+        grep -q "^int main(int argc, char \*\*argv)" "$tmp/best_harness.cu"; then echo "ok   the harness has main() and its build line"; pass=$((pass + 1));
+    else echo "FAIL the harness lacks main() or its build line"; fails=$((fails + 1)); fi
+    expect 2 "an unknown export format is a usage error" -- "$EVOENG" export --best --format exe --db "$tmp/h200.db"
     expect 0 "export it as JSON" -- "$EVOENG" export 32 --format json --db "$tmp/h200.db" -o "$tmp/e32.json"
     grep_out err "wrote candidate 32" "export -o says what it wrote"
     expect 0 "compare_sdpa.py --dry-run reads the JSON export" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run
