@@ -384,12 +384,13 @@ static int place_founder(Loop *L, int64_t gen, const CandidateRecord *best, cons
 }
 
 /* Niche founders: a value of a structural knob (say WGMMA=1) that no
- * survivor within NICHE_NEAR of the best holds (none at all, or only
- * slow ones from random draws) gets a child that takes the best member's
- * configuration with that value, repaired by wider moves of the other
+ * survivor holds gets a child that takes the best member's configuration
+ * with that value; one held only by survivors more than NICHE_NEAR slower
+ * than the best (say slow random draws) gets one such child in the run, repaired by wider moves of the other
  * params if the constraints refuse it. The missing pairs take turns by
- * generation; up to max founders a generation, each pair once per best
- * configuration. A founder is compared with the baseline, like an
+ * generation; up to max founders a generation (one: more cost the
+ * exploitation more than they found, in bench/search_quality.sh's
+ * replay), each pair once per best configuration. A founder is compared with the baseline, like an
  * immigrant, so it founds the niche (it becomes a survivor) unless it is
  * more than 2% slower than the baseline. Fills kids[n..) and returns how
  * many, or -1 on an error. */
@@ -410,16 +411,35 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
     for (int j = 0; j < na && isnan(near); j++)
         if (all[j].generation < gen && all[j].latency_us > 0)
             near = all[j].latency_us * NICHE_NEAR;
+    CandidateRecord *tried = NULL;   /* the run's earlier founders */
+    int nt = 0;
+    if (store_candidate_list(L->st, L->run.id, STORE_ALL_BY_ID, 0, &tried, &nt, err)) {
+        store_candidates_free(all, na);
+        free(knobs);
+        free(v);
+        free(base);
+        free(miss_k);
+        free(miss_v);
+        return -1;
+    }
     EvoErr e;
     for (int k = 0; k < nk; k++) {
         int i = knobs[k];
         for (int vi = 0; vi < task_param_nvalues(L->task, i); vi++) {
             int64_t val = task_param_value(L->task, i, vi);
-            int held = 0;
-            for (int j = 0; j < na && !held; j++)
-                held = all[j].generation < gen && !(all[j].latency_us > near) &&
-                       task_params_parse(L->task, all[j].params_json, v, &e) == 0 && v[i] == val;
-            if (!held) {
+            int held = 0, slow = 0, founded = 0;
+            for (int j = 0; j < na && !held; j++) {
+                if (all[j].generation >= gen || task_params_parse(L->task, all[j].params_json, v, &e) ||
+                    v[i] != val)
+                    continue;
+                held = !(all[j].latency_us > near);
+                slow = 1;
+            }
+            /* a value held only by slow survivors gets one founder in a run */
+            for (int j = 0; j < nt && slow && !held && !founded; j++)
+                founded = tried[j].operator && strcmp(tried[j].operator, "niche") == 0 &&
+                          task_params_parse(L->task, tried[j].params_json, v, &e) == 0 && v[i] == val;
+            if (!held && !founded) {
                 miss_k[nmiss] = i;
                 miss_v[nmiss++] = vi;
             }
@@ -439,6 +459,7 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
         rc = -1;
     }
     store_candidates_free(all, na);
+    store_candidates_free(tried, nt);
     free(knobs);
     free(v);
     free(base);
@@ -463,9 +484,7 @@ int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *ki
         *exhausted = 0;
     const int diverse = !L->cfg->no_diversity &&
                         (strcmp(L->cfg->strategy, "evolve") == 0 || strcmp(L->cfg->strategy, "model") == 0);
-    int nf = diverse && gen > 0 && want > 1 ? propose_founder(L, gen, pop, npop, kids, 0, want / 4 > 1 ? want / 4 : 1,
-                                                             done, err)
-                                            : 0;
+    int nf = diverse && gen > 0 && want > 1 ? propose_founder(L, gen, pop, npop, kids, 0, 1, done, err) : 0;
     if (nf < 0)
         return -1;
     if (strcmp(L->cfg->strategy, "model") == 0 && gen > 0 && npop > 0)
