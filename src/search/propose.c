@@ -4,7 +4,6 @@
  */
 #include "loop.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,8 +19,6 @@
 #define MAX_ATTEMPTS    96
 #define STAGNATION_K    3    /* generations without improvement before immigrants */
 #define RANDOM_DRAWS    20000 /* draws per random proposal until one is valid */
-#define NICHE_NEAR      1.10  /* a structural value held only by survivors slower than this x the best gets a founder */
-#define FOUNDER_ATTEMPTS 64   /* repairs of a founder the constraints refuse */
 
 /* ---- populations and proposals --------------------------------------- */
 
@@ -349,56 +346,19 @@ void loop_moves_free(LoopMoves *mv)
     memset(mv, 0, sizeof(*mv));
 }
 
-/* Place the founder of (knob, value) from base into kids[n]: base with
- * that value, or, when the constraints refuse it, wider moves of the
- * other params around it. Returns 1 placed, 0 when base with the value
- * was evaluated already (or is in the batch: this best has had its
- * founder) or nothing valid was found, -1 on an error. */
-static int place_founder(Loop *L, int64_t gen, const CandidateRecord *best, const int64_t *base, int knob,
-                         int64_t val, Child *kids, int n, int *done, EvoErr *err)
-{
-    Rng rng;
-    rng_seed(&rng, rng_mix(rng_mix(L->cfg->seed, (uint64_t)gen), 0xf0u + (uint64_t)knob));
-    for (int attempt = 0; attempt < FOUNDER_ATTEMPTS; attempt++) {
-        Child c;
-        loop_child_init(L, &c);
-        if (attempt == 0 || ops_perturb(L->task, &rng, base, 1 + attempt / 16, attempt >= 32, c.vals))
-            memcpy(c.vals, base, (size_t)L->np * sizeof(int64_t));
-        c.vals[knob] = val;
-        c.op = "niche";
-        c.parent_id = L->baseline.rec.id;
-        int state = 0, got = loop_place(L, gen, kids, n, &c, best, &state, err);
-        if (got > 0) {
-            done[n] = state == 1;
-            kids[n] = c;
-            return 1;
-        }
-        int seen = got == 0 && attempt == 0 && (state == 2 || loop_in_batch(kids, n, c.params_key));
-        loop_child_free(L, &c);
-        if (got < 0)
-            return -1;
-        if (seen)
-            return 0;
-    }
-    return 0;
-}
-
-/* Niche founders: a value of a structural knob (say WGMMA=1) that no
- * survivor holds gets a child that takes the best member's configuration
- * with that value; one held only by survivors more than NICHE_NEAR slower
- * than the best (say slow random draws) gets one such child in the run, repaired by wider moves of the other
- * params if the constraints refuse it. The missing pairs take turns by
- * generation; up to max founders a generation (one: more cost the
- * exploitation more than they found, in bench/search_quality.sh's
- * replay), each pair once per best configuration. A founder is compared with the baseline, like an
+/* A niche founder: when a value of a structural knob is held by no
+ * survivor of the run yet (say WGMMA=1), one child a generation takes the
+ * best member's configuration with that value (the missing pairs take
+ * turns by generation), repaired by wider moves of the other params if the
+ * constraints refuse it. It is compared with the baseline, like an
  * immigrant, so it founds the niche (it becomes a survivor) unless it is
- * more than 2% slower than the baseline. Fills kids[n..) and returns how
- * many, or -1 on an error. */
+ * more than 2% slower than the baseline. Returns 1 with kids[n] filled, 0
+ * when there is nothing to found or no valid new founder, -1 on an error. */
 static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int npop, Child *kids, int n,
-                           int max, int *done, EvoErr *err)
+                           int *done, EvoErr *err)
 {
     CandidateRecord *all = NULL;
-    int na = 0, np = L->np, placed = 0;
+    int na = 0, np = L->np, rc = 0;
     if (npop == 0 || store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
         return npop == 0 ? 0 : -1;
     int *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = niche_knobs(L->task, knobs), pairs = 0;
@@ -407,65 +367,55 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
     int64_t *v = xcalloc((size_t)np + 1, sizeof(int64_t)), *base = xcalloc((size_t)np + 1, sizeof(int64_t));
     int *miss_k = xcalloc((size_t)pairs + 1, sizeof(int)), *miss_v = xcalloc((size_t)pairs + 1, sizeof(int));
     int nmiss = 0;
-    double near = NAN;
-    for (int j = 0; j < na && isnan(near); j++)
-        if (all[j].generation < gen && all[j].latency_us > 0)
-            near = all[j].latency_us * NICHE_NEAR;
-    CandidateRecord *tried = NULL;   /* the run's earlier founders */
-    int nt = 0;
-    if (store_candidate_list(L->st, L->run.id, STORE_ALL_BY_ID, 0, &tried, &nt, err)) {
-        store_candidates_free(all, na);
-        free(knobs);
-        free(v);
-        free(base);
-        free(miss_k);
-        free(miss_v);
-        return -1;
-    }
     EvoErr e;
     for (int k = 0; k < nk; k++) {
         int i = knobs[k];
         for (int vi = 0; vi < task_param_nvalues(L->task, i); vi++) {
             int64_t val = task_param_value(L->task, i, vi);
-            int held = 0, slow = 0, founded = 0;
-            for (int j = 0; j < na && !held; j++) {
-                if (all[j].generation >= gen || task_params_parse(L->task, all[j].params_json, v, &e) ||
-                    v[i] != val)
-                    continue;
-                held = !(all[j].latency_us > near);
-                slow = 1;
-            }
-            /* a value held only by slow survivors gets one founder in a run */
-            for (int j = 0; j < nt && slow && !held && !founded; j++)
-                founded = tried[j].operator && strcmp(tried[j].operator, "niche") == 0 &&
-                          task_params_parse(L->task, tried[j].params_json, v, &e) == 0 && v[i] == val;
-            if (!held && !founded) {
+            int held = 0;
+            for (int j = 0; j < na && !held; j++)
+                held = all[j].generation < gen && task_params_parse(L->task, all[j].params_json, v, &e) == 0 &&
+                       v[i] == val;
+            if (!held) {
                 miss_k[nmiss] = i;
                 miss_v[nmiss++] = vi;
             }
         }
     }
-    int rc = 0;
     if (nmiss > 0 && task_params_parse(L->task, pop[0].params_json, base, err) == 0) {
-        for (int t = 0; t < nmiss && placed < max && rc == 0; t++) {
-            int pick = (int)((gen + t) % nmiss), knob = miss_k[pick];
-            int got = place_founder(L, gen, &pop[0], base, knob, task_param_value(L->task, knob, miss_v[pick]),
-                                    kids, n + placed, done, err);
-            if (got < 0)
-                rc = -1;
-            placed += got > 0;
+        int pick = (int)(gen % nmiss), knob = miss_k[pick];
+        int64_t val = task_param_value(L->task, knob, miss_v[pick]);
+        Rng rng;
+        rng_seed(&rng, rng_mix(rng_mix(L->cfg->seed, (uint64_t)gen), 0xf0u));
+        for (int attempt = 0; attempt < 64 && rc == 0; attempt++) {
+            Child c;
+            loop_child_init(L, &c);
+            if (attempt == 0 || ops_perturb(L->task, &rng, base, 1 + attempt / 16, attempt >= 32, c.vals))
+                memcpy(c.vals, base, (size_t)np * sizeof(int64_t));
+            c.vals[knob] = val;
+            c.op = "niche";
+            c.parent_id = L->baseline.rec.id;
+            int state = 0, got = loop_place(L, gen, kids, n, &c, &pop[0], &state, err);
+            if (got > 0) {
+                done[n] = state == 1;
+                kids[n] = c;
+                rc = 1;
+            } else {
+                loop_child_free(L, &c);
+                if (got < 0)
+                    rc = -1;
+            }
         }
     } else if (nmiss > 0) {
         rc = -1;
     }
     store_candidates_free(all, na);
-    store_candidates_free(tried, nt);
     free(knobs);
     free(v);
     free(base);
     free(miss_k);
     free(miss_v);
-    return rc < 0 ? -1 : placed;
+    return rc;
 }
 
 /* Propose up to `want` children for generation gen into kids[]. Children
@@ -484,7 +434,7 @@ int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *ki
         *exhausted = 0;
     const int diverse = !L->cfg->no_diversity &&
                         (strcmp(L->cfg->strategy, "evolve") == 0 || strcmp(L->cfg->strategy, "model") == 0);
-    int nf = diverse && gen > 0 && want > 1 ? propose_founder(L, gen, pop, npop, kids, 0, 1, done, err) : 0;
+    int nf = diverse && gen > 0 && want > 1 ? propose_founder(L, gen, pop, npop, kids, 0, done, err) : 0;
     if (nf < 0)
         return -1;
     if (strcmp(L->cfg->strategy, "model") == 0 && gen > 0 && npop > 0)
