@@ -2,17 +2,23 @@
 # GPU test: kill -9 a real run at random moments, resume it, and check the
 # bookkeeping: the run completes, no configuration is evaluated twice, and
 # every candidate committed before a kill is still there, unchanged.
-# Skips (77) without a GPU.
+# Skips (77) without a GPU. GPUS=N: the run and its resumes judge on N
+# GPUs (--gpus N; skips with fewer).
 set -u
 E=${EVOENG:?}
 ROOT=${EVO_SOURCE_ROOT:?}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if ! "$E" --version 2>&1 | grep -q "^GPU 0:"; then echo "SKIP: no GPU"; exit 77; fi
+gpus=""
+if [ -n "${GPUS:-}" ]; then
+    if ! "$E" --version 2>&1 | grep -q "^GPU $((GPUS - 1)):"; then echo "SKIP: fewer than $GPUS GPUs"; exit 77; fi
+    gpus="--gpus $GPUS"
+fi
 db=$tmp/p.db
 fails=0
 q() { sqlite3 "$db" "$1" 2>/dev/null || python3 -c "import sqlite3,sys; print('\n'.join('|'.join(map(str,r)) for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))" "$db" "$1"; }
-args="--task $ROOT/templates/attention/task.json --generations 3 --population 4 --children 4 --seed 5 --db $db"
+args="--task $ROOT/templates/attention/task.json --generations 3 --population 4 --children 4 --seed 5 --db $db $gpus"
 "$E" run $args --quiet >"$tmp/run.log" 2>&1 &
 pid=$!
 for cycle in 1 2 3; do
@@ -23,7 +29,7 @@ for cycle in 1 2 3; do
     before=$(q "SELECT id||':'||params_key||':'||status||':'||coalesce(latency_us,'') FROM candidates ORDER BY id")
     nbefore=$(echo "$before" | grep -c . )
     echo "cycle $cycle: killed after ${delay}s with $nbefore candidates committed"
-    "$E" resume --db "$db" --quiet >>"$tmp/run.log" 2>&1 &
+    "$E" resume --db "$db" $gpus --quiet >>"$tmp/run.log" 2>&1 &
     pid=$!
     sleep 1
     after=$(q "SELECT id||':'||params_key||':'||status||':'||coalesce(latency_us,'') FROM candidates ORDER BY id" | head -n "$nbefore")
