@@ -47,10 +47,17 @@ EvoExit cmd_version(const Settings *s)
         return EVO_EXIT_OK;
     }
     printf("CUDA driver %d.%d\n", d.driver_version / 1000, (d.driver_version % 1000) / 10);
-    printf("GPU 0: %s, %d SMs, compute capability %d.%d (%s), %.1f GiB, %d KiB smem/block opt-in, "
-           "L2 %lld MiB\n",
-           d.name, d.sm_count, d.cc_major, d.cc_minor, d.arch, (double)d.mem_bytes / (1 << 30),
-           d.smem_per_block_optin / 1024, d.l2_bytes >> 20);
+    /* every visible GPU, a line each (--gpus picks among them) */
+    for (int i = 0; i < (d.device_count > 0 ? d.device_count : 1); i++) {
+        if (i > 0 && cuda_query_device(api, i, &d, &err) != 0) {
+            printf("GPU %d: unusable (%s)\n", i, err.msg);
+            continue;
+        }
+        printf("GPU %d: %s, %d SMs, compute capability %d.%d (%s), %.1f GiB, %d KiB smem/block opt-in, "
+               "L2 %lld MiB\n",
+               i, d.name, d.sm_count, d.cc_major, d.cc_minor, d.arch, (double)d.mem_bytes / (1 << 30),
+               d.smem_per_block_optin / 1024, d.l2_bytes >> 20);
+    }
     cuda_close(&api);
     return EVO_EXIT_OK;
 }

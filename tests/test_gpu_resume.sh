@@ -3,7 +3,8 @@
 # bookkeeping: the run completes, no configuration is evaluated twice, and
 # every candidate committed before a kill is still there, unchanged.
 # Skips (77) without a GPU. GPUS=N: the run and its resumes judge on N
-# GPUs (--gpus N; skips with fewer).
+# GPUs (--gpus N; skips with fewer). KILLS=K: K kills (default 3; the
+# run is made longer so that it outlives them).
 set -u
 E=${EVOENG:?}
 ROOT=${EVO_SOURCE_ROOT:?}
@@ -18,10 +19,12 @@ fi
 db=$tmp/p.db
 fails=0
 q() { sqlite3 "$db" "$1" 2>/dev/null || python3 -c "import sqlite3,sys; print('\n'.join('|'.join(map(str,r)) for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))" "$db" "$1"; }
-args="--task $ROOT/templates/attention/task.json --generations 3 --population 4 --children 4 --seed 5 --db $db $gpus"
+kills=${KILLS:-3}
+gens=$(( kills > 3 ? kills * 2 : 3 ))
+args="--task $ROOT/templates/attention/task.json --generations $gens --population 4 --children 4 --seed 5 --db $db $gpus"
 "$E" run $args --quiet >"$tmp/run.log" 2>&1 &
 pid=$!
-for cycle in 1 2 3; do
+for cycle in $(seq 1 "$kills"); do
     delay=$(( (cycle * 7 + $$) % 9 + 4 ))
     sleep "$delay"
     if ! kill -0 "$pid" 2>/dev/null; then echo "run ended before kill $cycle"; break; fi
@@ -40,7 +43,7 @@ echo "final resume exit $rc"
 [ "$rc" -eq 0 ] || { echo "FAIL: resume did not finish cleanly"; tail -20 "$tmp/run.log"; fails=$((fails+1)); }
 status=$(q "SELECT status||' '||generations_done FROM runs")
 echo "run: $status"
-[ "$status" = "completed 4" ] || { echo "FAIL: run not completed with 4 generations"; fails=$((fails+1)); }
+[ "$status" = "completed $((gens + 1))" ] || { echo "FAIL: run not completed with $((gens + 1)) generations"; fails=$((fails+1)); }
 dups=$(q "SELECT count(*) FROM (SELECT params_key FROM candidates GROUP BY run_id, params_key HAVING count(*) > 1)")
 echo "duplicate configurations: $dups"
 [ "$dups" = "0" ] || { echo "FAIL: a configuration was evaluated twice"; fails=$((fails+1)); }
