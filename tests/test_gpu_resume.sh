@@ -20,7 +20,7 @@ db=$tmp/p.db
 fails=0
 q() { sqlite3 "$db" "$1" 2>/dev/null || python3 -c "import sqlite3,sys; print('\n'.join('|'.join(map(str,r)) for r in sqlite3.connect(sys.argv[1]).execute(sys.argv[2])))" "$db" "$1"; }
 kills=${KILLS:-3}
-gens=$(( kills > 3 ? kills * 4 : 3 ))
+gens=$(( kills > 3 ? kills * 8 : 3 ))
 args="--task $ROOT/templates/attention/task.json --generations $gens --population 4 --children 4 --seed 5 --db $db $gpus"
 "$E" run $args --quiet >"$tmp/run.log" 2>&1 &
 pid=$!
