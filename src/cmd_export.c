@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "cli/inspect.h"
 #include "config.h"
 #include "report/export.h"
 #include "report/harness.h"
@@ -266,11 +267,10 @@ static EvoExit export_read(Store *st, const Settings *s, int64_t id, Export *x)
 EvoExit cmd_export(const Settings *s)
 {
     EvoErr err;
-    Store *st = NULL;
-    if (store_open(&st, s->db, &err)) {
-        errorf("%s", err.msg);
-        return EVO_EXIT_DB;
-    }
+    EvoExit orc = EVO_EXIT_OK;
+    Store *st = inspect_open(s, &orc);   /* read-only: a missing store is exit 4, nothing created */
+    if (!st)
+        return orc;
     Export x;
     memset(&x, 0, sizeof(x));
     compile_record_init(&x.comp);

@@ -199,7 +199,8 @@ with tempfile.TemporaryDirectory() as tmp:
     gone = os.path.join(tmp, "typo", "dir", "x.db")
     before = tree(tmp)
     for args in (["status"], ["top"], ["lineage", "1"], ["lineage", "--best"], ["show", "1"], ["show", "--best"],
-                 ["runs"], ["status", "--json"], ["runs", "--json"]):
+                 ["runs"], ["status", "--json"], ["runs", "--json"], ["export", "--best"], ["export", "1"],
+                 ["report"]):
         rc, out, err = run(*args, "--db", gone)
         check(rc == 4 and out == "" and "no population store" in err and gone in err,
               "%s with a mistyped --db: exit 4 (got %d), says so on stderr" % (" ".join(args), rc))
