@@ -16,10 +16,18 @@ For the run (default: the latest run in the store) it prints:
                      once): CPU seconds, spread over the compile threads
   compile_wait_s     sum of candidates.compile_ms (each candidate's wait for
                      its compilation, cache hits included)
-  gate_s             sum of candidates.gate_ms (correctness gate on the GPU)
+  wait_s             the GPU threads' waits for compilation and loading: the
+                     "stage N: waited X ms ..., gate Y ms" lines of the
+                     candidates' logs (0 for a store without them)
+  gate_s             the correctness gate itself: the Y of those lines, or
+                     candidates.gate_ms where a log has none (older stores,
+                     whose gate_ms holds no waits)
   time_s             sum of candidates.time_ms (timing and the A/B comparison)
-  idle_s             wall_s - compile_cpu_s - gate_s - time_s (negative when
-                     compilation overlaps the GPU work, as it should)
+  gpus               GPUs that judged children (metrics_json "gpu".index), 1
+                     when none is named
+  other_s            wall_s - (wait_s + gate_s + time_s) / gpus: what a GPU
+                     thread spends on none of them (proposals, the store,
+                     the loop, idle)
   evoeng_cpu_s       --cpu: user + sys seconds of the evoeng process tree
   gpu_busy_pct       mean of the --gpu-samples values (nvidia-smi
                      utilization.gpu, one number per line; other lines skipped)
@@ -31,12 +39,16 @@ Python 3 standard library only. Exit status 0, 1 when a file cannot be read,
 import argparse
 import datetime
 import json
+import re
 import sqlite3
 import sys
 
 
 def _iso(t):
     return datetime.datetime.fromisoformat(t.replace("Z", "+00:00")) if t else None
+
+
+STAGE_LINE = re.compile(r"stage \d: waited ([0-9.]+) ms for compilation and loading, gate ([0-9.]+) ms")
 
 
 def db_figures(path, run_id=None, wall=None):
@@ -48,9 +60,25 @@ def db_figures(path, run_id=None, wall=None):
     if row is None:
         raise ValueError("%s: no run%s" % (path, " %d" % run_id if run_id else ""))
     rid, start, end = row
-    n, wait, gate, tim = db.execute(
-        "SELECT count(*), total(compile_ms), total(gate_ms), total(time_ms) FROM candidates WHERE run_id = ?",
+    n, wait, tim = db.execute(
+        "SELECT count(*), total(compile_ms), total(time_ms) FROM candidates WHERE run_id = ?",
         (rid,)).fetchone()
+    waited = gate = 0.0
+    gpus = set()
+    for gate_ms, log, metrics in db.execute(
+            "SELECT gate_ms, log, metrics_json FROM candidates WHERE run_id = ?", (rid,)):
+        stages = STAGE_LINE.findall(log or "")
+        if stages:
+            waited += sum(float(w) for w, _ in stages)
+            gate += sum(float(g) for _, g in stages)
+        else:
+            gate += gate_ms or 0.0
+        try:
+            g = (json.loads(metrics) if metrics else {}).get("gpu")
+        except (ValueError, AttributeError):
+            g = None
+        if isinstance(g, dict) and g.get("index") is not None:
+            gpus.add(g["index"])
     comp = db.execute("SELECT total(compile_ms) FROM compiles WHERE id IN "
                       "(SELECT compile_id FROM candidates WHERE run_id = ?)", (rid,)).fetchone()[0]
     gens = db.execute("SELECT total(wall_ms) FROM generations WHERE run_id = ?", (rid,)).fetchone()[0]
@@ -61,8 +89,8 @@ def db_figures(path, run_id=None, wall=None):
     f = {"db": path, "run_id": rid, "candidates": n, "wall_s": wall,
          "per_minute": n / (wall / 60.0) if wall > 0 else None,
          "compile_cpu_s": comp / 1000.0, "compile_wait_s": wait / 1000.0,
-         "gate_s": gate / 1000.0, "time_s": tim / 1000.0}
-    f["idle_s"] = wall - f["compile_cpu_s"] - f["gate_s"] - f["time_s"]
+         "wait_s": waited / 1000.0, "gate_s": gate / 1000.0, "time_s": tim / 1000.0, "gpus": max(1, len(gpus))}
+    f["other_s"] = wall - (f["wait_s"] + f["gate_s"] + f["time_s"]) / f["gpus"]
     return f
 
 
@@ -102,11 +130,13 @@ def print_text(f, aa):
         print("run %d of %s" % (f["run_id"], f["db"]))
         print("  candidates       %d in %.1f s wall: %s per minute" % (
             f["candidates"], w, "n/a" if f["per_minute"] is None else "%.1f" % f["per_minute"]))
-        print("  compile (NVRTC)  %9.1f s CPU %s" % (f["compile_cpu_s"], share(f["compile_cpu_s"])))
-        print("  gate             %9.1f s     %s" % (f["gate_s"], share(f["gate_s"])))
-        print("  timing + A/B     %9.1f s     %s" % (f["time_s"], share(f["time_s"])))
-        print("  idle (the rest)  %9.1f s     %s" % (f["idle_s"], share(f["idle_s"])))
-        print("  compile waits    %9.1f s (sum over candidates, cache hits included)" % f["compile_wait_s"])
+        k = f["gpus"]
+        print("  GPU thread%s (their split of the wall time):" % (" (mean of %d GPUs)" % k if k > 1 else ""))
+        print("    compile waits  %9.1f s     %s" % (f["wait_s"] / k, share(f["wait_s"] / k)))
+        print("    gate           %9.1f s     %s" % (f["gate_s"] / k, share(f["gate_s"] / k)))
+        print("    timing + A/B   %9.1f s     %s" % (f["time_s"] / k, share(f["time_s"] / k)))
+        print("    the rest       %9.1f s     %s (proposals, store, loop, idle)" % (f["other_s"], share(f["other_s"])))
+        print("  compile (NVRTC)  %9.1f s CPU (the benchmark-shape units the store records)" % f["compile_cpu_s"])
         if f.get("evoeng_cpu_s") is not None:
             print("  evoeng CPU       %9.1f s user+sys (%.2f cores on average)" % (
                 f["evoeng_cpu_s"], f["evoeng_cpu_s"] / w if w > 0 else 0))

@@ -75,8 +75,29 @@ with tempfile.TemporaryDirectory() as tmp:
     near(f["time_s"], tim, "timing + A/B seconds")
     near(f["compile_cpu_s"], comp, "compile CPU seconds (compiles table)")
     near(f["compile_wait_s"], wait, "compile waits (candidates)")
-    near(f["idle_s"], wall - comp - gate - tim, "idle = wall - the rest")
+    near(f["wait_s"], 0.0, "no stage lines in the logs: no waits")
+    check(f["gpus"] == 1, "one GPU")
+    near(f["other_s"], wall - gate - tim, "the rest = wall - gate - timing")
     check(f["gpu_busy_pct"] is None, "no GPU samples: no GPU figure")
+
+    # A staged run's logs split the GPU thread's time, and two GPUs halve it.
+    c = sqlite3.connect(db)
+    ids = [r[0] for r in c.execute("SELECT id FROM candidates ORDER BY id LIMIT 2")]
+    g0 = c.execute("SELECT gate_ms FROM candidates WHERE id = ?", (ids[0],)).fetchone()[0] or 0
+    c.execute("UPDATE candidates SET log = 'x\nstage 1: waited 100.5 ms for compilation and loading, gate 5.5 ms\n"
+              "stage 2: waited 50 ms for compilation and loading, gate 20 ms\n', metrics_json = ? WHERE id = ?",
+              (json.dumps({"gpu": {"index": 0}}), ids[0]))
+    c.execute("UPDATE candidates SET metrics_json = ? WHERE id = ?", (json.dumps({"gpu": {"index": 1}}), ids[1]))
+    c.commit()
+    c.close()
+    rc, out = report("--db", db, "--json")
+    f2 = json.loads(out)["run"]
+    near(f2["wait_s"], 0.1505, "waits from the stage lines")
+    near(f2["gate_s"], gate - g0 / 1000 + 0.0255, "gate from the stage lines where a log has them")
+    check(f2["gpus"] == 2, "two GPUs named in metrics_json")
+    near(f2["other_s"], wall - (f2["wait_s"] + f2["gate_s"] + tim) / 2, "the rest per GPU")
+    rc, out = report("--db", db)
+    check(rc == 0 and "mean of 2 GPUs" in out and "compile waits" in out, "text names the split per GPU")
 
     samples = os.path.join(tmp, "gpu.txt")
     with open(samples, "w") as fh:
