@@ -300,6 +300,10 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
                sum.evaluated, sum.valid, sum.reverted, sum.failed, sum.wall_ms / 1000);
         if (sum.space_exhausted)
             printf("the valid space is exhausted: every valid configuration was evaluated\n");
+        if (sum.ahead_judged)
+            printf("judged ahead: %d children through stage A while the GPU waited for stage B, %d of them then "
+                   "proposed by their generation\n",
+                   sum.ahead_judged, sum.ahead_used);
         if (sum.best_id)
             printf("best: candidate %lld, %.2f us, %.2fx over the baseline (%.2f us)\n", (long long)sum.best_id,
                    sum.best_latency_us, sum.baseline_latency_us / sum.best_latency_us, sum.baseline_latency_us);

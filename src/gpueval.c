@@ -270,6 +270,20 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
     return 0;
 }
 
+static int ge_ready(void *ctx, Child *c, int stage)
+{
+    (void)ctx;
+    Priv *pv = c->priv;
+    if (!pv || (c->rec.status && strcmp(c->rec.status, "ok") != 0))
+        return 1;   /* nothing to wait for: the gate returns at once */
+    Prepared *p = &pv->prep;
+    int s0 = stage == 1 ? 0 : 1, s1 = stage == 1 ? 1 : p->nplans;
+    for (int s = s0; s < s1; s++)
+        if (!prep_unit_ready(p, p->shape_unit[s]))
+            return 0;
+    return 1;
+}
+
 static void ge_drop(void *ctx, Child *c)
 {
     (void)ctx;
@@ -690,4 +704,4 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
 }
 
 const EvaluatorOps gpueval_ops = {"gpu",      ge_submit, ge_gate,  ge_time,
-                                   ge_compare, ge_release, ge_slots, ge_calibrate, ge_drop};
+                                   ge_compare, ge_release, ge_slots, ge_calibrate, ge_drop, ge_ready};

@@ -227,6 +227,14 @@ void pool_wait(Pool *pool)
     pthread_mutex_unlock(&pool->lock);
 }
 
+int pool_job_is_done(Pool *pool, PoolJob *job)
+{
+    pthread_mutex_lock(&pool->lock);
+    int done = job->done;
+    pthread_mutex_unlock(&pool->lock);
+    return done;
+}
+
 void pool_job_wait(Pool *pool, PoolJob *job)
 {
     pthread_mutex_lock(&pool->lock);

@@ -63,6 +63,10 @@ void pool_job_promote(Pool *pool, PoolJob *job);
  * run (wait for it with pool_job_wait). */
 int pool_job_cancel(Pool *pool, PoolJob *job);
 
+/* 1 when the task submitted with job has finished (or was cancelled), 0
+ * while it is queued or running; never blocks. */
+int pool_job_is_done(Pool *pool, PoolJob *job);
+
 /* Block until the task submitted with job has finished; other tasks may
  * still be queued or running. Returns at once when it already has. Must
  * not be called from a task of the same pool. */

@@ -228,6 +228,14 @@ int prep_unit_submit_bg(Pool *pool, const Task *t, const DeviceInfo *dev, Prepar
     return unit_submit(pool, t, dev, p, u, 0, err);
 }
 
+int prep_unit_ready(Prepared *p, int u)
+{
+    PrepUnit *pu = &p->units[u];
+    if (pu->state == PREP_UNIT_DONE)
+        return 1;
+    return pu->state == PREP_UNIT_QUEUED && pool_job_is_done(pu->job->pool, &pu->job->job);
+}
+
 void prep_unit_cancel(Prepared *p, int u)
 {
     PrepUnit *pu = &p->units[u];

@@ -100,6 +100,10 @@ int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared 
  * takes a queued unit that no thread has started back off the pool (it
  * is RENDERED again); a running or finished one is left as it is. */
 int prep_unit_submit_bg(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err);
+/* 1 when prep_unit_wait of unit u would not wait: its compilation has
+ * finished (or was taken in); 0 while queued or running, or never
+ * submitted. Never blocks. */
+int prep_unit_ready(Prepared *p, int u);
 void prep_unit_cancel(Prepared *p, int u);
 int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err);
 void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s);

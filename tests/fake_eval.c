@@ -41,8 +41,12 @@ static int slot_lost(FakeEval *f, const Child *c)
     return lost;
 }
 
-/* What a child's priv points at: how far its compilations were queued. */
-static char stage_marks[3];
+/* What a child's priv points at: how far its compilations were queued
+ * (stage 1 or 2), and when stage 2 was. */
+typedef struct FakePriv {
+    int    stage;
+    double t2_ms;
+} FakePriv;
 
 static void fail(Child *c, const char *status, const char *msg)
 {
@@ -61,13 +65,34 @@ static int fake_submit(void *ctx, Child *c, int stage, EvoErr *err)
         c->source_text = xasprintf("// %s\n%s", c->params_key, c->custom_source ? c->custom_source : "template");
         sha256_hex(c->source_text, strlen(c->source_text), hex);
         c->rec.source_hash = xstrdup(hex);
-        c->priv = &stage_marks[1];   /* non-NULL: release() must be called */
+        FakePriv *p = xcalloc(1, sizeof(*p));   /* non-NULL: release() must be called */
+        p->stage = 1;
+        c->priv = p;
     } else if (stage == 2) {
         if (!c->priv)
             return err_set(err, "fake submit: stage 2 of a child never submitted");
-        c->priv = &stage_marks[2];   /* its other units are queued */
+        FakePriv *p = c->priv;
+        if (p->stage != 2) {   /* its other units are queued */
+            p->stage = 2;
+            p->t2_ms = time_now_ms();
+        }
     }
     return 0;
+}
+
+/* ms left before a child's stage-2 units are built (compile_us). */
+static double build_left_ms(const FakeEval *f, const Child *c)
+{
+    const FakePriv *p = c->priv;
+    if (!p || p->stage != 2 || f->compile_us <= 0)
+        return 0;
+    double left = p->t2_ms + f->compile_us / 1000.0 - time_now_ms();
+    return left > 0 ? left : 0;
+}
+
+static int fake_ready(void *ctx, Child *c, int stage)
+{
+    return stage != 2 || build_left_ms(ctx, c) <= 0;
 }
 
 static int fake_gate(void *ctx, Child *c, int stage, EvoErr *err)
@@ -75,8 +100,12 @@ static int fake_gate(void *ctx, Child *c, int stage, EvoErr *err)
     FakeEval *f = ctx;
     if (c->rec.status)
         return 0;
-    if (c->priv != &stage_marks[stage] && !(stage == 1 && c->priv == &stage_marks[2]))
+    const FakePriv *fp = c->priv;
+    if (!fp || fp->stage < stage)
         return err_set(err, "fake gate: stage %d of a child whose stage-%d units were never queued", stage, stage);
+    double left = stage == 2 ? build_left_ms(f, c) : 0;
+    if (left > 0)
+        usleep((useconds_t)(left * 1000));
     if (slot_lost(f, c))
         return EVAL_RETRY;
     if (stage == 1 && f->delay_us > 0)
@@ -158,6 +187,7 @@ static int fake_compare(void *ctx, Child *parent, Child *kid, double *ratio, dou
 static void fake_release(void *ctx, Child *kid)
 {
     (void)ctx;
+    free(kid->priv);
     kid->priv = NULL;
 }
 
@@ -189,7 +219,7 @@ static int fake_slots(void *ctx)
 }
 
 const EvaluatorOps fake_eval_ops = {"fake", fake_submit, fake_gate, fake_time, fake_compare, fake_release,
-                                    fake_slots, fake_calibrate, fake_drop};
+                                    fake_slots, fake_calibrate, fake_drop, fake_ready};
 
 int fake_eval_setup(const char *name, const char *task_file, char *tmpdir, size_t n, Task **task)
 {

@@ -19,6 +19,8 @@ typedef struct FakeEval {
     const char *(*gate_error)(const Child *c, int stage);  /* a gate failure at this stage, or NULL */
     int nslots;           /* concurrent slots (GPUs); 0: 1 */
     int delay_us;         /* a stage-1 gate takes this long (so slots overlap) */
+    int compile_us;       /* a child's stage-2 units build this long after their submit:
+                           * ready() says 0 until then and the stage-2 gate waits */
     int die_slot;         /* with die_after > 0: this slot is lost after ... */
     int die_after;        /* ... that many requests on it (EVAL_RETRY from then on) */
     pthread_mutex_t lock; /* the counters: slots run on threads of their own */

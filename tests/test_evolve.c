@@ -485,6 +485,63 @@ static void test_staged(void)
     fake_eval_free(f);
 }
 
+/* Each candidate of a run as "key decision status ratio|", in id order. */
+static char *verdicts_of(Store *s, int64_t run)
+{
+    CandidateRecord *l;
+    int n;
+    EvoErr err;
+    store_candidate_list(s, run, STORE_ALL_BY_ID, 0, &l, &n, &err);
+    StrBuf sb = {0};
+    for (int i = 0; i < n; i++)
+        sb_printf(&sb, "%s %s %s %lld %lld %.6f %lld|", l[i].params_key, l[i].decision, l[i].status,
+                  (long long)l[i].parent_id, (long long)l[i].gate_stage,
+                  isnan(l[i].ratio_to_parent) ? 0.0 : l[i].ratio_to_parent, (long long)l[i].generation);
+    store_candidates_free(l, n);
+    return sb_take(&sb);
+}
+
+/* Judging ahead: while stage B waits for its compilations (compile_us),
+ * the next generation's speculative children with a committed parent go
+ * through stage A, and the generation takes over those it proposes. The
+ * run commits exactly what it commits without (same proposals, same
+ * verdicts, same parents), and some stage As were taken over. */
+static void test_judge_ahead(void)
+{
+    Task *saved = swap_task("search_task.json");
+    Store *s1 = fresh_store("ahead_off.db"), *s2 = fresh_store("ahead_on.db");
+    FakeEval *f1 = fake_new(), *f2 = fake_new();
+    f1->compile_us = f2->compile_us = 20000;
+    EvolveConfig c = config("evolve", 12);
+    c.population = c.children = 8;
+    EvolveSummary a, b;
+    EvoErr err;
+    nvrtc_set_cache_dir(NULL);
+    CHECK_MSG(evolve_run(s1, task, &dev, &fake_eval_ops, f1, &c, 0, &a, &err) == 0, "%s", err.msg);
+    char *dir = xasprintf("%s/aheadcache", tmpdir);
+    nvrtc_set_cache_dir(dir);
+    CHECK_MSG(evolve_run(s2, task, &dev, &fake_eval_ops, f2, &c, 0, &b, &err) == 0, "%s", err.msg);
+    nvrtc_set_cache_dir(NULL);
+    free(dir);
+    char *v1 = verdicts_of(s1, a.run_id), *v2 = verdicts_of(s2, b.run_id);
+    CHECK_STR(v1, v2);
+    CHECK(a.ahead_judged == 0 && a.ahead_used == 0);
+    CHECK_MSG(b.ahead_judged > 0 && b.ahead_used > 0 && b.ahead_used <= b.ahead_judged,
+              "%d judged ahead, %d taken over", b.ahead_judged, b.ahead_used);
+    /* a child taken over is not judged again: stage-A gates are the run's
+     * plus the speculative ones that were not taken over */
+    CHECK_MSG(f2->gates[1] == f1->gates[1] + b.ahead_judged - b.ahead_used, "stage-A gates %d and %d, ahead %d/%d",
+              f1->gates[1], f2->gates[1], b.ahead_judged, b.ahead_used);
+    CHECK(b.evaluated == a.evaluated);
+    free(v1);
+    free(v2);
+    store_close(&s1);
+    store_close(&s2);
+    fake_eval_free(f1);
+    fake_eval_free(f2);
+    restore_task(saved);
+}
+
 /* Speculation (the next generation's units compiled during stage B) only
  * queues work: the run proposes and commits exactly what it does without. */
 static void test_speculation(void)
@@ -870,6 +927,7 @@ int main(void)
     RUN(test_bad_baseline);
     RUN(test_staged);
     RUN(test_speculation);
+    RUN(test_judge_ahead);
     RUN(test_slots);
     RUN(test_full_generations);
     RUN(test_deceptive);

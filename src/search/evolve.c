@@ -197,7 +197,6 @@ int loop_time_limit_hit(Loop *L)
 static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
 {
     double t0 = time_now_ms();
-    loop_spec_free(L);   /* the speculative compilations land in the cache first */
     GenerationRecord g = {.run_id = L->run.id, .generation = gen, .best_latency_us = NAN};
     CandidateRecord *pop = NULL;
     int npop = 0;

@@ -156,6 +156,10 @@ typedef struct EvaluatorOps {
      * whatever of its stage 2 was queued ahead (compilations no thread has
      * started). May be called on a GPU thread. NULL: nothing to do. */
     void (*drop)(void *ctx, Child *kid);
+    /* 1 when gate(kid, stage) would start without waiting for compilation
+     * (every unit of the stage built), 0 otherwise; never blocks. A GPU
+     * thread with other work does that first. NULL: always ready. */
+    int (*ready)(void *ctx, Child *kid, int stage);
 } EvaluatorOps;
 
 typedef struct EvolveConfig {
@@ -191,6 +195,8 @@ typedef struct EvolveSummary {
     int     llm_accepted;         /* of which accepted */
     double  wall_ms, eval_ms;
     int     space_exhausted;      /* a generation found no unevaluated valid configuration left */
+    int     ahead_judged;         /* speculative children judged through stage A ahead of their generation */
+    int     ahead_used;           /* of which the generation proposed (their stage A was taken over) */
     int     warm_seeded;          /* generation 0 members seeded from earlier runs */
     char    warm_runs[128];       /* those runs' ids, "3, 5" */
 } EvolveSummary;

@@ -37,9 +37,18 @@ typedef struct Loop {
     uint64_t           *parent_used;   /* batch's parents (population members) all fit */
     int                 nparents;
     uint64_t            parent_tick;
-    /* the next generation's likely children, compiling ahead (speculate()) */
+    /* the next generation's likely children, compiling ahead (speculate());
+     * those whose parent is committed are also judged ahead (stage A) while
+     * the GPU would wait for stage B's compilations: spec_jobs[i] */
     Child              *spec;
     int                 nspec;
+    int64_t             spec_gen;      /* the generation they were proposed for */
+    /* while speculate() proposes: the children still in stage B, as the
+     * survivors (and evaluated keys) they will be once committed */
+    const CandidateRecord *pending;
+    int                 npending;      /* [0, npending_surv) will survive (accepted, or no parent) */
+    int                 npending_surv;
+    struct Job         *spec_jobs;
 } Loop;
 
 /* evolve.c */
@@ -63,8 +72,16 @@ int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationReco
                     int ahead, EvoErr *err);
 /* Drop the speculative children, waiting for their compilations. */
 void loop_spec_free(Loop *L);
+/* Take over into kids[0..n) (not marked done) each speculative child that
+ * is the same proposal (params, operator, parents) and was judged ahead
+ * through stage A: kids[i] becomes it and pre[i] is 1 (2 when it goes on
+ * to stage B). Then drops the rest (loop_spec_free). Returns how many. */
+int loop_spec_adopt(Loop *L, Child *kids, const int *done, int n, int *pre);
 
 /* propose.c */
+/* The population chosen from all[0..m) (survivors, fastest first; the
+ * array and its records are taken over): the P fastest and the niches. */
+int loop_population_pick(Loop *L, CandidateRecord *all, int m, CandidateRecord **pop, int *n);
 /* The P fastest survivors of generations before gen, fastest first, with
  * the best survivor of each unrepresented value of a structural knob
  * (niches). */

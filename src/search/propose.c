@@ -98,20 +98,8 @@ static void add_niches(Loop *L, CandidateRecord *all, int na, char *take, int *n
     free(rep);
 }
 
-/* The population at the start of generation gen: the P fastest survivors
- * of earlier generations, fastest first, with the niches of add_niches()
- * (strategies evolve and model, unless cfg->no_diversity). */
-int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, EvoErr *err)
+int loop_population_pick(Loop *L, CandidateRecord *all, int m, CandidateRecord **pop, int *n)
 {
-    CandidateRecord *all = NULL;
-    int na = 0, m = 0;
-    if (store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
-        return -1;
-    for (int i = 0; i < na; i++)
-        if (all[i].generation < gen)
-            all[m++] = all[i];
-        else
-            candidate_record_free(&all[i]);
     char *take = xcalloc((size_t)m + 1, 1);
     *n = 0;
     for (int i = 0; i < m && *n < L->cfg->population; i++, (*n)++)
@@ -133,6 +121,23 @@ int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, Ev
     return 0;
 }
 
+/* The population at the start of generation gen: the P fastest survivors
+ * of earlier generations, fastest first, with the niches of add_niches()
+ * (strategies evolve and model, unless cfg->no_diversity). */
+int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, EvoErr *err)
+{
+    CandidateRecord *all = NULL;
+    int na = 0, m = 0;
+    if (store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
+        return -1;
+    for (int i = 0; i < na; i++)
+        if (all[i].generation < gen)
+            all[m++] = all[i];
+        else
+            candidate_record_free(&all[i]);
+    return loop_population_pick(L, all, m, pop, n);
+}
+
 /* Generations since the population's best was found (0 when it was found
  * in the generation before gen): the stagnation that widens the moves and
  * brings immigrants. A function of the committed population only. */
@@ -148,6 +153,9 @@ int loop_stagnation(int64_t gen, const CandidateRecord *pop, int npop)
  * (resume), 2 done in an earlier generation (duplicate). */
 int loop_key_state(Loop *L, const char *key, int64_t gen, EvoErr *err)
 {
+    for (int j = 0; j < L->npending; j++)   /* speculation: as if committed in an earlier generation */
+        if (strcmp(L->pending[j].params_key, key) == 0)
+            return 2;
     int64_t id = store_candidate_find(L->st, L->run.id, key, err);
     if (id <= 0)
         return id < 0 ? -1 : 0;
@@ -376,6 +384,8 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
             for (int j = 0; j < na && !held; j++)
                 held = all[j].generation < gen && task_params_parse(L->task, all[j].params_json, v, &e) == 0 &&
                        v[i] == val;
+            for (int j = 0; j < L->npending_surv && !held; j++)   /* speculation: as if committed */
+                held = task_params_parse(L->task, L->pending[j].params_json, v, &e) == 0 && v[i] == val;
             if (!held) {
                 miss_k[nmiss] = i;
                 miss_v[nmiss++] = vi;

@@ -231,7 +231,7 @@ static void r_release(void *ctx, Child *kid)
     kid->priv = NULL;
 }
 
-const EvaluatorOps replay_eval_ops = {"replay", r_submit, r_gate, r_time, r_compare, r_release, NULL, NULL, NULL};
+const EvaluatorOps replay_eval_ops = {"replay", r_submit, r_gate, r_time, r_compare, r_release, NULL, NULL, NULL, NULL};
 
 /* ---- one replay -------------------------------------------------------- */
 
