@@ -719,17 +719,24 @@ static void test_warm_start(void)
     CHECK(b.warm_seeded >= 1 && b.warm_seeded <= 2);   /* at most half of P - 1 = 3 */
     CHECK_STR(b.warm_runs, "1");
     CandidateRecord *l;
-    int n, seeded_best = 0;
+    int n, seeded_best = 0, nwarm = 0, gen0 = 0;
     store_candidate_list(s, b.run_id, STORE_ALL_BY_ID, 0, &l, &n, &err);
     for (int i = 0; i < n; i++) {
+        gen0 += l[i].generation == 0;
         if (strcmp(l[i].operator, "warm") != 0)
             continue;
+        nwarm++;
         CHECK(l[i].generation == 0 && l[i].parent_id == 0 && l[i].parent2_id > 0);
         CHECK(l[i].rationale && strstr(l[i].rationale, "warm start from run 1 candidate"));
         if (strcmp(l[i].params_key, best.params_key) == 0 && strcmp(l[i].decision, "accepted") == 0)
             seeded_best = 1;
     }
     store_candidates_free(l, n);
+    /* what the run says it seeded is what generation 0 holds, and the
+     * generation is full (a seed that is the baseline's configuration is
+     * not one) */
+    CHECK_MSG(nwarm == b.warm_seeded, "%d warm members, %d reported", nwarm, b.warm_seeded);
+    CHECK_MSG(gen0 == c.population, "generation 0 has %d members of %d", gen0, c.population);
     /* the first run's best is seeded unless it is the baseline itself */
     CHECK(seeded_best || strcmp(best.decision, "baseline") == 0);
     GenerationRecord *g;

@@ -153,6 +153,10 @@ int loop_stagnation(int64_t gen, const CandidateRecord *pop, int npop)
  * (resume), 2 done in an earlier generation (duplicate). */
 int loop_key_state(Loop *L, const char *key, int64_t gen, EvoErr *err)
 {
+    /* the baseline is generation 0 too, but never a child of it: a proposal
+     * of its configuration is a duplicate, not one committed before a kill */
+    if (L->baseline.params_key && strcmp(L->baseline.params_key, key) == 0)
+        return 2;
     for (int j = 0; j < L->npending; j++)   /* speculation: as if committed in an earlier generation */
         if (strcmp(L->pending[j].params_key, key) == 0)
             return 2;
