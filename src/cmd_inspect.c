@@ -263,18 +263,31 @@ EvoExit cmd_top(const Settings *s)
     } else {
         out_printf("run %lld (%s): the %d fastest of the baseline and accepted candidates gated on every shape\n",
                    (long long)r.id, r.task_name, n);
-        out_printf("%6s %4s %-9s %11s %8s %6s %5s %5s  %s\n", "id", "gen", "operator", "latency", "speedup",
-                   "CTAs", "occ", "regs", "params");
+        /* a GPU column when the run measured on more than one GPU */
+        int *gpu = xcalloc((size_t)n + 1, sizeof(int)), multi = 0;
+        for (int i = 0; i < n; i++) {
+            json_t *g = inspect_gpu_json(&list[i]);
+            gpu[i] = g ? (int)json_integer_value(json_object_get(g, "index")) : -1;
+            multi |= gpu[i] > 0;
+            json_decref(g);
+        }
+        out_printf("%6s %4s %-9s %11s %8s %6s %5s %5s%s  %s\n", "id", "gen", "operator", "latency", "speedup",
+                   "CTAs", "occ", "regs", multi ? "  gpu" : "", "params");
         for (int i = 0; i < n; i++) {
             CandidateRecord *c = &list[i];
-            char lat[32];
+            char lat[32], g[16] = "";
             inspect_fmt_us(lat, sizeof(lat), c->latency_us);
+            if (multi && gpu[i] >= 0)
+                snprintf(g, sizeof(g), "  %3d", gpu[i]);
+            else if (multi)
+                snprintf(g, sizeof(g), "    -");
             char *p = inspect_params_compact(c->params_json);
-            out_printf("%6lld %4lld %-9s %11s %7.2fx %6lld %5lld %5lld  %s\n", (long long)c->id,
+            out_printf("%6lld %4lld %-9s %11s %7.2fx %6lld %5lld %5lld%s  %s\n", (long long)c->id,
                        (long long)c->generation, c->operator, lat, isnan(c->speedup) ? 0.0 : c->speedup,
-                       (long long)c->ctas, (long long)c->occupancy, (long long)c->registers, p);
+                       (long long)c->ctas, (long long)c->occupancy, (long long)c->registers, g, p);
             free(p);
         }
+        free(gpu);
     }
     store_candidates_free(list, n);
     run_record_free(&r);
@@ -397,6 +410,19 @@ static void show_text(Store *st, const CandidateRecord *c)
     if (!isnan(c->tflops))
         out_printf("  throughput   %.1f TFLOP/s (%.1f%% of peak), %.0f GB/s (%.1f%% of peak)\n", c->tflops,
                    c->pct_peak_flops, c->gbps, c->pct_peak_bw);
+    json_t *gpu = inspect_gpu_json(c);
+    if (gpu) {
+        const char *name = json_string_value(json_object_get(gpu, "name"));
+        const char *uuid = json_string_value(json_object_get(gpu, "uuid"));
+        double scale = json_number_value(json_object_get(gpu, "scale"));
+        char sc[64] = "";
+        if (scale > 0 && scale != 1.0)
+            snprintf(sc, sizeof(sc), ", latencies scaled x%.4f to GPU 0's", scale);
+        out_printf("  measured on  GPU %lld%s%s%s%s%s%s\n", (long long)json_integer_value(json_object_get(gpu, "index")),
+                   name ? " (" : "", name ? name : "", uuid && *uuid ? ", " : "", uuid && *uuid ? uuid : "",
+                   name ? ")" : "", sc);
+        json_decref(gpu);
+    }
     out_printf("  time         compile %.0f ms, gate %.0f ms, timing %.0f ms\n",
                isnan(c->compile_ms) ? 0 : c->compile_ms, isnan(c->gate_ms) ? 0 : c->gate_ms,
                isnan(c->time_ms) ? 0 : c->time_ms);

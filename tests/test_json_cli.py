@@ -151,6 +151,30 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("show", "--best", "--db", db, "--wide")
     check(rc == 0 and out.startswith("candidate %d " % best["id"]), "show --best (text)")
 
+    # the GPU that measured a candidate (metrics_json "gpu"): show and top
+    c = sqlite3.connect(db)
+    for cid, idx in ((surv[0], 1), (surv[1], 0)):
+        m = json.loads(c.execute("SELECT metrics_json FROM candidates WHERE id = ?", (cid,)).fetchone()[0] or "{}")
+        m["gpu"] = {"index": idx, "name": "NVIDIA H200", "uuid": "GPU-test-%d" % idx, "pci_bus_id": "0000:00:0%d.0" % idx,
+                    "scale": 1.0 if idx == 0 else 0.9981}
+        c.execute("UPDATE candidates SET metrics_json = ? WHERE id = ?", (json.dumps(m), cid))
+    c.commit()
+    c.close()
+    doc, _ = run_json("show", str(surv[0]), "--db", db)
+    check(doc and doc["gpu"] == {"index": 1, "name": "NVIDIA H200", "uuid": "GPU-test-1", "scale": 0.9981},
+          "show --json: the GPU that measured it")
+    rc, out, err = run("show", str(surv[0]), "--db", db, "--wide")
+    check(rc == 0 and "measured on  GPU 1 (NVIDIA H200, GPU-test-1), latencies scaled x0.9981 to GPU 0's" in out,
+          "show: the GPU line")
+    doc, _ = run_json("top", "--db", db)
+    check(doc and doc["candidates"][0]["gpu"]["index"] == 1 and doc["candidates"][1]["gpu"]["index"] == 0
+          and "gpu" not in doc["candidates"][2], "top --json: each candidate's GPU where recorded")
+    rc, out, err = run("top", "--db", db, "--wide")
+    rows = out.splitlines()
+    # header: id gen operator latency speedup CTAs occ regs gpu; a row's latency is two words ("8.97 us")
+    check(rc == 0 and rows[1].split()[8] == "gpu" and rows[2].split()[9] == "1" and rows[3].split()[9] == "0"
+          and rows[4].split()[9] == "-", "top: a gpu column on a run measured on several GPUs")
+
     # runs
     doc, _ = run_json("runs", "--db", db)
     if doc:

@@ -210,6 +210,23 @@ static json_t *string_or_null(const char *s)
     return s ? json_string(s) : json_null();
 }
 
+json_t *inspect_gpu_json(const CandidateRecord *c)
+{
+    json_t *m = c->metrics_json ? json_loads(c->metrics_json, 0, NULL) : NULL;
+    json_t *g = json_object_get(m, "gpu"), *out = NULL;
+    if (json_is_object(g) && json_is_integer(json_object_get(g, "index"))) {
+        out = json_object();
+        const char *keys[] = {"index", "name", "uuid", "scale"};
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+            json_t *v = json_object_get(g, keys[i]);
+            if (v)
+                json_object_set(out, keys[i], v);
+        }
+    }
+    json_decref(m);
+    return out;
+}
+
 json_t *inspect_candidate_json(const CandidateRecord *c, int full)
 {
     json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:s}", "id", (json_int_t)c->id, "run",
@@ -232,6 +249,9 @@ json_t *inspect_candidate_json(const CandidateRecord *c, int full)
     inspect_set_int(o, "threads", c->threads);
     inspect_set_int(o, "registers", c->registers);
     inspect_set_int(o, "occupancy", c->occupancy);
+    json_t *gpu = inspect_gpu_json(c);
+    if (gpu)
+        json_object_set_new(o, "gpu", gpu);
     if (!full)
         return o;
     inspect_set_real(o, "ratio_spread", c->ratio_spread);

@@ -46,6 +46,12 @@ json_t *inspect_params_diff_json(const char *from, const char *to);
 json_t *inspect_shape_json(const RunRecord *r);
 char *inspect_shape_text(const RunRecord *r);
 
+/* The GPU that measured a candidate, from its metrics_json "gpu" (a run
+ * on several GPUs records the ordinal, name, UUID and the latency scale
+ * to GPU 0): a new {"index", "name", "uuid", "scale"} object, or NULL
+ * when the candidate names none (older stores, failed before timing). */
+json_t *inspect_gpu_json(const CandidateRecord *c);
+
 /* A candidate as JSON (new reference): gate_stage as "none" | "bench" |
  * "full". full: also gate and metrics details, logs and dates (show). */
 json_t *inspect_candidate_json(const CandidateRecord *c, int full);
