@@ -1,4 +1,5 @@
-"""Stores for the report tests (test_report.py, test_report_browser.py):
+"""Stores for the tests (test_report.py, test_report_browser.py, test_json_cli.py,
+test_throughput_report.py):
 evoeng's schema applied from db/NNN_*.sql exactly as src/store/store.c
 migrates a new file (same application_id and user_version), so no evoeng
 command is needed to create one, then the recorded H200 run of
@@ -13,11 +14,13 @@ fails = 0
 
 
 def check(cond, what):
-    """Print "ok" or "FAIL" and the check; count the failures in fails."""
+    """Print "ok" or "FAIL" and the check; count the failures in fails.
+    Returns cond."""
     global fails
     print("%s %s" % ("ok  " if cond else "FAIL", what))
     if not cond:
         fails += 1
+    return cond
 
 
 def schema_store(root, path):

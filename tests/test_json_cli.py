@@ -17,18 +17,12 @@ import subprocess
 import sys
 import tempfile
 
+import report_store
+from report_store import check
+
 root = os.environ.get("EVO_SOURCE_ROOT", ".")
 evoeng = os.environ.get("EVOENG", os.path.join(root, "build/src/evoeng"))
 sql = os.path.join(root, "tests/data/h200_wgmma_run.sql")
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    print("%s %s" % ("ok  " if cond else "FAIL", what))
-    if not cond:
-        fails += 1
-    return cond
 
 
 def run(*args, env=None, columns=None):
@@ -283,5 +277,5 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("check", os.path.join(root, "tests/data/bad_unknown_var.json"), "--json", env=env)
     check(rc == 3 and out == "" and "unknown variable" in err, "check --json of a bad spec: exit 3, stderr only")
 
-print("%s" % ("all passed" if fails == 0 else "%d failed" % fails))
-sys.exit(1 if fails else 0)
+print("%s" % ("all passed" if report_store.fails == 0 else "%d failed" % report_store.fails))
+sys.exit(1 if report_store.fails else 0)

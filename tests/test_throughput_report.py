@@ -13,18 +13,13 @@ import subprocess
 import sys
 import tempfile
 
+import report_store
+from report_store import check
+
 root = os.environ.get("EVO_SOURCE_ROOT", ".")
 evoeng = os.environ.get("EVOENG", os.path.join(root, "build/src/evoeng"))
 script = os.path.join(root, "bench/throughput_report.py")
 sql = os.path.join(root, "tests/data/h200_wgmma_run.sql")
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    print("%s %s" % ("ok  " if cond else "FAIL", what))
-    if not cond:
-        fails += 1
 
 
 def near(a, b, what, tol=1e-9):
@@ -124,5 +119,5 @@ with tempfile.TemporaryDirectory() as tmp:
     check("A/A triad: 3 comparisons, median 1.0010, p95 |r-1| 0.37%" in out and "pass" in out, "text: A/A line")
     rc, _ = report("--db", os.path.join(tmp, "missing.db"))
     check(rc == 1, "a missing store exits 1")
-print("%d failed" % fails)
-sys.exit(1 if fails else 0)
+print("%d failed" % report_store.fails)
+sys.exit(1 if report_store.fails else 0)
