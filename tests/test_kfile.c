@@ -20,24 +20,17 @@
 #include "nvrtc.h"
 #include "prep.h"
 #include "task.h"
+#include "testdata.h"
 #include "testhelp.h"
 
 static char *data_path(const char *name)
 {
-    const char *root = getenv("EVO_SOURCE_ROOT");
-    return xasprintf("%s/tests/data/kfile/%s", root && root[0] ? root : EVO_SOURCE_ROOT, name);
+    return test_data_path("kfile", name);
 }
 
 static char *load(const char *name)
 {
-    char *path = data_path(name), *text = NULL;
-    EvoErr err;
-    if (file_read(path, &text, NULL, &err) < 0) {
-        fprintf(stderr, "%s\n", err.msg);
-        text = xstrdup("");
-    }
-    free(path);
-    return text;
+    return test_data_load("kfile", name);
 }
 
 static int count_char(const char *s, char c)

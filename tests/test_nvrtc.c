@@ -13,24 +13,12 @@
 
 #include "config.h"
 #include "nvrtc.h"
+#include "testdata.h"
 #include "testhelp.h"
-
-static char *data_path(const char *name)
-{
-    const char *root = getenv("EVO_SOURCE_ROOT");
-    return xasprintf("%s/tests/data/kernels/%s", root && root[0] ? root : EVO_SOURCE_ROOT, name);
-}
 
 static char *load(const char *name)
 {
-    char *path = data_path(name), *text = NULL;
-    EvoErr err;
-    if (file_read(path, &text, NULL, &err) < 0) {
-        fprintf(stderr, "%s\n", err.msg);
-        text = xstrdup("");
-    }
-    free(path);
-    return text;
+    return test_data_load("kernels", name);
 }
 
 static CompileRequest request(const char *source, const char *name)

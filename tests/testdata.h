@@ -1,0 +1,36 @@
+/*
+ * testdata: the files under tests/data for the unit tests, found through
+ * $EVO_SOURCE_ROOT (meson's test environment) or the source tree the
+ * build was configured from.
+ */
+#ifndef EVO_TESTDATA_H
+#define EVO_TESTDATA_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "util.h"
+
+/* tests/data/DIR/NAME (fresh string). */
+static inline char *test_data_path(const char *dir, const char *name)
+{
+    const char *root = getenv("EVO_SOURCE_ROOT");
+    return xasprintf("%s/tests/data/%s/%s", root && root[0] ? root : EVO_SOURCE_ROOT, dir, name);
+}
+
+/* The text of tests/data/DIR/NAME (fresh string), or "" after a message
+ * on stderr when it cannot be read (the test's checks then fail). */
+static inline char *test_data_load(const char *dir, const char *name)
+{
+    char *path = test_data_path(dir, name), *text = NULL;
+    EvoErr err;
+    if (file_read(path, &text, NULL, &err) < 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        text = xstrdup("");
+    }
+    free(path);
+    return text;
+}
+
+#endif
