@@ -4,7 +4,7 @@
  * recent one) to report-<run>.html in the current directory, to FILE, or
  * to stdout with -o -. Reads the store only: a store that does not exist
  * is an error (exit 4) and nothing is created. With --json, stdout gets
- * one object {"path", "run_id", "bytes", "candidates", "valid",
+ * one object {"path", "run_id", "bytes", "candidates", "valid", "fully_gated",
  * "best_id"} (best_id null when no candidate passed the gate).
  */
 #include <errno.h>
@@ -96,8 +96,9 @@ EvoExit cmd_report(const Settings *s)
               "its %d candidate%s and why they failed",
               (long long)info.run_id, info.candidates, info.candidates == 1 ? "" : "s");
     if (s->json) {
-        json_t *j = json_pack("{s:s, s:I, s:I, s:i, s:i}", "path", out, "run_id", (json_int_t)info.run_id, "bytes",
-                              (json_int_t)len, "candidates", info.candidates, "valid", info.valid);
+        json_t *j = json_pack("{s:s, s:I, s:I, s:i, s:i, s:i}", "path", out, "run_id", (json_int_t)info.run_id,
+                              "bytes", (json_int_t)len, "candidates", info.candidates, "valid", info.valid,
+                              "fully_gated", info.fully_gated);
         json_object_set_new(j, "best_id", info.best_id ? json_integer((json_int_t)info.best_id) : json_null());
         char *t = json_dumps(j, JSON_INDENT(2));
         printf("%s\n", t ? t : "null");

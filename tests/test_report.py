@@ -149,7 +149,8 @@ with tempfile.TemporaryDirectory() as tmp:
         j = {}
     check(rc == 0 and j.get("path") == jpath and j.get("run_id") == 1 and j.get("bytes") == os.path.getsize(jpath),
           "--json: path, run_id, bytes (%s)" % so.strip())
-    check(j.get("candidates") == ncand and j.get("best_id") == 32 and j.get("valid") == 4, "--json: candidates, valid, best_id")
+    check(j.get("candidates") == ncand and j.get("best_id") == 32 and j.get("valid") == 4 and j.get("fully_gated") == 4,
+          "--json: candidates, valid, fully_gated, best_id")
     rc, so, se = run("report", "--db", db, "-o", "-", "--json")
     check(rc == 2 and "--json" in se, "--json with -o - is a usage error")
     rc, so, se = run("report", "--help")

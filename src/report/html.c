@@ -143,9 +143,11 @@ static void header(StrBuf *sb, const Report *r)
         esc(sb, run->device_name);
     }
     sb_append(sb, "</h1>\n<p class=\"summary\">");
-    sb_printf(sb, "%s, %lld generation%s finished, %d candidates, %d valid (gated on every shape and timed).",
+    sb_printf(sb,
+              "%s, %lld generation%s finished, %d candidates, %d valid, %d of them gated on every shape and timed "
+              "(the others were decided on the benchmark shape alone).",
               run->status ? run->status : "?", (long long)run->generations_done,
-              run->generations_done == 1 ? "" : "s", r->ncand, r->nvalid);
+              run->generations_done == 1 ? "" : "s", r->ncand, r->nok, r->nvalid);
     sb_append(sb, "</p>\n<p class=\"summary\" id=\"best-summary\">");
     if (r->best >= 0) {
         const CandidateRecord *b = &r->cands[r->best];

@@ -157,6 +157,7 @@ static void classify(Report *r, double t0)
             x->kind = PK_FAILED;  /* never timed: nothing to place on a latency axis */
         if (x->valid)
             r->nvalid++;
+        r->nok += ok;
         if ((r->run.baseline_id && c->id == r->run.baseline_id) || (r->base < 0 && strcmp(d, "baseline") == 0))
             r->base = i;
         /* the fastest survivor: the best_per_run view's rule */
@@ -254,7 +255,8 @@ int report_render(Store *st, int64_t run_id, const ReportOptions *o, char **html
     if (info) {
         info->run_id = r.run.id;
         info->candidates = r.ncand;
-        info->valid = r.nvalid;
+        info->valid = r.nok;
+        info->fully_gated = r.nvalid;
         info->best_id = r.best >= 0 ? r.cands[r.best].id : 0;
     }
     report_free(&r);

@@ -25,7 +25,8 @@ typedef struct ReportOptions {
 typedef struct ReportInfo {
     int64_t run_id;            /* the run rendered */
     int     candidates;        /* candidates of the run */
-    int     valid;             /* status ok, gated on every shape, timed */
+    int     valid;             /* status ok (as `status` counts them) */
+    int     fully_gated;       /* of which gated on every shape and timed */
     int64_t best_id;           /* the fastest survivor; 0 when none */
 } ReportInfo;
 

@@ -35,7 +35,8 @@ typedef struct Report {
     CandidateRecord *cands;    /* every candidate of the run, by id */
     RCand           *rc;       /* parallel to cands */
     int              ncand;
-    int              nvalid;
+    int              nvalid;       /* gated on every shape and timed */
+    int              nok;          /* status ok */
     GenerationRecord *gens;
     int              ngen;
     LlmModeStats    *llm;
