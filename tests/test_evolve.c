@@ -608,6 +608,8 @@ static void test_speculation(void)
  * committed twice. */
 static void test_slots(void)
 {
+    /* a space large enough for full generations of 8: work for every slot */
+    Task *saved = swap_task("search_task.json");
     Store *s1 = fresh_store("slots1.db"), *s3 = fresh_store("slots3.db"), *sd = fresh_store("slotsd.db");
     FakeEval *f1 = fake_new(), *f3 = fake_new(), *fd = fake_new();
     f3->nslots = 3;
@@ -616,6 +618,7 @@ static void test_slots(void)
     fd->die_slot = 1;
     fd->die_after = 7;
     EvolveConfig c = config("evolve", 8);
+    c.population = c.children = 8;
     EvolveSummary a, b, d;
     EvoErr err;
     CHECK(evolve_run(s1, task, &dev, &fake_eval_ops, f1, &c, 0, &a, &err) == 0);
@@ -640,6 +643,7 @@ static void test_slots(void)
     fake_eval_free(f1);
     fake_eval_free(f3);
     fake_eval_free(fd);
+    restore_task(saved);
 }
 
 /* Every generation is full until the valid space is used up, and the run
