@@ -290,6 +290,19 @@ char *llmop_kernel_of(Store *st, const Task *task, const CandidateRecord *c, Evo
     return xstrdup(task_template_text(task));
 }
 
+/* The declared name of an entry: "k" for "ns::k<128, 64>" (fresh). */
+static char *entry_base_name(const char *entry)
+{
+    size_t end = strcspn(entry, "<");
+    while (end > 0 && entry[end - 1] == ' ')
+        end--;
+    size_t start = 0;
+    for (size_t i = 0; i + 1 < end; i++)
+        if (entry[i] == ':' && entry[i + 1] == ':')
+            start = i + 2;
+    return xstrndup(entry + start, end - start);
+}
+
 /* The declaration of entry `name` in src, from `extern` (or the line
  * start) to the closing parenthesis, whitespace collapsed; NULL when not
  * found. */
@@ -414,14 +427,26 @@ static void set_task_vars(PromptVars *v, const Task *task, const int64_t *vals, 
     prompt_vars_set(v, "task_description", *task_description(task) ? task_description(task) : "(no description)");
     StrBuf sb = {0};
     for (int i = 0; i < task_nentries(task); i++) {
-        char *sig = entry_signature(kernel, task_entry(task, i));
+        const char *entry = task_entry(task, i);
+        /* a template instantiation or a namespaced kernel is declared by
+         * its base name: k for ns::k<128, 64> */
+        int plain = !strpbrk(entry, "<:");
+        char *base = plain ? xstrdup(entry) : entry_base_name(entry);
+        char *sig = entry_signature(kernel, base);
         if (!sig)
-            sig = entry_signature(task_template_text(task), task_entry(task, i));
-        if (sig)
+            sig = entry_signature(task_template_text(task), base);
+        if (sig && plain)
             sb_printf(&sb, "- %s\n", sig);
+        else if (sig)
+            sb_printf(&sb, "- %s\n  (launched as %s: keep the kernel's name%s%s and signature)\n", sig, entry,
+                      strstr(entry, "::") ? ", namespace" : "", strchr(entry, '<') ? ", template parameters" : "");
+        else if (plain)
+            sb_printf(&sb, "- extern \"C\" __global__ void %s(...)\n", entry);
         else
-            sb_printf(&sb, "- extern \"C\" __global__ void %s(...)\n", task_entry(task, i));
+            sb_printf(&sb, "- __global__ kernel launched as %s (keep its name, namespace, template parameters and "
+                           "signature)\n", entry);
         free(sig);
+        free(base);
     }
     prompt_vars_set(v, "entry_points", sb.s);
     sb_clear(&sb);

@@ -4,8 +4,13 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "device.h"
+#include "llmop.h"
 #include "prompt.h"
+#include "store.h"
+#include "task.h"
 #include "testhelp.h"
 
 static char *prompts_dir(void)
@@ -175,6 +180,69 @@ static void test_mode_names(void)
     CHECK_STR(prompt_mode_name(PROMPT_INSIGHT), "insight");
 }
 
+/* A kernel file's template and namespaced entries (tests/data/kfile) are
+ * shown to the LLM by their declarations, with the name they are launched
+ * by; never as extern "C" kernels of that name. */
+static void test_template_entries(void)
+{
+    const char *root = getenv("EVO_SOURCE_ROOT");
+    char tmp[] = "/tmp/evo_test_prompt_XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    EvoErr err = {{0}};
+    char *path = xasprintf("%s/tests/data/kfile/task.json", root ? root : ".");
+    Task *t = NULL;
+    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
+    char *db = xasprintf("%s/p.db", tmp);
+    Store *st = NULL;
+    CHECK_MSG(store_open(&st, db, &err) == 0, "%s", err.msg);
+    LlmOpConfig c;
+    llmop_config_defaults(&c);
+    c.mode = PROMPT_FREE;
+    c.llm.provider = "openai";
+    c.llm.url = "http://127.0.0.1:9/v1";   /* nothing is sent */
+    c.llm.model = "m";
+    char *dir = prompts_dir();
+    c.prompts_dir = dir;
+    LlmOp *op = NULL;
+    CHECK_MSG(llmop_open(&op, &c, &err) == 0, "%s", err.msg);
+    DeviceInfo dev;
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    if (t && st && op) {
+        LlmOpContext ctx = {.st = st, .task = t, .dev = &dev, .run_id = 1, .generation = 1};
+        CandidateRecord parent;
+        candidate_record_init(&parent);
+        parent.id = 1;
+        parent.params_json = xstrdup("{\"THREADS\": 64}");
+        parent.params_key = xstrdup("THREADS=64");
+        char *sys = NULL, *user = NULL;
+        CHECK_MSG(llmop_build_prompt(op, &ctx, &parent, &sys, &user, &err) == 0, "%s", err.msg);
+        const char *all = user ? user : "";
+        CHECK_CONTAINS(all, "- __global__ void __launch_bounds__(128) attn_rows(const float *__restrict__ q,");
+        CHECK_CONTAINS(all, "(launched as attn_rows<SEQ, HEAD_DIM>: keep the kernel's name, template parameters and "
+                            "signature)");
+        CHECK_CONTAINS(all, "- __global__ void fill(float *x, float value, int n)");
+        CHECK_CONTAINS(all, "(launched as util::fill: keep the kernel's name, namespace and signature)");
+        CHECK(!strstr(all, "extern \"C\" __global__ void attn_rows<"));
+        CHECK(!strstr(all, "void util::fill(...)"));
+        free(sys);
+        free(user);
+        candidate_record_free(&parent);
+    }
+    llmop_close(&op);
+    store_close(&st);
+    task_free(&t);
+    free(dir);
+    unlink(db);
+    char *wal = xasprintf("%s-wal", db), *shm = xasprintf("%s-shm", db);
+    unlink(wal);
+    unlink(shm);
+    rmdir(tmp);
+    free(wal);
+    free(shm);
+    free(db);
+    free(path);
+}
+
 int main(void)
 {
     RUN(test_render_basic);
@@ -182,5 +250,6 @@ int main(void)
     RUN(test_modes);
     RUN(test_insights);
     RUN(test_mode_names);
+    RUN(test_template_entries);
     return test_report();
 }
