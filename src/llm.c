@@ -1,6 +1,7 @@
 /*
- * llm: providers, the concurrent HTTP client (libcurl multi), retries with
- * backoff, the --llm-cmd runner and the per-request record (see llm.h).
+ * llm: the concurrent HTTP client (libcurl multi) over the providers of
+ * src/llm/provider.c, retries with backoff, the --llm-cmd runner and the
+ * per-request record (see llm.h).
  *
  * A request is a Job that moves QUEUED -> RUNNING (an HTTP attempt or a
  * command in progress) -> WAITING (a retry is due at wake_ms) -> RUNNING
@@ -26,255 +27,14 @@
 
 #include "extract.h"
 #include "llm.h"
+#include "llm/llm_int.h"
 #include "msg.h"
-
-/* ---- providers -------------------------------------------------------- */
-
-/* What a provider's reply parser extracts. */
-typedef struct Parsed {
-    char *text;          /* owned */
-    char *stop_reason;   /* owned, may be NULL */
-    long  input_tokens, output_tokens;
-} Parsed;
-
-typedef struct LlmProvider {
-    const char *name;
-    const char *default_url;
-    const char *key_env;     /* provider's API key variable */
-    /* The request body (fresh JSON text). */
-    char *(*build_body)(const LlmConfig *c, const char *system, const char *prompt);
-    /* Append the auth and protocol headers (key may be NULL). */
-    struct curl_slist *(*headers)(struct curl_slist *h, const char *key);
-    /* Parse a 2xx reply. Returns 0 or -1 with err naming the missing field. */
-    int (*parse)(json_t *root, Parsed *p, EvoErr *err);
-    /* Make the endpoint URL from a user-given URL (fresh string). */
-    char *(*endpoint)(const char *url);
-} LlmProvider;
-
-static char *dump_json(json_t *root)
-{
-    char *s = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    if (!s) {
-        fprintf(stderr, "evoeng: out of memory\n");
-        abort();
-    }
-    char *r = xstrdup(s);
-    free(s);
-    return r;
-}
-
-static long json_long(json_t *obj, const char *key)
-{
-    json_t *v = obj ? json_object_get(obj, key) : NULL;
-    return json_is_integer(v) ? (long)json_integer_value(v) : -1;
-}
-
-static char *strip_slash(const char *url)
-{
-    size_t n = strlen(url);
-    while (n > 0 && url[n - 1] == '/')
-        n--;
-    return xstrndup(url, n);
-}
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && strcmp(s + a - b, suffix) == 0;
-}
-
-/* OpenAI-compatible chat completions. */
-
-static char *openai_body(const LlmConfig *c, const char *system, const char *prompt)
-{
-    json_t *root = json_object(), *msgs = json_array();
-    json_object_set_new(root, "model", json_string(c->model));
-    if (system && *system)
-        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", system));
-    json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", prompt));
-    json_object_set_new(root, "messages", msgs);
-    if (c->max_tokens > 0)
-        json_object_set_new(root, "max_tokens", json_integer(c->max_tokens));
-    if (c->temperature >= 0)
-        json_object_set_new(root, "temperature", json_real(c->temperature));
-    return dump_json(root);
-}
-
-static struct curl_slist *openai_headers(struct curl_slist *h, const char *key)
-{
-    h = curl_slist_append(h, "Content-Type: application/json");
-    if (key && *key) {
-        char *line = xasprintf("Authorization: Bearer %s", key);
-        h = curl_slist_append(h, line);
-        memset(line, 0, strlen(line));
-        free(line);
-    }
-    return h;
-}
-
-static int openai_parse(json_t *root, Parsed *p, EvoErr *err)
-{
-    json_t *choices = json_object_get(root, "choices");
-    json_t *c0 = json_array_get(choices, 0);
-    json_t *msg = json_object_get(c0, "message");
-    json_t *content = json_object_get(msg, "content");
-    if (!json_is_string(content))
-        return err_set(err, "the reply has no string choices[0].message.content");
-    p->text = xstrdup(json_string_value(content));
-    json_t *fr = json_object_get(c0, "finish_reason");
-    if (json_is_string(fr))
-        p->stop_reason = xstrdup(json_string_value(fr));
-    json_t *usage = json_object_get(root, "usage");
-    p->input_tokens = json_long(usage, "prompt_tokens");
-    p->output_tokens = json_long(usage, "completion_tokens");
-    return 0;
-}
-
-static char *openai_endpoint(const char *url)
-{
-    char *base = strip_slash(url);
-    if (ends_with(base, "/chat/completions"))
-        return base;
-    char *r = xasprintf("%s/chat/completions", base);
-    free(base);
-    return r;
-}
-
-/* Anthropic Messages API. */
-
-static char *anthropic_body(const LlmConfig *c, const char *system, const char *prompt)
-{
-    json_t *root = json_object(), *msgs = json_array();
-    json_object_set_new(root, "model", json_string(c->model));
-    json_object_set_new(root, "max_tokens", json_integer(c->max_tokens > 0 ? c->max_tokens : 8192));
-    if (system && *system)
-        json_object_set_new(root, "system", json_string(system));
-    json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "user", "content", prompt));
-    json_object_set_new(root, "messages", msgs);
-    if (c->temperature >= 0)
-        json_object_set_new(root, "temperature", json_real(c->temperature));
-    return dump_json(root);
-}
-
-static struct curl_slist *anthropic_headers(struct curl_slist *h, const char *key)
-{
-    h = curl_slist_append(h, "Content-Type: application/json");
-    h = curl_slist_append(h, "anthropic-version: 2023-06-01");
-    if (key && *key) {
-        char *line = xasprintf("x-api-key: %s", key);
-        h = curl_slist_append(h, line);
-        memset(line, 0, strlen(line));
-        free(line);
-    }
-    return h;
-}
-
-static int anthropic_parse(json_t *root, Parsed *p, EvoErr *err)
-{
-    json_t *content = json_object_get(root, "content");
-    if (!json_is_array(content))
-        return err_set(err, "the reply has no content array");
-    StrBuf sb = {0};
-    int ntext = 0;
-    for (size_t i = 0; i < json_array_size(content); i++) {
-        json_t *blk = json_array_get(content, i);
-        json_t *type = json_object_get(blk, "type"), *text = json_object_get(blk, "text");
-        if (json_is_string(type) && strcmp(json_string_value(type), "text") == 0 && json_is_string(text)) {
-            sb_append(&sb, json_string_value(text));
-            ntext++;
-        }
-    }
-    if (!ntext) {
-        sb_free(&sb);
-        return err_set(err, "the reply's content array has no text block");
-    }
-    p->text = sb_take(&sb);
-    json_t *sr = json_object_get(root, "stop_reason");
-    if (json_is_string(sr))
-        p->stop_reason = xstrdup(json_string_value(sr));
-    json_t *usage = json_object_get(root, "usage");
-    p->input_tokens = json_long(usage, "input_tokens");
-    p->output_tokens = json_long(usage, "output_tokens");
-    return 0;
-}
-
-static char *anthropic_endpoint(const char *url)
-{
-    char *base = strip_slash(url);
-    if (ends_with(base, "/messages"))
-        return base;
-    char *r = xasprintf("%s%s", base, ends_with(base, "/v1") ? "/messages" : "/v1/messages");
-    free(base);
-    return r;
-}
-
-static const LlmProvider provider_openai = {
-    "openai", "https://api.openai.com/v1", "OPENAI_API_KEY",
-    openai_body, openai_headers, openai_parse, openai_endpoint,
-};
-
-static const LlmProvider provider_anthropic = {
-    "anthropic", "https://api.anthropic.com", "ANTHROPIC_API_KEY",
-    anthropic_body, anthropic_headers, anthropic_parse, anthropic_endpoint,
-};
-
-static const LlmProvider *const providers[] = {&provider_openai, &provider_anthropic, NULL};
-static const char *const provider_names[] = {"openai", "anthropic", NULL};
-
-const char *const *llm_provider_names(void)
-{
-    return provider_names;
-}
 
 /* ---- the client ------------------------------------------------------- */
 
-typedef enum JobState { JOB_QUEUED = 0, JOB_RUNNING, JOB_WAITING, JOB_DONE } JobState;
-
-typedef struct Job {
-    struct Job *next;
-    JobState    state;
-    LlmResult  *res;
-    char      **entries;
-    int         nentries;
-    double      start_ms;       /* when it got a slot */
-    int         id;             /* for log lines */
-    /* HTTP */
-    char       *body;           /* request JSON */
-    CURL       *easy;
-    StrBuf      resp;
-    int         too_large;
-    size_t      cap;            /* reply size cap for on_body */
-    double      retry_after_s;  /* -1: none in the last reply */
-    double      wake_ms;        /* JOB_WAITING: when to retry */
-    char        errbuf[CURL_ERROR_SIZE];
-    /* command */
-    pid_t       pid;            /* 0: none */
-    int         in_fd, out_fd, err_fd;
-    char       *input;
-    size_t      input_len, input_off;
-    StrBuf      errtext;
-    double      deadline_ms;
-} Job;
-
-struct Llm {
-    LlmConfig           cfg;        /* strings below are owned copies */
-    const LlmProvider  *prov;       /* NULL with cmd */
-    char               *url;        /* endpoint (redacted form is the same: keys never go in URLs we build) */
-    char               *key;        /* API key or NULL; only for headers and redaction */
-    struct curl_slist  *headers;
-    CURLM              *multi;
-    Job                *jobs;       /* not yet finished, in submission order */
-    LlmResult         **ready;      /* finished, FIFO */
-    int                 nready, capready;
-    int                 slots_used; /* RUNNING + WAITING */
-    int                 used;       /* logical requests started */
-    int                 next_id;
-    uint64_t            rng;
-};
 
 /* Replace every occurrence of the key in s by [REDACTED] (fresh string). */
-static char *redact(const Llm *l, const char *s)
+char *llm_redact(const Llm *l, const char *s)
 {
     if (!s)
         return xstrdup("");
@@ -340,9 +100,7 @@ int llm_open(Llm **out, const LlmConfig *cfg, EvoErr *err)
 
     if (!cfg->cmd) {
         const char *name = cfg->provider ? cfg->provider : "openai";
-        for (int i = 0; providers[i]; i++)
-            if (strcmp(providers[i]->name, name) == 0)
-                l->prov = providers[i];
+        l->prov = llm_provider_find(name);
         if (!l->prov) {
             err_set(err, "--llm: unknown provider '%s' (known: openai, anthropic)", name);
             goto fail;
@@ -393,7 +151,7 @@ static void job_free(Job *j)
     free(j);
 }
 
-static void job_kill_cmd(Job *j)
+void llm_job_kill_cmd(Job *j)
 {
     if (j->pid > 0) {
         kill(-j->pid, SIGKILL);
@@ -422,7 +180,7 @@ void llm_close(Llm **pl)
             curl_multi_remove_handle(l->multi, j->easy);
             curl_easy_cleanup(j->easy);
         }
-        job_kill_cmd(j);
+        llm_job_kill_cmd(j);
         job_free(j);
         j = next;
     }
@@ -461,7 +219,7 @@ int llm_submit(Llm *l, const LlmRequest *req, void *user, EvoErr *err)
     r->mode = xstrdup(req->mode ? req->mode : "");
     r->provider = xstrdup(l->prov ? l->prov->name : "cmd");
     r->model = xstrdup(l->cfg.model ? l->cfg.model : "");
-    r->url = redact(l, l->url);
+    r->url = llm_redact(l, l->url);
     r->system = xstrdup(req->system ? req->system : "");
     r->prompt = xstrdup(req->prompt);
     r->input_tokens = r->output_tokens = -1;
@@ -491,8 +249,7 @@ static void push_ready(Llm *l, LlmResult *r)
 
 /* Complete a job: fill the remaining record fields, move the record to
  * the ready queue. fmt == NULL means no error text. */
-static void finish(Llm *l, Job *j, LlmStatus st, const char *fmt, ...) EVO_PRINTF(4, 5);
-static void finish(Llm *l, Job *j, LlmStatus st, const char *fmt, ...)
+void llm_finish(Llm *l, Job *j, LlmStatus st, const char *fmt, ...)
 {
     LlmResult *r = j->res;
     r->status = st;
@@ -502,7 +259,7 @@ static void finish(Llm *l, Job *j, LlmStatus st, const char *fmt, ...)
         va_start(ap, fmt);
         char *msg = xvasprintf(fmt, ap);
         va_end(ap);
-        r->error = redact(l, msg);
+        r->error = llm_redact(l, msg);
         free(msg);
     } else {
         r->error = xstrdup("");
@@ -522,13 +279,13 @@ static void finish(Llm *l, Job *j, LlmStatus st, const char *fmt, ...)
 }
 
 /* The assistant text is in: extract the kernel and finish. */
-static void finish_text(Llm *l, Job *j, const char *text)
+void llm_finish_text(Llm *l, Job *j, const char *text)
 {
     LlmResult *r = j->res;
     Extracted x;
     EvoErr e = {{0}};
     free(r->text);
-    r->text = redact(l, text);
+    r->text = llm_redact(l, text);
     int rc = extract_reply(r->text, (const char *const *)j->entries, j->nentries, l->cfg.rationale_max, &x, &e);
     r->rationale = x.rationale;
     x.rationale = NULL;
@@ -537,12 +294,12 @@ static void finish_text(Llm *l, Job *j, const char *text)
     ExtractStatus xs = x.status;
     extract_free(&x);
     if (rc == 0) {
-        finish(l, j, LLM_OK, NULL);
+        llm_finish(l, j, LLM_OK, NULL);
         return;
     }
     LlmStatus st = xs == EXTRACT_MISSING_ENTRY ? LLM_MISSING_ENTRY
                  : xs == EXTRACT_HOST_CODE     ? LLM_HOST_CODE : LLM_NO_CODE;
-    finish(l, j, st, "%s", e.msg);
+    llm_finish(l, j, st, "%s", e.msg);
 }
 
 /* ---- HTTP attempts ---------------------------------------------------- */
@@ -585,7 +342,7 @@ static void attempt_start(Llm *l, Job *j)
 {
     CURL *e = curl_easy_init();
     if (!e) {
-        finish(l, j, LLM_HTTP_ERROR, "curl_easy_init failed");
+        llm_finish(l, j, LLM_HTTP_ERROR, "curl_easy_init failed");
         return;
     }
     sb_clear(&j->resp);
@@ -611,7 +368,7 @@ static void attempt_start(Llm *l, Job *j)
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     if (curl_multi_add_handle(l->multi, e) != CURLM_OK) {
         curl_easy_cleanup(e);
-        finish(l, j, LLM_HTTP_ERROR, "curl_multi_add_handle failed");
+        llm_finish(l, j, LLM_HTTP_ERROR, "curl_multi_add_handle failed");
         return;
     }
     j->easy = e;
@@ -643,7 +400,7 @@ static void retry_or_give_up(Llm *l, Job *j, LlmStatus st, const char *why)
 {
     int attempts = j->res->attempts;
     if (attempts > l->cfg.max_retries) {
-        finish(l, j, st, "%s (gave up after %d attempt%s)", why, attempts, attempts == 1 ? "" : "s");
+        llm_finish(l, j, st, "%s (gave up after %d attempt%s)", why, attempts, attempts == 1 ? "" : "s");
         return;
     }
     double delay;
@@ -658,7 +415,7 @@ static void retry_or_give_up(Llm *l, Job *j, LlmStatus st, const char *why)
             b = l->cfg.backoff_max_s;
         delay = b * (0.5 + 0.5 * rand01(l));
     }
-    char *safe = redact(l, why);
+    char *safe = llm_redact(l, why);
     notef("llm: request %d: %s; retrying in %.2f s (attempt %d of %d)", j->id, safe, delay,
           attempts + 1, l->cfg.max_retries + 1);
     free(safe);
@@ -676,10 +433,10 @@ static void attempt_done(Llm *l, Job *j, CURLcode code)
     j->easy = NULL;
     r->http_status = http;
     free(r->reply);
-    r->reply = redact(l, j->resp.s ? j->resp.s : "");
+    r->reply = llm_redact(l, j->resp.s ? j->resp.s : "");
 
     if (j->too_large || code == CURLE_FILESIZE_EXCEEDED) {
-        finish(l, j, LLM_TOO_LARGE, "%s: the reply is larger than %zu bytes", l->url, l->cfg.max_reply_bytes);
+        llm_finish(l, j, LLM_TOO_LARGE, "%s: the reply is larger than %zu bytes", l->url, l->cfg.max_reply_bytes);
         return;
     }
     if (code == CURLE_OPERATION_TIMEDOUT) {
@@ -701,14 +458,14 @@ static void attempt_done(Llm *l, Job *j, CURLcode code)
         if (http == 408 || http == 429 || http >= 500)
             retry_or_give_up(l, j, LLM_HTTP_ERROR, why);
         else
-            finish(l, j, LLM_HTTP_ERROR, "%s", why);
+            llm_finish(l, j, LLM_HTTP_ERROR, "%s", why);
         free(why);
         return;
     }
     json_error_t je;
     json_t *root = json_loadb(r->reply, strlen(r->reply), 0, &je);
     if (!root) {
-        finish(l, j, LLM_BAD_JSON, "%s: bad JSON in the reply at line %d, column %d (byte %d): %s",
+        llm_finish(l, j, LLM_BAD_JSON, "%s: bad JSON in the reply at line %d, column %d (byte %d): %s",
                l->url, je.line, je.column, je.position, je.text);
         return;
     }
@@ -716,7 +473,7 @@ static void attempt_done(Llm *l, Job *j, CURLcode code)
     EvoErr e = {{0}};
     if (l->prov->parse(root, &p, &e) < 0) {
         json_decref(root);
-        finish(l, j, LLM_BAD_JSON, "%s: %s", l->url, e.msg);
+        llm_finish(l, j, LLM_BAD_JSON, "%s: %s", l->url, e.msg);
         return;
     }
     json_decref(root);
@@ -724,162 +481,8 @@ static void attempt_done(Llm *l, Job *j, CURLcode code)
     r->output_tokens = p.output_tokens;
     free(r->stop_reason);
     r->stop_reason = p.stop_reason ? p.stop_reason : xstrdup("");
-    finish_text(l, j, p.text);
+    llm_finish_text(l, j, p.text);
     free(p.text);
-}
-
-/* ---- commands (--llm-cmd) --------------------------------------------- */
-
-static void set_nonblock(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    if (fl >= 0)
-        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
-static void cmd_start(Llm *l, Job *j)
-{
-    int sv[2] = {-1, -1}, po[2] = {-1, -1}, pe[2] = {-1, -1};
-    LlmResult *r = j->res;
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 || pipe2(po, O_CLOEXEC) < 0 ||
-        pipe2(pe, O_CLOEXEC) < 0) {
-        int e = errno;
-        for (int i = 0; i < 2; i++) {
-            if (sv[i] >= 0) close(sv[i]);
-            if (po[i] >= 0) close(po[i]);
-            if (pe[i] >= 0) close(pe[i]);
-        }
-        j->state = JOB_RUNNING;
-        finish(l, j, LLM_CMD_FAILED, "--llm-cmd: pipe: %s", strerror(e));
-        return;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        setpgid(0, 0);
-        dup2(sv[1], 0);
-        dup2(po[1], 1);
-        dup2(pe[1], 2);
-        execl("/bin/sh", "sh", "-c", l->cfg.cmd, (char *)NULL);
-        _exit(127);
-    }
-    close(sv[1]);
-    close(po[1]);
-    close(pe[1]);
-    j->state = JOB_RUNNING;
-    r->attempts = 1;
-    if (pid < 0) {
-        int e = errno;
-        close(sv[0]);
-        close(po[0]);
-        close(pe[0]);
-        finish(l, j, LLM_CMD_FAILED, "--llm-cmd: fork: %s", strerror(e));
-        return;
-    }
-    setpgid(pid, pid);
-    j->pid = pid;
-    j->in_fd = sv[0];
-    j->out_fd = po[0];
-    j->err_fd = pe[0];
-    set_nonblock(j->in_fd);
-    set_nonblock(j->out_fd);
-    set_nonblock(j->err_fd);
-    if (r->system[0])
-        j->input = xasprintf("%s\n\n%s", r->system, r->prompt);
-    else
-        j->input = xstrdup(r->prompt);
-    j->input_len = strlen(j->input);
-    j->input_off = 0;
-    j->deadline_ms = time_now_ms() + l->cfg.timeout_s * 1000.0;
-}
-
-/* Read what is available from fd into sb; returns 1 at EOF (fd closed). */
-static int drain(int *fd, StrBuf *sb, size_t cap, int *over)
-{
-    char buf[16384];
-    for (;;) {
-        ssize_t n = read(*fd, buf, sizeof buf);
-        if (n > 0) {
-            if (sb->len + (size_t)n > cap) {
-                *over = 1;
-                sb_appendn(sb, buf, cap - sb->len);
-                return 0;
-            }
-            sb_appendn(sb, buf, (size_t)n);
-            continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return 0;
-        close(*fd);
-        *fd = -1;
-        return 1;
-    }
-}
-
-static void cmd_service(Llm *l, Job *j, double now)
-{
-    int over = 0, dummy = 0;
-    /* stdin */
-    while (j->in_fd >= 0 && j->input_off < j->input_len) {
-        ssize_t n = send(j->in_fd, j->input + j->input_off, j->input_len - j->input_off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            j->input_off += (size_t)n;
-        } else if (n < 0 && errno == EINTR) {
-            continue;
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            break;
-        } else {
-            j->input_off = j->input_len;  /* the command stopped reading: fine */
-        }
-    }
-    if (j->in_fd >= 0 && j->input_off >= j->input_len) {
-        close(j->in_fd);
-        j->in_fd = -1;
-    }
-    if (j->out_fd >= 0)
-        drain(&j->out_fd, &j->resp, l->cfg.max_reply_bytes, &over);
-    if (j->err_fd >= 0)
-        drain(&j->err_fd, &j->errtext, 4096, &dummy);
-    if (over) {
-        job_kill_cmd(j);
-        j->res->reply = redact(l, j->resp.s ? j->resp.s : "");
-        finish(l, j, LLM_TOO_LARGE, "--llm-cmd: the output is larger than %zu bytes", l->cfg.max_reply_bytes);
-        return;
-    }
-    int status = 0;
-    pid_t w = 0;
-    if (j->out_fd < 0 && j->err_fd < 0)
-        w = waitpid(j->pid, &status, WNOHANG);
-    if (w == j->pid) {
-        j->pid = 0;
-        job_kill_cmd(j);  /* closes what is left */
-        LlmResult *r = j->res;
-        r->reply = redact(l, j->resp.s ? j->resp.s : "");
-        char *err_tail = redact(l, j->errtext.s ? j->errtext.s : "");
-        size_t el = strlen(err_tail);
-        while (el && (err_tail[el - 1] == '\n' || err_tail[el - 1] == '\r'))
-            err_tail[--el] = 0;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-            r->http_status = 0;
-            finish_text(l, j, r->reply);
-        } else if (WIFEXITED(status)) {
-            r->http_status = WEXITSTATUS(status);
-            finish(l, j, LLM_CMD_FAILED, "--llm-cmd: the command exited with status %d%s%.500s",
-                   WEXITSTATUS(status), el ? ": " : "", err_tail);
-        } else {
-            r->http_status = -1;
-            finish(l, j, LLM_CMD_FAILED, "--llm-cmd: the command was killed by signal %d",
-                   WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-        }
-        free(err_tail);
-        return;
-    }
-    if (now >= j->deadline_ms) {
-        job_kill_cmd(j);
-        j->res->reply = redact(l, j->resp.s ? j->resp.s : "");
-        finish(l, j, LLM_TIMEOUT, "--llm-cmd: no answer within %.1f s; the command was killed", l->cfg.timeout_s);
-    }
 }
 
 /* ---- the driver ------------------------------------------------------- */
@@ -887,7 +490,7 @@ static void cmd_service(Llm *l, Job *j, double now)
 static void job_begin(Llm *l, Job *j)
 {
     if (l->cfg.max_requests > 0 && l->used >= l->cfg.max_requests) {
-        finish(l, j, LLM_BUDGET_EXHAUSTED, "the request budget (--llm-max-requests %d) is spent", l->cfg.max_requests);
+        llm_finish(l, j, LLM_BUDGET_EXHAUSTED, "the request budget (--llm-max-requests %d) is spent", l->cfg.max_requests);
         return;
     }
     l->used++;
@@ -895,7 +498,7 @@ static void job_begin(Llm *l, Job *j)
     j->start_ms = time_now_ms();
     j->state = JOB_RUNNING;
     if (l->cfg.cmd) {
-        cmd_start(l, j);
+        llm_cmd_start(l, j);
         return;
     }
     j->body = l->prov->build_body(&l->cfg, j->res->system, j->res->prompt);
@@ -931,7 +534,7 @@ static int step(Llm *l, EvoErr *err)
     now = time_now_ms();
     for (Job *j = l->jobs; j; j = j->next)
         if (j->state == JOB_RUNNING && j->pid > 0)
-            cmd_service(l, j, now);
+            llm_cmd_service(l, j, now);
     /* Drop finished jobs. */
     Job **pp = &l->jobs;
     while (*pp) {
