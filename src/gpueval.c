@@ -270,6 +270,14 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
     return 0;
 }
 
+/* The shapes a stage gates: [*s0, *s1): the benchmark shape (stage 1),
+ * every other shape (stage 2). */
+static void stage_shapes(const Prepared *p, int stage, int *s0, int *s1)
+{
+    *s0 = stage == 1 ? 0 : 1;
+    *s1 = stage == 1 ? 1 : p->nplans;
+}
+
 static int ge_ready(void *ctx, Child *c, int stage)
 {
     (void)ctx;
@@ -277,7 +285,8 @@ static int ge_ready(void *ctx, Child *c, int stage)
     if (!pv || (c->rec.status && strcmp(c->rec.status, "ok") != 0))
         return 1;   /* nothing to wait for: the gate returns at once */
     Prepared *p = &pv->prep;
-    int s0 = stage == 1 ? 0 : 1, s1 = stage == 1 ? 1 : p->nplans;
+    int s0, s1;
+    stage_shapes(p, stage, &s0, &s1);
     for (int s = s0; s < s1; s++)
         if (!prep_unit_ready(p, p->shape_unit[s]))
             return 0;
@@ -418,7 +427,8 @@ static int ge_gate(void *ctx, Child *c, int stage, EvoErr *err)
     if (!pv)
         return err_set(err, "gate: stage %d of a child that was never submitted", stage);
     Prepared *p = &pv->prep;
-    int s0 = stage == 1 ? 0 : 1, s1 = stage == 1 ? 1 : p->nplans;
+    int s0, s1;
+    stage_shapes(p, stage, &s0, &s1);
     double t0 = time_now_ms();
     /* Compile waits, the static gate and loading, shape by shape. */
     for (int s = s0; s < s1 && !p->status[0]; s++) {

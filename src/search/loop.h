@@ -74,8 +74,9 @@ int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationReco
 void loop_spec_free(Loop *L);
 /* Take over into kids[0..n) (not marked done) each speculative child that
  * is the same proposal (params, operator, parents) and was judged ahead
- * through stage A: kids[i] becomes it and pre[i] is 1 (2 when it goes on
- * to stage B). Then drops the rest (loop_spec_free). Returns how many. */
+ * through stage A: kids[i] becomes it and pre[i] is set to 1 (2 when it
+ * goes on to stage B); the other pre[i] are left as they are (the caller
+ * zeroes them). Then drops the rest (loop_spec_free). Returns how many. */
 int loop_spec_adopt(Loop *L, Child *kids, const int *done, int n, int *pre);
 
 /* propose.c */

@@ -267,6 +267,7 @@ typedef struct Job {
 #define JOB_QUEUED  0
 #define JOB_RUNNING 1
 #define JOB_DONE    2
+#define JOB_DROPPED 3   /* queued when the stage ended */
 #define JOB_SKIP    4   /* a speculative child not judged ahead */
 #define JOB_WAIT    5   /* a speculative child waiting for its parents' stage B */
 
@@ -295,9 +296,8 @@ static int same_proposal(const Child *a, const Child *b)
 int loop_spec_adopt(Loop *L, Child *kids, const int *done, int n, int *pre)
 {
     int used = 0;
-    for (int i = 0; i < n; i++) {
-        pre[i] = 0;
-        if ((done && done[i]) || !L->spec_jobs)
+    for (int i = 0; i < n && L->spec_jobs; i++) {
+        if (done && done[i])
             continue;
         for (int k = 0; k < L->nspec && !pre[i]; k++) {
             Job *j = &L->spec_jobs[k];
@@ -321,14 +321,24 @@ static int by_latency(const void *a, const void *b)
     return x->latency_us < y->latency_us ? -1 : x->latency_us > y->latency_us;
 }
 
+/* Will a child in stage B survive if it passes? An accepted one, or one
+ * with no parent (timed in stage B); not a reverted one that needs the
+ * full gate anyway. */
+static int will_survive(const Child *c)
+{
+    return !c->rec.decision || strcmp(c->rec.decision, "accepted") == 0;
+}
+
 /* While generation gen's stage B runs (the GPU waiting for the other
  * units of its would-be-accepted children), propose generation gen + 1 as
- * if every one of those children passes, and queue the compilation of the
- * proposals' benchmark-shape units. Nothing else is kept: generation
- * gen + 1 waits for these compilations (spec_free), is proposed again
- * from the committed state, and its children find their units in the
- * compile cache. A wrong guess costs CPU, never a different proposal.
- * Best effort: errors only mean no speculation. */
+ * if every one of those children passes, queue the compilation of the
+ * proposals' benchmark-shape units, and queue as L->spec_jobs the stage A
+ * of those whose parents are (or, once committed, will be) survivors:
+ * run_stage() judges them while the GPU would wait. Generation gen + 1 is
+ * proposed again from the committed state and takes over the children it
+ * proposes that were judged ahead (loop_spec_adopt); the others' units are
+ * in the compile cache. A wrong guess costs CPU and GPU time, never a
+ * different proposal. Best effort: errors only mean no speculation. */
 static void speculate(Loop *L, int64_t gen, Child *kids, const int *later, int nlater)
 {
     const EvolveConfig *cfg = L->cfg;
@@ -351,8 +361,8 @@ static void speculate(Loop *L, int64_t gen, Child *kids, const int *later, int n
     free(surv);
     for (int k = 0; k < nlater; k++) {
         const Child *c = &kids[later[k]];
-        if (c->rec.decision && strcmp(c->rec.decision, "accepted") != 0)
-            continue;   /* reverted ones needing the full gate do not survive */
+        if (!will_survive(c))
+            continue;
         CandidateRecord *r = &all[m++];
         candidate_record_init(r);
         r->id = -1 - k;
@@ -365,23 +375,20 @@ static void speculate(Loop *L, int64_t gen, Child *kids, const int *later, int n
         /* a child with no parent is timed only in stage B: last, for now */
         r->latency_us = c->rec.decision && c->rec.latency_us > 0 ? c->rec.latency_us : 1e30;
     }
-    /* every child still in stage B, as a committed one (its key is taken) */
+    /* every child still in stage B, as a committed one (its key is taken);
+     * those that will survive first, for the niches' held values */
     CandidateRecord *pend = xcalloc((size_t)nlater + 1, sizeof(*pend));
-    for (int k = 0; k < nlater; k++) {
-        candidate_record_init(&pend[k]);
-        pend[k].params_key = xstrdup(kids[later[k]].params_key);
-        pend[k].params_json = task_params_json(L->task, kids[later[k]].vals);
-    }
-    /* the niches' held values see only the ones that will survive */
-    int nsurv = 0;
-    for (int k = 0; k < nlater; k++) {
-        const Child *c = &kids[later[k]];
-        if (!c->rec.decision || strcmp(c->rec.decision, "accepted") == 0) {
-            CandidateRecord t = pend[nsurv];
-            pend[nsurv++] = pend[k];
-            pend[k] = t;
+    int np = 0, nsurv = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < nlater; k++) {
+            const Child *c = &kids[later[k]];
+            if (will_survive(c) != (pass == 0))
+                continue;
+            candidate_record_init(&pend[np]);
+            pend[np].params_key = xstrdup(c->params_key);
+            pend[np++].params_json = task_params_json(L->task, c->vals);
+            nsurv += pass == 0;
         }
-    }
     qsort(all, (size_t)m, sizeof(*all), by_latency);
     CandidateRecord *pop = NULL;
     int keep = 0;
@@ -448,20 +455,18 @@ typedef struct GpuThread {
     pthread_t tid;
 } GpuThread;
 
-/* Should the threads stop taking new children? */
-static int stop_now(const Dispatch *d)
-{
-    const EvolveConfig *cfg = d->L->cfg;
-    if (cfg->stop && *cfg->stop)
-        return 1;
-    return d->time_limit && cfg->time_limit_s > 0 && (time_now_ms() - d->L->t0) / 1000.0 >= cfg->time_limit_s;
-}
-
 /* Past the time limit: no more work ahead. */
 static int time_up(const Dispatch *d)
 {
     const EvolveConfig *cfg = d->L->cfg;
     return cfg->time_limit_s > 0 && (time_now_ms() - d->L->t0) / 1000.0 >= cfg->time_limit_s;
+}
+
+/* Should the threads stop taking new children? */
+static int stop_now(const Dispatch *d)
+{
+    const EvolveConfig *cfg = d->L->cfg;
+    return (cfg->stop && *cfg->stop) || (d->time_limit && time_up(d));
 }
 
 /* The next job for a free GPU thread (under d->lock): a queued child whose
@@ -575,7 +580,7 @@ static void dispatch_end(Dispatch *d, GpuThread *threads, int nthreads)
     pthread_mutex_lock(&d->lock);
     for (int i = 0; i < d->n; i++)
         if (d->jobs[i].state == JOB_QUEUED)
-            d->jobs[i].state = JOB_DONE + 1;   /* dropped */
+            d->jobs[i].state = JOB_DROPPED;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->lock);
     for (int i = 0; i < nthreads; i++)
@@ -585,9 +590,6 @@ static void dispatch_end(Dispatch *d, GpuThread *threads, int nthreads)
     free(threads);
 }
 
-/* Run one stage over jobs[0..n) and hand each finished job, in order, to
- * take(). Returns 0 (also when stopped early: L->sum->interrupted), or -1
- * (an evaluator or take() error, every GPU lost). */
 /* Child kid of the batch was committed in stage B: the speculative
  * children waiting for it as a parent get its id and it as the A/B
  * reference (then they are queued), or, if it failed, are not judged
@@ -619,6 +621,10 @@ static void spec_release(Dispatch *d, Child *kid)
     pthread_cond_broadcast(&d->cv);
 }
 
+/* Run one stage over jobs[0..n) and hand each finished job, in order, to
+ * take(); with spec, the speculative jobs fill the waits (spec_release
+ * queues those whose parents it commits). Returns 0 (also when stopped early: L->sum->interrupted), or -1
+ * (an evaluator or take() error, every GPU lost). */
 static int run_stage(Loop *L, int stage, Job *jobs, int n, Job *spec, int nspec, int time_limit,
                      int (*take)(Loop *L, Job *j, int i, void *arg), void *arg, EvoErr *err)
 {
