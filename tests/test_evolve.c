@@ -78,23 +78,48 @@ static Store *fresh_store(const char *name)
     return s;
 }
 
-/* All params keys of a run in commit order, joined. */
-static char *keys_of(Store *s, int64_t run)
+static int by_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* row(c) of every candidate of a run, each followed by "|": in commit
+ * order, or sorted. */
+static char *rows_of(Store *s, int64_t run, char *(*row)(const CandidateRecord *c), int sorted)
 {
     CandidateRecord *l;
     int n;
     EvoErr err;
     store_candidate_list(s, run, STORE_ALL_BY_ID, 0, &l, &n, &err);
-    StrBuf sb = {0};
+    char **r = xcalloc((size_t)n + 1, sizeof(char *));
     for (int i = 0; i < n; i++)
-        sb_printf(&sb, "%s|", l[i].params_key);
+        r[i] = row(&l[i]);
+    if (sorted)
+        qsort(r, (size_t)n, sizeof(char *), by_str);
+    StrBuf sb = {0};
+    for (int i = 0; i < n; i++) {
+        sb_printf(&sb, "%s|", r[i]);
+        free(r[i]);
+    }
+    free(r);
     store_candidates_free(l, n);
     return sb_take(&sb);
 }
 
-static int by_str(const void *a, const void *b)
+static char *key_row(const CandidateRecord *c)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return xstrdup(c->params_key);
+}
+
+static char *gen_key_row(const CandidateRecord *c)
+{
+    return xasprintf("%06lld %s", (long long)c->generation, c->params_key);
+}
+
+/* All params keys of a run in commit order, joined. */
+static char *keys_of(Store *s, int64_t run)
+{
+    return rows_of(s, run, key_row, 0);
 }
 
 /* Each generation's params keys, sorted within the generation: a run
@@ -103,22 +128,7 @@ static int by_str(const void *a, const void *b)
  * but the same ones. */
 static char *keys_by_generation(Store *s, int64_t run)
 {
-    CandidateRecord *l;
-    int n;
-    EvoErr err;
-    store_candidate_list(s, run, STORE_ALL_BY_ID, 0, &l, &n, &err);
-    char **k = xcalloc((size_t)n + 1, sizeof(char *));
-    for (int i = 0; i < n; i++)
-        k[i] = xasprintf("%06lld %s", (long long)l[i].generation, l[i].params_key);
-    qsort(k, (size_t)n, sizeof(char *), by_str);
-    StrBuf sb = {0};
-    for (int i = 0; i < n; i++) {
-        sb_printf(&sb, "%s|", k[i]);
-        free(k[i]);
-    }
-    free(k);
-    store_candidates_free(l, n);
-    return sb_take(&sb);
+    return rows_of(s, run, gen_key_row, 1);
 }
 
 /* Make tests/data/<file> the task of the tests that follow; returns the
@@ -514,20 +524,17 @@ static void test_staged(void)
     fake_eval_free(f);
 }
 
-/* Each candidate of a run as "key decision status ratio|", in id order. */
+/* A candidate as "key decision status parent gate_stage ratio generation". */
+static char *verdict_row(const CandidateRecord *c)
+{
+    return xasprintf("%s %s %s %lld %lld %.6f %lld", c->params_key, c->decision, c->status, (long long)c->parent_id,
+                     (long long)c->gate_stage, isnan(c->ratio_to_parent) ? 0.0 : c->ratio_to_parent,
+                     (long long)c->generation);
+}
+
 static char *verdicts_of(Store *s, int64_t run)
 {
-    CandidateRecord *l;
-    int n;
-    EvoErr err;
-    store_candidate_list(s, run, STORE_ALL_BY_ID, 0, &l, &n, &err);
-    StrBuf sb = {0};
-    for (int i = 0; i < n; i++)
-        sb_printf(&sb, "%s %s %s %lld %lld %.6f %lld|", l[i].params_key, l[i].decision, l[i].status,
-                  (long long)l[i].parent_id, (long long)l[i].gate_stage,
-                  isnan(l[i].ratio_to_parent) ? 0.0 : l[i].ratio_to_parent, (long long)l[i].generation);
-    store_candidates_free(l, n);
-    return sb_take(&sb);
+    return rows_of(s, run, verdict_row, 0);
 }
 
 /* Judging ahead: while stage B waits for its compilations (compile_us),
