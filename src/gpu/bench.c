@@ -83,6 +83,7 @@ void bench_options_default(BenchOptions *o)
     o->samples = 25;
     o->min_sample_ms = 0.5;
     o->graph = 1;
+    o->hold = !(getenv("EVOENG_TIMING_HOLD") && strcmp(getenv("EVOENG_TIMING_HOLD"), "0") == 0);
     o->shared = 1;
     o->pairs = 15;
     o->retries = 3;
@@ -92,10 +93,10 @@ void bench_options_default(BenchOptions *o)
 
 json_t *bench_options_to_json(const BenchOptions *o)
 {
-    return json_pack("{s:i, s:i, s:f, s:b, s:b, s:b, s:i, s:i, s:f, s:I}", "warmup", o->warmup, "samples",
-                     o->samples, "min_sample_ms", o->min_sample_ms, "cold", o->cold, "graph", o->graph, "shared",
-                     o->shared, "pairs", o->pairs, "retries", o->retries, "noise_threshold", o->noise_threshold,
-                     "seed", (json_int_t)o->seed);
+    return json_pack("{s:i, s:i, s:f, s:b, s:b, s:b, s:b, s:i, s:i, s:f, s:I}", "warmup", o->warmup, "samples",
+                     o->samples, "min_sample_ms", o->min_sample_ms, "cold", o->cold, "graph", o->graph, "hold",
+                     o->hold, "shared", o->shared, "pairs", o->pairs, "retries", o->retries, "noise_threshold",
+                     o->noise_threshold, "seed", (json_int_t)o->seed);
 }
 
 void bench_options_from_json(const json_t *j, BenchOptions *o)
@@ -106,6 +107,7 @@ void bench_options_from_json(const json_t *j, BenchOptions *o)
     o->min_sample_ms = proto_get_num(j, "min_sample_ms", o->min_sample_ms);
     o->cold = (int)proto_get_int(j, "cold", 0);
     o->graph = (int)proto_get_int(j, "graph", o->graph);
+    o->hold = (int)proto_get_int(j, "hold", o->hold);
     o->shared = (int)proto_get_int(j, "shared", o->shared);
     o->pairs = (int)proto_get_int(j, "pairs", o->pairs);
     o->retries = (int)proto_get_int(j, "retries", o->retries);
@@ -156,6 +158,7 @@ json_t *bench_result_to_json(const BenchResult *r)
     json_object_set_new(o, "batch", json_integer(r->batch));
     json_object_set_new(o, "cold", json_boolean(r->cold));
     json_object_set_new(o, "graph", json_boolean(r->graph));
+    json_object_set_new(o, "hold", json_boolean(r->hold));
     for (int i = 0; i < r->nlaunches && i < BENCH_MAX_LAUNCHES; i++) {
         const LaunchMetrics *m = &r->launches[i];
         json_array_append_new(ls, json_pack("{s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:f}", "entry", m->entry,
@@ -185,6 +188,7 @@ void bench_result_from_json(const json_t *j, BenchResult *r)
     r->batch = (int)proto_get_int(j, "batch", 0);
     r->cold = (int)proto_get_int(j, "cold", 0);
     r->graph = (int)proto_get_int(j, "graph", 0);
+    r->hold = (int)proto_get_int(j, "hold", 0);
     for (size_t i = 0; json_is_array(ls) && i < json_array_size(ls) && i < BENCH_MAX_LAUNCHES; i++) {
         const json_t *jm = json_array_get(ls, i);
         LaunchMetrics *m = &r->launches[i];
@@ -220,6 +224,7 @@ json_t *bench_compare_to_json(const CompareResult *r)
     json_object_set_new(o, "batch_a", json_integer(r->batch_a));
     json_object_set_new(o, "batch_b", json_integer(r->batch_b));
     json_object_set_new(o, "graph", json_boolean(r->graph));
+    json_object_set_new(o, "hold", json_boolean(r->hold));
     return o;
 }
 
@@ -240,6 +245,7 @@ void bench_compare_from_json(const json_t *j, CompareResult *r)
     r->batch_a = (int)proto_get_int(j, "batch_a", 0);
     r->batch_b = (int)proto_get_int(j, "batch_b", 0);
     r->graph = (int)proto_get_int(j, "graph", 0);
+    r->hold = (int)proto_get_int(j, "hold", 0);
 }
 
 void bench_fill_throughput(BenchResult *r, const Plan *plan, const DeviceInfo *dev)
@@ -291,6 +297,9 @@ typedef struct Timer {
     CUevent     e0, e1;
     CUdeviceptr flush;     /* cold mode: 2x L2 bytes */
     size_t      flush_words;
+    volatile uint32_t *hold;  /* host-mapped word the stream waits on; NULL: no hold */
+    CUdeviceptr hold_dev;
+    uint32_t    hold_seq;     /* the value that releases the current sample */
     CUresult    cu;        /* last failure */
     EvoErr      err;
 } Timer;
@@ -303,11 +312,62 @@ typedef struct Runner {
     int                 batch;   /* runs per sample */
 } Runner;
 
-static int timer_open(Timer *t, CudaCtx *c, int cold)
+/* The hold's word: pinned, mapped host memory. Without the driver's entry
+ * points, or when they fail, timing goes on without the hold. */
+static void timer_hold_open(Timer *t)
+{
+    CudaApi *api = t->c->api;
+    void *p = NULL;
+    if (!api->cuMemHostAlloc || !api->cuMemFreeHost || !api->cuMemHostGetDevicePointer ||
+        !api->cuStreamWaitValue32)
+        return;
+    if (api->cuMemHostAlloc(&p, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+        return;
+    if (api->cuMemHostGetDevicePointer(&t->hold_dev, p, 0) != CUDA_SUCCESS) {
+        api->cuMemFreeHost(p);
+        return;
+    }
+    t->hold = p;
+    *t->hold = 0;
+}
+
+/* Release the stream held by timer_hold_wait (NULL-safe, idempotent). */
+static void timer_hold_release(Timer *t)
+{
+    if (t->hold && *t->hold != t->hold_seq) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        *t->hold = t->hold_seq;
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+}
+
+/* Queue a wait for the next release. A driver that refuses it (no stream
+ * memory operations) loses the hold for good; that is not an error. */
+static void timer_hold_wait(Timer *t)
+{
+    if (!t->hold)
+        return;
+    uint32_t next = t->hold_seq + 1;
+    if (next == 0) {   /* wrapped: start again from 1 (nothing waits now) */
+        *t->hold = 0;
+        next = 1;
+    }
+    if (t->c->api->cuStreamWaitValue32(t->c->stream, t->hold_dev, next, CU_STREAM_WAIT_VALUE_GEQ) !=
+        CUDA_SUCCESS) {
+        t->c->api->cuMemFreeHost((void *)t->hold);
+        t->hold = NULL;
+        return;
+    }
+    t->hold_seq = next;
+}
+
+static int timer_open(Timer *t, CudaCtx *c, int cold, int hold)
 {
     CudaApi *api = c->api;
     memset(t, 0, sizeof(*t));
     t->c = c;
+    if (hold)
+        timer_hold_open(t);
     if ((t->cu = api->cuEventCreate(&t->e0, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
         (t->cu = api->cuEventCreate(&t->e1, CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
         return cuda_check(api, t->cu, "cuEventCreate", &t->err);
@@ -329,6 +389,10 @@ static void timer_close(Timer *t)
         api->cuEventDestroy(t->e1);
     if (t->flush)
         api->cuMemFree(t->flush);
+    if (t->hold) {
+        timer_hold_release(t);
+        api->cuMemFreeHost((void *)t->hold);
+    }
 }
 
 static void runner_close(Timer *t, Runner *r)
@@ -377,19 +441,30 @@ static int timer_sample(Timer *t, const Runner *r, int cold, double *ms)
     CUstream s = t->c->stream;
     int batch = cold ? 1 : r->batch;
     float f = 0;
-    if (cold && (t->cu = api->cuMemsetD32Async(t->flush, 0x5a5a5a5au, t->flush_words, s)) != CUDA_SUCCESS)
+    timer_hold_wait(t);
+    if (cold && (t->cu = api->cuMemsetD32Async(t->flush, 0x5a5a5a5au, t->flush_words, s)) != CUDA_SUCCESS) {
+        timer_hold_release(t);
         return cuda_check(api, t->cu, "cuMemsetD32Async(L2 flush)", &t->err);
-    if ((t->cu = api->cuEventRecord(t->e0, s)) != CUDA_SUCCESS)
+    }
+    if ((t->cu = api->cuEventRecord(t->e0, s)) != CUDA_SUCCESS) {
+        timer_hold_release(t);
         return cuda_check(api, t->cu, "cuEventRecord", &t->err);
+    }
     if (r->exec && !cold) {
-        if ((t->cu = api->cuGraphLaunch(r->exec, s)) != CUDA_SUCCESS)
+        if ((t->cu = api->cuGraphLaunch(r->exec, s)) != CUDA_SUCCESS) {
+            timer_hold_release(t);
             return cuda_check(api, t->cu, "cuGraphLaunch", &t->err);
+        }
     } else {
         for (int i = 0; i < batch; i++)
-            if (cuda_launches_run(t->c, r->cl, &t->cu, &t->err) != 0)
+            if (cuda_launches_run(t->c, r->cl, &t->cu, &t->err) != 0) {
+                timer_hold_release(t);
                 return -1;
+            }
     }
-    if ((t->cu = api->cuEventRecord(t->e1, s)) != CUDA_SUCCESS)
+    t->cu = api->cuEventRecord(t->e1, s);
+    timer_hold_release(t);
+    if (t->cu != CUDA_SUCCESS)
         return cuda_check(api, t->cu, "cuEventRecord", &t->err);
     if ((t->cu = api->cuEventSynchronize(t->e1)) != CUDA_SUCCESS)
         return cuda_check(api, t->cu, "cuEventSynchronize", &t->err);
@@ -457,7 +532,7 @@ int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, int kn
     (void)err;
     r->status = EVAL_OK;
     r->cold = o->cold;
-    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, &run, o, known_batch) != 0 ||
+    if (timer_open(&t, c, o->cold, o->hold) != 0 || timer_calibrate(&t, &run, o, known_batch) != 0 ||
         runner_ready(&t, &run, run.batch, o) != 0)
         goto fail;
     for (int i = 0; i < n; i++)
@@ -466,6 +541,7 @@ int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, int kn
     bench_stats(x, n, &r->ms);
     r->batch = run.batch;
     r->graph = run.exec != NULL;
+    r->hold = t.hold != NULL;
     runner_close(&t, &run);
     timer_close(&t);
     free(x);
@@ -492,7 +568,7 @@ int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, cons
     memset(r, 0, sizeof(*r));
     r->status = EVAL_OK;
     r->pairs = pairs;
-    if (timer_open(&t, c, o->cold) != 0 || timer_calibrate(&t, &ra_, o, known ? known[0] : 0) != 0 ||
+    if (timer_open(&t, c, o->cold, o->hold) != 0 || timer_calibrate(&t, &ra_, o, known ? known[0] : 0) != 0 ||
         timer_calibrate(&t, &rb_, o, known ? known[1] : 0) != 0)
         goto fail;
     r->batch_a = ra_.batch;
@@ -538,6 +614,7 @@ int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, cons
     }
     r->batch = ra_.batch;
     r->graph = ra_.exec != NULL && rb_.exec != NULL;
+    r->hold = t.hold != NULL;
     runner_close(&t, &ra_);
     runner_close(&t, &rb_);
     timer_close(&t);

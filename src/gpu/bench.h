@@ -12,6 +12,14 @@
  * (>= 20) samples; report median, p10, p90, mean, CV, MAD per run. With
  * graph = 0, or where a launch plan cannot be captured, the batch is
  * launched from the host as before.
+ * Hold (the default): before each sample the stream waits on a
+ * host-mapped word (cuStreamWaitValue32) that the host sets only once
+ * the start event, the batch and the end event are all queued, so the
+ * host's launch latency (cuGraphLaunch, or the launches themselves) is
+ * not inside the events. Without it the GPU reaches the start event at
+ * once and idles until the launch arrives. A driver without stream
+ * memory operations times without the hold. EVOENG_TIMING_HOLD=0 turns
+ * it off (to compare the two).
  * Cold timing: before every run, flush L2 by writing 2x L2 bytes with
  * cuMemsetD32Async; only the run itself sits between the events.
  *
@@ -61,6 +69,7 @@ typedef struct BenchOptions {
     double   min_sample_ms;   /* batch calibration target (default 0.5) */
     int      cold;            /* 1: flush L2 before each run, time runs singly */
     int      graph;           /* 1 (default): a sample replays a CUDA graph of the batch; 0: host launches */
+    int      hold;            /* 1 (default): the stream waits until a sample is fully queued (see below) */
     int      shared;          /* A/B: 1 (default) both sides on the same buffers; 0: each on its own */
     int      pairs;           /* A/B pairs (default 15) */
     int      retries;         /* A/B attempts in all (default 3) */
@@ -95,6 +104,7 @@ typedef struct BenchResult {
     int        batch;        /* runs per sample (1 when cold) */
     int        cold;
     int        graph;        /* 1 when samples were CUDA-graph replays */
+    int        hold;         /* 1 when each sample was held until fully queued */
     LaunchMetrics launches[BENCH_MAX_LAUNCHES];
     int        nlaunches;
     uint64_t   total_ctas;
@@ -115,6 +125,7 @@ typedef struct CompareResult {
     int        batch;        /* runs per sample, both sides */
     int        batch_a, batch_b; /* each side's own calibration */
     int        graph;        /* 1 when samples were CUDA-graph replays */
+    int        hold;         /* 1 when each sample was held until fully queued */
 } CompareResult;
 
 json_t *bench_result_to_json(const BenchResult *r);

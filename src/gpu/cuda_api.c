@@ -72,6 +72,10 @@ static const Sym syms[] = {
     SYM(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled", 0),
     SYM2(cuDeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid", 0),
     SYM(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId", 0),
+    SYM(cuMemHostAlloc, "cuMemHostAlloc", 0),
+    SYM(cuMemFreeHost, "cuMemFreeHost", 0),
+    SYM(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", 0),
+    SYM(cuStreamWaitValue32, "cuStreamWaitValue32_v2", 0),
 };
 
 int cuda_load_from(const char *path, CudaApi **out, EvoErr *err)

@@ -85,6 +85,11 @@ typedef struct CudaApi {
     /* optional (NULL when the driver lacks them) */
     CUresult (*cuDeviceGetUuid)(CUuuid *uuid, CUdevice d);
     CUresult (*cuDeviceGetPCIBusId)(char *id, int len, CUdevice d);
+    /* timing's hold: the stream waits on a host-mapped word (bench.c) */
+    CUresult (*cuMemHostAlloc)(void **p, size_t bytes, unsigned int flags);
+    CUresult (*cuMemFreeHost)(void *p);
+    CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *d, void *p, unsigned int flags);
+    CUresult (*cuStreamWaitValue32)(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
     CUresult (*cuMemGetInfo)(size_t *free_b, size_t *total_b);
     CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *addr,
                                        const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
