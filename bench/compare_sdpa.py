@@ -24,6 +24,13 @@ replayed, and the output must pass the correctness check again (this proves
 the CuPy launches were captured). Then --replays rounds: in each round
 every contender, in a freshly shuffled order, gets one replay timed with
 CUDA events. Reported time = median over the replays / --calls.
+--preroll-us N (default 0, the shared method) first puts a GPU sleep of
+about N us on the stream, so that the start event and the graph launch
+are both queued before the GPU reaches them: the replay is then timed
+without the host's launch latency (Python, cudaGraphLaunch), which
+otherwise lands inside the first event's interval.
+--only NAME[,NAME] times only those contenders (evoeng, flash, cudnn);
+the others are reported n/a, "not selected".
 
 A contender that raises (backend unavailable for the shape, compile error,
 ...) is reported "n/a" with the reason and its traceback; the script goes
@@ -34,7 +41,7 @@ torch, CuPy or numpy needed); it also exercises the table and --out JSON.
 
 Usage: compare_sdpa.py EXPORT.json [EXPORT2.json ...] [--replays 15]
        [--calls 50] [--out results.json] [--seed 0] [--atol 1e-2]
-       [--rtol 1e-2] [--dry-run]
+       [--rtol 1e-2] [--preroll-us 0] [--only evoeng,flash,cudnn] [--dry-run]
 Exit: 0 all exports processed (contenders may still be n/a or FAIL),
       1 an export could not be processed at all, 2 usage error.
 """
@@ -51,6 +58,7 @@ import random
 import re
 import sys
 import tempfile
+import time
 import traceback
 
 CONTENDERS = ("evoeng", "flash", "cudnn")
@@ -64,6 +72,10 @@ TMAP_DTYPE = {"f16": 6, "f32": 7, "bf16": 9, "i32": 3}   # CUtensorMapDataType
 # evoeng's own NVRTC options (src/nvrtc.c) less its include path and ptxas -v;
 # CuPy adds the device's -arch=sm_XY itself (and -ftz=true).
 NVRTC_OPTIONS = ("--std=c++17", "-default-device")
+
+
+class NotSelected(Exception):
+    """A contender left out by --only."""
 
 
 class ExportError(Exception):
@@ -618,6 +630,14 @@ class Bench:
         torch = self.torch
         e0 = torch.cuda.Event(enable_timing=True)
         e1 = torch.cuda.Event(enable_timing=True)
+        for _ in range(self.args.warm_replays):
+            g.replay()
+        if self.args.gap_ms > 0:
+            torch.cuda.synchronize()
+            time.sleep(self.args.gap_ms / 1000.0)
+        if self.args.preroll_us > 0:
+            # ~2 GHz at most on the GPUs this runs on: at least preroll_us of GPU time
+            torch.cuda._sleep(int(self.args.preroll_us * 2000))
         e0.record()
         g.replay()
         e1.record()
@@ -646,6 +666,9 @@ class Bench:
         # SDPA backends first: a kernel fault in the evoeng launch would poison the context.
         for name, be in (("flash", self.SDPBackend.FLASH_ATTENTION), ("cudnn", self.SDPBackend.CUDNN_ATTENTION)):
             c = row["contenders"][name] = {"status": "n/a", "us": None, "max_abs_err": None}
+            if name not in self.args.only:
+                c["reason"] = "not selected (--only)"
+                continue
             try:
                 fn = self.sdpa_fn(be, q, k, v, causal)
                 out = fn()
@@ -665,6 +688,9 @@ class Bench:
 
         c = row["contenders"]["evoeng"] = {"status": "n/a", "us": None, "max_abs_err": None}
         try:
+            if "evoeng" not in self.args.only:
+                c["reason"] = "not selected (--only)"
+                raise NotSelected()
             if self.cupy is None:
                 raise RuntimeError(self.cupy_error)
             kfns = self.compile(exp)
@@ -681,6 +707,8 @@ class Bench:
                 c["status"] = "ok"
                 fns["evoeng"] = fn
             print(f"evoeng: eager check {c['status']}, max abs err {mx:.3e}", flush=True)
+        except NotSelected:
+            pass
         except Exception as e:
             msg = str(e).strip()
             c["reason"] = f"{type(e).__name__}: {msg.splitlines()[0] if msg else ''}"[:300]
@@ -761,6 +789,15 @@ def main(argv):
     ap.add_argument("--seed", type=int, default=0, help="seed for inputs and the replay order (default 0)")
     ap.add_argument("--atol", type=float, default=1e-2, help="absolute tolerance (default 1e-2)")
     ap.add_argument("--rtol", type=float, default=1e-2, help="relative tolerance (default 1e-2)")
+    ap.add_argument("--preroll-us", type=float, default=0, metavar="US",
+                    help="GPU sleep of about US us queued before each timed replay, so the host's launch "
+                         "latency is not timed (default 0: the shared baseline method)")
+    ap.add_argument("--warm-replays", type=int, default=0, metavar="N",
+                    help="untimed replays of the same graph right before each timed one (default 0)")
+    ap.add_argument("--gap-ms", type=float, default=0, metavar="MS",
+                    help="idle pause before each timed replay (default 0)")
+    ap.add_argument("--only", default=",".join(CONTENDERS), metavar="NAME[,NAME]",
+                    help="contenders to run: evoeng, flash, cudnn (default all)")
     ap.add_argument("--dry-run", action="store_true",
                     help="parse and validate the exports, print the plan; no GPU, torch or CuPy needed")
     args = ap.parse_args(argv)
@@ -768,6 +805,12 @@ def main(argv):
         ap.error("--replays and --calls must be at least 1")
     if args.atol < 0 or args.rtol < 0:
         ap.error("--atol and --rtol must not be negative")
+    if args.preroll_us < 0 or args.preroll_us > 1e5:
+        ap.error("--preroll-us must be between 0 and 100000")
+    args.only = [n.strip() for n in args.only.split(",") if n.strip()]
+    bad = [n for n in args.only if n not in CONTENDERS]
+    if bad or not args.only:
+        ap.error("--only: unknown contender %s (expected some of %s)" % (", ".join(bad) or "(none)", ", ".join(CONTENDERS)))
 
     exports, failed = [], 0
     for p in args.exports:
@@ -780,6 +823,7 @@ def main(argv):
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "python": platform.python_version(),
             "replays": args.replays, "calls": args.calls, "seed": args.seed,
+            "preroll_us": args.preroll_us, "only": args.only,
             "atol": args.atol, "rtol": args.rtol,
             "method": "CUDA graph of `calls` back-to-back calls per contender; contenders alternate in a shuffled "
                       "order each round, one event-timed replay each; median over `replays` / `calls`"}
