@@ -6,9 +6,13 @@
 # bench/compare_sdpa.py. Run on the GPU machine from the repository root.
 #
 # Usage: bench/sdpa_shapes.sh OUTDIR [SECONDS_PER_SHAPE] [SHAPE ...]
-#   SHAPE is B,H,S,D,CAUSAL (default: the five shapes of issue 6, causal
-#   and not). A shape whose store already has a completed run is reused:
-#   call the script several times to spread the work over several calls.
+#   SHAPE is B,H,S,D,CAUSAL (default: the seven shapes of issue 13's table,
+#   causal and not). A shape whose export already exists is reused: call
+#   the script several times to spread the work over several calls.
+#   SHARED_DB=path.db puts every run into that one store, so each run is
+#   warm-started from the best of the earlier ones (issue 12's warm
+#   starts); otherwise each shape gets OUTDIR/<tag>.db. POP (default 8) is
+#   the population and the children per generation.
 #   Set EXTRA_DB=path.db (and EXTRA_SHAPE=B,H,S,D,C) to add the export of
 #   a longer run (e.g. the 20-generation run on the seed shape).
 set -u
@@ -17,18 +21,20 @@ secs=${2:-60}
 shift 2 2>/dev/null || shift $#
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(4,8,512,64,0 4,8,512,64,1 2,8,512,64,0 2,8,512,64,1 1,1,128,64,0 1,1,128,64,1
-                                  8,16,512,64,0 8,16,512,64,1 4,8,2048,64,0 4,8,2048,64,1)
+                                  8,16,512,64,0 8,16,512,64,1 4,8,2048,64,0 4,8,2048,64,1
+                                  4,8,2048,128,0 4,8,2048,128,1 8,16,512,128,0 8,16,512,128,1)
+pop=${POP:-8}
 E=${EVOENG:-build/src/evoeng}
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 mkdir -p "$out/exports"
 for sh in "${shapes[@]}"; do
     IFS=, read -r B H S D C <<<"$sh"
     tag="b${B}h${H}s${S}d${D}c${C}"
-    db="$out/$tag.db"
+    db=${SHARED_DB:-$out/$tag.db}
     if [ ! -f "$out/exports/$tag.json" ]; then
         echo "=== $tag: evoeng run for ${secs}s"
         $E run --dim B="$B" --dim H="$H" --dim S="$S" --dim D="$D" --dim CAUSAL="$C" --generations 50 \
-            --population 6 --children 6 --time-limit "$secs" --db "$db" --quiet
+            --population "$pop" --children "$pop" --time-limit "$secs" --db "$db" --quiet
         $E top -n 3 --db "$db"
         $E export --best --format json --db "$db" -o "$out/exports/$tag.json"
     fi
