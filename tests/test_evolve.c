@@ -740,6 +740,56 @@ static void test_deceptive(void)
     restore_task(saved);
 }
 
+/* Coupled knobs (tests/data/coupled_task.json): ROWS must equal CONS, as
+ * BLOCK_M = 64 * CONSUMERS on the attention WS path, and each step of CONS
+ * takes 2 us off. A move of either alone is refused by the constraints
+ * unless the other follows it (repair_move in src/search/propose.c). */
+static double coupled_us(const Child *c)
+{
+    return model_us(c) + 2.0 * (double)(4 - pval(c, "CONS"));
+}
+
+/* Of nseeds short runs from the baseline (CONS=1) alone, with no random
+ * members or immigrants, how many reach CONS=4 (three coupled steps). */
+static int coupled_wins(int nseeds, int *evals)
+{
+    int wins = 0;
+    *evals = 0;
+    for (int k = 0; k < nseeds; k++) {
+        char name[64];
+        snprintf(name, sizeof(name), "coupled_%d.db", k);
+        Store *s = fresh_store(name);
+        FakeEval *f = fake_eval_new(coupled_us, NULL, NULL);
+        EvolveConfig c = config("evolve", 4);
+        c.population = 1;
+        c.children = 3;
+        c.no_diversity = 1;
+        c.seed = 300 + (uint64_t)k;
+        EvolveSummary sum;
+        EvoErr err;
+        CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+        CandidateRecord b;
+        CHECK(store_candidate_get(s, sum.best_id, &b, &err) == 1);
+        int64_t v[16];
+        CHECK(task_params_parse(task, b.params_json, v, &err) == 0);
+        wins += v[task_param_index(task, "CONS")] == 4;
+        *evals += sum.evaluated;
+        candidate_record_free(&b);
+        store_close(&s);
+        fake_eval_free(f);
+    }
+    return wins;
+}
+
+static void test_coupled_moves(void)
+{
+    Task *saved = swap_task("coupled_task.json");
+    int evals = 0, wins = coupled_wins(8, &evals);
+    fprintf(stderr, "     coupled knobs: CONS=4 reached in %d of 8 runs (%d evaluations)\n", wins, evals);
+    CHECK(wins >= 6);
+    restore_task(saved);
+}
+
 /* Warm starts: a second run of the task on the same device and store starts
  * from the first run's best; --no-warm-start and another device do not. */
 static void test_warm_start(void)
@@ -978,6 +1028,7 @@ int main(void)
     RUN(test_slots);
     RUN(test_full_generations);
     RUN(test_deceptive);
+    RUN(test_coupled_moves);
     RUN(test_warm_start);
     RUN(test_warm_resume);
     RUN(test_time_limit_resume);

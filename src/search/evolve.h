@@ -39,7 +39,9 @@
  * population keeps niches of the structural knobs (a value no survivor
  * holds gets a founder child, compared with the baseline), mutations grow with
  * stagnation and immigrants come after 3 generations without improvement;
- * strategy "model" ranks a pool of proposals with the surrogate fitted on
+ * a move of one parent that the constraints refuse lets one other param
+ * follow it (BLOCK_M with CONSUMERS or WARPS: coupled knobs never move
+ * alone); strategy "model" ranks a pool of proposals with the surrogate fitted on
  * the run's earlier generations; generation 0 is warm-started from earlier
  * runs of the task on the device (runs with a smaller id only). All of it
  * reads only committed state, so resume stays exact.

@@ -265,6 +265,44 @@ static int scan_unseen(Loop *L, int64_t gen, Rng *rng, Child *kids, int n, Child
     return look < size ? 2 : 0;
 }
 
+/* A move the constraints refuse often wants a coupled knob to follow it:
+ * on the WS path BLOCK_M is 64 * CONSUMERS, on the WGMMA path 16 * WARPS,
+ * so neither moves alone. Try one more param that the move left alone, in
+ * random order, at its other values nearest first, and keep the first
+ * valid result. 1 repaired (vals changed), 0 none (vals unchanged), -1 on
+ * an error. */
+static int repair_move(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, EvoErr *err)
+{
+    int np = L->np, *order = xcalloc((size_t)np + 1, sizeof(int)), rc = 0;
+    for (int i = 0; i < np; i++)
+        order[i] = i;
+    for (int i = np - 1; i > 0; i--) {
+        int k = (int)rng_below(rng, (uint64_t)i + 1), t = order[i];
+        order[i] = order[k];
+        order[k] = t;
+    }
+    for (int o = 0; o < np && rc == 0; o++) {
+        int j = order[o], nv = task_param_nvalues(L->task, j), cur = -1;
+        if (vals[j] != parent[j] || nv < 2)
+            continue;
+        for (int k = 0; k < nv; k++)
+            if (task_param_value(L->task, j, k) == vals[j])
+                cur = k;
+        for (int d = 1; d < nv && cur >= 0 && rc == 0; d++)
+            for (int sgn = -1; sgn <= 1 && rc == 0; sgn += 2) {
+                int k = cur + sgn * d;
+                if (k < 0 || k >= nv)
+                    continue;
+                vals[j] = task_param_value(L->task, j, k);
+                rc = valid_config(L, vals, NULL, err);
+            }
+        if (rc <= 0)
+            vals[j] = parent[j];
+    }
+    free(order);
+    return rc;
+}
+
 int loop_propose_one(Loop *L, int64_t gen, Rng *rng, const LoopMoves *mv, int attempt, Child *c,
                      int *kparent, EvoErr *err)
 {
@@ -308,6 +346,11 @@ int loop_propose_one(Loop *L, int64_t gen, Rng *rng, const LoopMoves *mv, int at
                          c->vals);
     if (rc)
         return 1;
+    if (!op || op->nparents == 1) {   /* a move of one parent: let a coupled knob follow */
+        int v = valid_config(L, c->vals, NULL, err);
+        if (v < 0 || (v == 0 && repair_move(L, rng, mv->p1, c->vals, err) < 0))
+            return -1;
+    }
     c->op = op ? op->name : "mutate";
     /* The primary parent is the faster one: the lineage goes on from it. */
     *kparent = a < b ? a : b;
