@@ -264,7 +264,7 @@ static int next_message(MpiLink *l, Agent *a, char **msg, EvoErr *err)
             return 1;
         free(*msg);
         *msg = NULL;
-        if (mpilink_lost(l, 0))
+        if (mpilink_lost(l, 0, 1))
             return err_set(err, "rank 0 (the orchestrator) is lost: no message for too long");
         if (!got)
             usleep(100);

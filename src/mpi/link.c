@@ -185,7 +185,7 @@ int mpilink_poll(MpiLink *l, int *src, int *tag, char **msg, EvoErr *err)
     }
 }
 
-int mpilink_lost(const MpiLink *l, int peer)
+int mpilink_lost(const MpiLink *l, int peer, double factor)
 {
-    return time_now_ms() - l->heard[peer] > l->timeout_ms;
+    return time_now_ms() - l->heard[peer] > factor * l->timeout_ms;
 }

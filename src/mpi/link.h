@@ -40,8 +40,9 @@ void mpilink_send(MpiLink *l, int dest, int tag, char *msg);
  * returns 1 with *src, *tag and *msg (the caller frees it), 0 when none
  * is waiting, -1 with err when MPI fails. */
 int mpilink_poll(MpiLink *l, int *src, int *tag, char **msg, EvoErr *err);
-/* 1 when peer has been silent (no message, no heartbeat) longer than the
- * timeout. */
-int mpilink_lost(const MpiLink *l, int peer);
+/* 1 when peer has been silent (no message, no heartbeat) longer than
+ * factor times the timeout (factor 1 normally; more for a peer still
+ * starting, which sends nothing while it opens its GPUs). */
+int mpilink_lost(const MpiLink *l, int peer, double factor);
 
 #endif

@@ -12,6 +12,10 @@
 #include "msg.h"
 #include "wire.h"
 
+/* An agent opening its GPUs (worker start, the reference's compilation)
+ * sends nothing: it has this many timeouts to say hello. */
+#define STARTUP_FACTOR 10
+
 typedef struct Pending {      /* a request waiting for its reply */
     int64_t         seq;
     int             agent;
@@ -153,7 +157,7 @@ static void *comm_main(void *arg)
             free(msg);
         }
         for (int a = 0; a < m->nag; a++)
-            if (!m->ag[a].lost && mpilink_lost(m->l, m->ag[a].rank))
+            if (!m->ag[a].lost && mpilink_lost(m->l, m->ag[a].rank, m->ag[a].hello ? 1 : STARTUP_FACTOR))
                 agent_lost(m, a, "no message or heartbeat within the timeout (EVOENG_MPI_TIMEOUT)");
         if (!any && !m->qhead) {
             pthread_mutex_unlock(&m->lock);

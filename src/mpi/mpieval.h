@@ -21,9 +21,10 @@
  * first; latencies of different agents are not normalised to each other.
  *
  * A lost agent (silent past the timeout, EVOENG_MPI_TIMEOUT, default 60
- * s) sets *stop, as SIGINT does, and its requests return EVAL_RETRY: the
- * loop stops taking children, the children in flight are not committed,
- * and the run ends "interrupted"; resume continues it.
+ * s, ten times that before its hello) sets *stop, as SIGINT does, and
+ * its requests return EVAL_RETRY: the loop stops taking children, the
+ * children in flight are not committed, and the run ends "interrupted";
+ * resume continues it.
  */
 #ifndef EVO_MPI_MPIEVAL_H
 #define EVO_MPI_MPIEVAL_H
