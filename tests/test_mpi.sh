@@ -56,4 +56,18 @@ check "no duplicates after resume" 'grep -q "^duplicates 0" "$dir/resumed.txt"'
 grep '^[0-9]' "$dir/resumed.txt" | sort > "$dir/r.sorted"
 check "the resumed run holds the same candidates as one process" 'cmp -s "$dir/r.sorted" "$dir/s.sorted"' \
     || diff "$dir/r.sorted" "$dir/s.sorted" | head
+
+# The evoeng binary: mpirun -np 1 is a usage error (2); without a GPU an
+# agent refuses and rank 0 exits 5, with no run recorded.
+if [ -n "${EVOENG:-}" ]; then
+    (cd "$dir" && timeout 60 mpirun --allow-run-as-root -np 1 "$EVOENG" run --db "$dir/bin.db" > "$dir/np1.log" 2>&1)
+    rc=$?
+    check "evoeng under mpirun -np 1 exits 2 (got $rc)" '[ $rc -eq 2 ] && grep -q "at least one agent rank" "$dir/np1.log"'
+    if [ ! -e /dev/nvidia0 ]; then
+        (cd "$EVO_SOURCE_ROOT" && timeout 60 $MPIRUN -np 2 "$EVOENG" run --db "$dir/bin.db" > "$dir/np2.log" 2>&1)
+        check "evoeng under mpirun -np 2 without a GPU: rank 1 refuses, no run recorded" \
+              'grep -q "MPI rank 1: no usable GPU" "$dir/np2.log" && [ -z "$("$T" dump "$dir/bin.db" 2>/dev/null)" ]' \
+              || cat "$dir/np2.log"
+    fi
+fi
 exit $fail
