@@ -54,8 +54,12 @@ static Mirror *mirror_get(Agent *a, json_t *o)
 {
     int64_t id = (int64_t)json_integer_value(json_object_get(o, "id"));
     Mirror *m = mirror_find(a, id);
-    if (m)
+    if (m) {   /* a child committed since it was sent has its id now (logs name a parent by it) */
+        int64_t rid = (int64_t)json_integer_value(json_object_get(o, "rid"));
+        if (rid)
+            m->c.rec.id = rid;
         return m;
+    }
     m = xcalloc(1, sizeof(*m));
     evolve_child_init(&m->c, a->nparams);
     if (wire_child_get(o, &m->c, a->nparams, &m->id)) {
