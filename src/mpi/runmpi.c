@@ -143,9 +143,17 @@ EvoExit runmpi_start(const Settings *s, const Task *task, const char *task_abs, 
         errorf("%s", err.msg);
         return strstr(err.msg, NOGPU_TAG) ? EVO_EXIT_NO_GPU : EVO_EXIT_TASK;
     }
+    *dev = mpieval_agent_device(eval_, 0);
+    for (int a = 1; a < mpieval_agents(eval_); a++) {
+        const DeviceInfo *d = mpieval_agent_device(eval_, a);
+        if (strcmp(d->arch, (*dev)->arch) != 0) {   /* one compile target serves every agent */
+            errorf("MPI rank %d has %s (%s), rank 1 %s (%s): the GPUs of a run must share one architecture",
+                   a + 1, d->name, d->arch, (*dev)->name, (*dev)->arch);
+            return EVO_EXIT_TASK;
+        }
+    }
     *ops = &mpieval_ops;
     *ctx = eval_;
-    *dev = mpieval_agent_device(eval_, 0);
     for (int a = 0; a < mpieval_agents(eval_) && !quiet; a++) {
         const DeviceInfo *d = mpieval_agent_device(eval_, a);
         printf("  MPI rank %d: %d x %s (%s)\n", a + 1, mpieval_agent_slots(eval_, a), d->name, d->arch);

@@ -28,8 +28,8 @@ int runmpi_active(void);
 /* Rank 0: send the setup for task (loaded from task_abs with s's dims and
  * seeds) and wait for every agent: *ops, *ctx and *dev (the first agent's
  * GPU) for evolve_run. Returns EVO_EXIT_OK, or an exit code after a
- * message (an agent that found no GPU: EVO_EXIT_NO_GPU; another refusal:
- * EVO_EXIT_TASK). */
+ * message (an agent that found no GPU: EVO_EXIT_NO_GPU; another refusal,
+ * or agents whose GPUs differ in architecture: EVO_EXIT_TASK). */
 EvoExit runmpi_start(const Settings *s, const Task *task, const char *task_abs, const EvaluatorOps **ops,
                      void **ctx, const DeviceInfo **dev, int quiet);
 /* The first agent rank lost during the run, or 0. */
