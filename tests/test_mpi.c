@@ -8,6 +8,7 @@
  *                               generation, params key, status, decision,
  *                               latency; then "run ID STATUS" and
  *                               "duplicates N"
+ * EVO_TEST_AGENT_SLOTS=N gives each agent N slots (default 1).
  * EVO_TEST_DIE=RANK:N makes agent RANK kill itself (SIGKILL) in its N-th
  * stage-1 gate, mid-request. Exit codes: 0, 8 (a rank was lost), 77 (built
  * without MPI, for the mpi mode), 1 (failure). */
@@ -155,18 +156,20 @@ static int mpi_main(const char *db, int64_t run, Task *task)
     char *setup = NULL;
     FakeEval *f = fake_eval_new(model_us, compile_error, gate_error);
     f->delay_us = 2000;
+    f->nslots = getenv("EVO_TEST_AGENT_SLOTS") ? atoi(getenv("EVO_TEST_AGENT_SLOTS")) : 1;
     DeviceInfo dev;
     memset(&dev, 0, sizeof(dev));
     char *hex = mpieval_device_hex(&dev);
-    if (agent_wait_setup(l, &setup, &err) || (setup && agent_serve(l, &fake_eval_ops, f, task_nparams(task), hex,
-                                                                     &err))) {
+    int abandon = 0;
+    if (agent_wait_setup(l, &setup, &err) ||
+        (setup && agent_serve(l, &fake_eval_ops, f, task_nparams(task), hex, &abandon, &err))) {
         fprintf(stderr, "rank %d: %s\n", rank, err.msg);
         rc = 1;
     }
     free(hex);
     free(setup);
     fake_eval_free(f);
-    mpilink_close(&l, 0);
+    mpilink_close(&l, abandon);
     return rc;
 }
 #endif

@@ -2,7 +2,8 @@
 # The MPI mode over the fake evaluator (tests/test_mpi.c): rank 0 the
 # orchestrator, ranks 1.. agents of one slot each. Checks that
 #   1. mpirun -np 3 commits the same run (keys, verdicts, latencies, in
-#      commit order) as one process with 2 slots;
+#      commit order) as one process with 2 slots, and so does -np 2 with
+#      one agent of 2 slots;
 #   2. an agent killed (SIGKILL) mid-request ends the run 'interrupted'
 #      (rank 0 exits 8; mpirun in Open MPI 4's recovery mode exits 0
 #      whatever its ranks return, so the test reads rank 0's output), with
@@ -30,6 +31,10 @@ check "mpirun -np 3 exits 0 (got $rc)" '[ $rc -eq 0 ]' || cat "$dir/mpi.log"
 check "the MPI run commits what one process commits ($(grep -c . "$dir/single.txt") lines)" \
       'cmp -s "$dir/single.txt" "$dir/mpi.txt"' || diff "$dir/single.txt" "$dir/mpi.txt" | head -20
 check "the reference run completed" 'grep -q "completed" "$dir/single.txt"'
+EVO_TEST_AGENT_SLOTS=2 timeout 120 $MPIRUN -np 2 -x EVO_TEST_AGENT_SLOTS "$T" mpi "$dir/mpi2.db" > "$dir/mpi2.log" 2>&1
+"$T" dump "$dir/mpi2.db" > "$dir/mpi2.txt"
+check "mpirun -np 2, one agent of 2 slots, commits the same" 'cmp -s "$dir/single.txt" "$dir/mpi2.txt"' \
+    || { cat "$dir/mpi2.log"; diff "$dir/single.txt" "$dir/mpi2.txt" | head -20; }
 
 # Agent 2 dies in its 6th gate; rank 0 notices within EVOENG_MPI_TIMEOUT.
 EVOENG_MPI_TIMEOUT=3 EVO_TEST_DIE=2:6 timeout 120 $MPIRUN -np 3 -x EVOENG_MPI_TIMEOUT -x EVO_TEST_DIE \

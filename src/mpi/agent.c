@@ -37,6 +37,7 @@ typedef struct Agent {
     char              **outbox; /* replies waiting for the main thread */
     int                 nout, capout;
     int                 quit;
+    int                 lost;   /* rank 0's quit said a rank was lost */
 } Agent;
 
 /* ---- mirrors ----------------------------------------------------------- */
@@ -187,6 +188,7 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
         return err_set(err, "agent: a request without an op");
     if (strcmp(op, "quit") == 0) {
         a->quit = 1;
+        a->lost = json_integer_value(json_object_get(req, "lost")) != 0;
         return 0;
     }
     json_t *kd = json_object_get(req, "kid");
@@ -313,7 +315,8 @@ void agent_refuse(MpiLink *l, const char *msg)
     }
 }
 
-int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, const char *device_hex, EvoErr *err)
+int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, const char *device_hex, int *abandon,
+                EvoErr *err)
 {
     Agent a = {.l = l, .ev = ev, .ctx = ctx, .nparams = nparams};
     a.nslots = ev->slots ? ev->slots(ctx) : 1;
@@ -342,6 +345,7 @@ int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, cons
         rc = req ? handle(&a, req, err) : err_set(err, "agent: a request that is not JSON");
         json_decref(req);
     }
+    *abandon = a.lost || rc != 0;
     pthread_mutex_lock(&a.lock);
     a.quit = 1;
     pthread_cond_broadcast(&a.cv);

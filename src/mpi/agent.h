@@ -23,8 +23,11 @@ int agent_wait_setup(MpiLink *l, char **setup, EvoErr *err);
 void agent_refuse(MpiLink *l, const char *msg);
 
 /* Say hello (the local slots and device_hex, the local DeviceInfo as
- * hex) and serve requests until rank 0 says quit. Returns 0 after a quit,
- * or -1 with err (rank 0 lost, MPI failed, a malformed request). */
-int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, const char *device_hex, EvoErr *err);
+ * hex) and serve requests until rank 0 says quit. *abandon is set to 1
+ * when rank 0's quit says a rank was lost (then MPI_Finalize could wait
+ * for it forever: pass it to mpilink_close). Returns 0 after a quit, or
+ * -1 with err (rank 0 lost, MPI failed, a malformed request). */
+int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, const char *device_hex, int *abandon,
+                EvoErr *err);
 
 #endif

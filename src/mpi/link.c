@@ -76,9 +76,10 @@ void mpilink_close(MpiLink **lp, int abandon)
     if (!l)
         return;
     EvoErr err;
-    /* let the last sends (the quit requests) complete, a bounded while */
+    /* let the last sends (the quit requests) complete, a bounded while:
+     * after a loss, sends to the lost rank never do */
     double t0 = time_now_ms();
-    while (l->out && !abandon && time_now_ms() - t0 < 2000) {
+    while (l->out && time_now_ms() - t0 < (abandon ? 1000 : 2000)) {
         int src, tag;
         char *m = NULL;
         if (mpilink_poll(l, &src, &tag, &m, &err) < 0)
@@ -87,8 +88,10 @@ void mpilink_close(MpiLink **lp, int abandon)
     }
     for (Out *o = l->out, *n; o; o = n) {
         n = o->next;
-        if (!abandon)
-            MPI_Cancel(&o->req);
+        if (abandon)
+            continue;   /* MPI may still read the buffer: leak it, the process ends */
+        MPI_Cancel(&o->req);
+        MPI_Request_free(&o->req);
         free(o->buf);
         free(o);
     }

@@ -487,9 +487,9 @@ void mpieval_close(MpiEval **mp)
     if (!m)
         return;
     pthread_mutex_lock(&m->lock);
-    for (int a = 0; a < m->nag; a++)
+    for (int a = 0; a < m->nag; a++)   /* after a loss, the agents skip MPI_Finalize */
         if (!m->ag[a].lost)
-            enqueue(m, a, json_pack("{s:s}", "op", "quit"));
+            enqueue(m, a, json_pack("{s:s, s:i}", "op", "quit", "lost", m->lost_rank));
     m->quit = 1;
     pthread_mutex_unlock(&m->lock);
     if (m->thr_started)

@@ -36,8 +36,9 @@ static void settings_from_setup(Settings *s, json_t *o)
     }
 }
 
-/* An agent rank: set up from rank 0's setup, serve, quit. */
-static EvoExit agent_main(const Settings *given)
+/* An agent rank: set up from rank 0's setup, serve, quit (*abandon: see
+ * agent_serve). */
+static EvoExit agent_main(const Settings *given, int *abandon)
 {
     EvoErr err;
     char *setup = NULL;
@@ -74,7 +75,7 @@ static EvoExit agent_main(const Settings *given)
         goto out;
     }
     char *hex = mpieval_device_hex(gpueval_device(ge));
-    if (agent_serve(link_, &gpueval_ops, ge, task_nparams(task), hex, &err)) {
+    if (agent_serve(link_, &gpueval_ops, ge, task_nparams(task), hex, abandon, &err)) {
         errorf("MPI rank %d: %s", mpilink_rank(link_), err.msg);
         rc = EVO_EXIT_FAIL;
     }
@@ -104,8 +105,9 @@ int runmpi_enter(const Settings *s, volatile int *stop, EvoExit *rc)
         return 1;
     }
     if (mpilink_rank(link_) != 0) {
-        *rc = agent_main(s);
-        mpilink_close(&link_, 0);
+        int abandon = 0;
+        *rc = agent_main(s, &abandon);
+        mpilink_close(&link_, abandon);
         return 1;
     }
     const char *rec = getenv("OMPI_MCA_orte_enable_recovery");
