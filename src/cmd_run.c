@@ -11,6 +11,11 @@
  * localhost, [::1]) may run without one. The key is never written
  * anywhere: runs.config_json records the provider, URL, model, command,
  * mode, rate, concurrency and budget only, and `resume` reads them back.
+ *
+ * Under mpirun (built with MPI: src/mpi/runmpi.h) rank 0 runs this with
+ * the agents' GPUs as its evaluator and every other rank serves as an
+ * evaluation agent; a lost agent ends the run `interrupted` with
+ * EVO_EXIT_LOST.
  */
 #include <jansson.h>
 #include <math.h>
@@ -28,6 +33,9 @@
 #include "nvrtc.h"
 #include "runctx.h"
 #include "store.h"
+#if EVO_HAVE_MPI
+#include "runmpi.h"
+#endif
 
 static volatile sig_atomic_t stop_flag;
 static volatile int stop_int;
@@ -198,6 +206,16 @@ static EvoExit open_llm(const Settings *s, LlmOp **out)
     return EVO_EXIT_OK;
 }
 
+/* The MPI rank lost during the run, or 0. */
+static int lost_rank(void)
+{
+#if EVO_HAVE_MPI
+    return runmpi_lost();
+#else
+    return 0;
+#endif
+}
+
 /* "2 x " for a run on two GPUs (static storage). */
 static const char *gpus_prefix(int n)
 {
@@ -237,25 +255,42 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     go.gate.nseeds = s->seeds;
     bench_options_default(&go.bench);
     go.bench.seed = s->seed;
-    int nogpu = 0;
-    if (!s->quiet && !s->json)
-        fprintf(stderr, "evoeng: starting the GPU worker and compiling the reference...\n");
-    if (gpueval_open(&ge, task, &go, &nogpu, &err)) {
-        if (nogpu) {
-            errorf("'%s' needs a CUDA GPU and none is usable: %s", resume_id ? "resume" : "run", err.msg);
-            errorf("(commands that need no GPU: check, status, top, lineage, show, export)");
-            rc = EVO_EXIT_NO_GPU;
-        } else {
-            errorf("%s", err.msg);
-            rc = EVO_EXIT_TASK;
-        }
-        goto out;
-    }
-    const DeviceInfo *dev = gpueval_device(ge);
-    cfg = config_json(s);
-    devj = device_json(dev);
+    const EvaluatorOps *ops = &gpueval_ops;
+    void *ev_ctx = NULL;
+    const DeviceInfo *dev = NULL;
     /* the spec actually loaded, absolute: resume and export find it from anywhere */
     task_abs = path_absolute(task_path(task));
+    int nslots = 1;
+#if EVO_HAVE_MPI
+    if (runmpi_active()) {
+        if (!s->quiet && !s->json)
+            fprintf(stderr, "evoeng: MPI: waiting for the agent ranks to start their GPU workers...\n");
+        if ((rc = runmpi_start(s, task, task_abs, &ops, &ev_ctx, &dev, s->quiet || s->json)) != EVO_EXIT_OK)
+            goto out;
+        nslots = ops->slots(ev_ctx);
+    }
+#endif
+    if (!dev) {
+        int nogpu = 0;
+        if (!s->quiet && !s->json)
+            fprintf(stderr, "evoeng: starting the GPU worker and compiling the reference...\n");
+        if (gpueval_open(&ge, task, &go, &nogpu, &err)) {
+            if (nogpu) {
+                errorf("'%s' needs a CUDA GPU and none is usable: %s", resume_id ? "resume" : "run", err.msg);
+                errorf("(commands that need no GPU: check, status, top, lineage, show, export)");
+                rc = EVO_EXIT_NO_GPU;
+            } else {
+                errorf("%s", err.msg);
+                rc = EVO_EXIT_TASK;
+            }
+            goto out;
+        }
+        ev_ctx = ge;
+        dev = gpueval_device(ge);
+        nslots = gpueval_slots(ge);
+    }
+    cfg = config_json(s);
+    devj = device_json(dev);
     char nv[32], drv[32];
     int v = nvrtc_version();
     snprintf(nv, sizeof(nv), "%d.%d", v / 1000, (v % 1000) / 10);
@@ -273,10 +308,10 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         out_printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
                    "%llu\n",
                    resume_id ? "resuming" : "optimizing", task_name(task),
-                   gpueval_slots(ge) > 1 ? gpus_prefix(gpueval_slots(ge)) : "", dev->name, dev->arch, dev->sm_count,
+                   nslots > 1 ? gpus_prefix(nslots) : "", dev->name, dev->arch, dev->sm_count,
                    s->population, s->children, strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "",
                    s->generations, (unsigned long long)s->seed);
-    if (!s->quiet && !s->json && gpueval_slots(ge) > 1)
+    if (!s->quiet && !s->json && ge && gpueval_slots(ge) > 1)
         for (int w = 0; w < gpueval_slots(ge); w++) {
             const DeviceInfo *d = gpueval_slot_device(ge, w);
             printf("  GPU %d: %s %s%s%s\n", d->ordinal, d->name, d->uuid, d->pci_bus_id[0] ? " at " : "",
@@ -284,11 +319,16 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         }
     install_signals();
     EvolveSummary sum;
-    if (evolve_run(st, task, dev, &gpueval_ops, ge, &ec, resume_id, &sum, &err)) {
+    int fail = evolve_run(st, task, dev, ops, ev_ctx, &ec, resume_id, &sum, &err);
+    EvoExit stopped = lost_rank() ? EVO_EXIT_LOST : stop_flag ? EVO_EXIT_INTERRUPT : EVO_EXIT_OK;
+    if (lost_rank() && sum.run_id)
+        errorf("run %lld is interrupted: MPI rank %d was lost; continue with: evoeng resume %lld --db %s "
+               "(on fewer ranks, or without mpirun)", (long long)sum.run_id, lost_rank(), (long long)sum.run_id, s->db);
+    if (fail) {
         errorf("%s", err.msg);
         if (sum.run_id)
             errorf("run %lld is recorded in %s; what was committed is kept", (long long)sum.run_id, s->db);
-        rc = stop_flag ? EVO_EXIT_INTERRUPT : EVO_EXIT_FAIL;
+        rc = stopped != EVO_EXIT_OK ? stopped : EVO_EXIT_FAIL;
         goto out;
     }
     if (!s->quiet && !s->json && llm)
@@ -313,7 +353,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         if (sum.interrupted)
             printf("continue with: evoeng resume %lld --db %s\n", (long long)sum.run_id, s->db);
     }
-    rc = stop_flag ? EVO_EXIT_INTERRUPT : EVO_EXIT_OK;
+    rc = stopped;
 out:
     gpueval_close(&ge);
     llmop_close(&llm);
@@ -326,13 +366,50 @@ out:
     return rc;
 }
 
-EvoExit cmd_run(const Settings *s)
+/* Under mpirun: an agent rank serves here and returns 1 with *rc; rank 0
+ * and a single-host run return 0. */
+static int mpi_enter(const Settings *s, EvoExit *rc)
 {
-    Settings copy = *s;
-    return run_common(&copy, 0, s->strategy);
+#if EVO_HAVE_MPI
+    return runmpi_enter(s, &stop_int, rc);
+#else
+    (void)s;
+    (void)rc;
+    return 0;
+#endif
 }
 
+static void mpi_leave(void)
+{
+#if EVO_HAVE_MPI
+    runmpi_leave();
+#endif
+}
+
+EvoExit cmd_run(const Settings *s)
+{
+    EvoExit rc;
+    if (mpi_enter(s, &rc))
+        return rc;
+    Settings copy = *s;
+    rc = run_common(&copy, 0, s->strategy);
+    mpi_leave();
+    return rc;
+}
+
+static EvoExit resume_common(const Settings *s);
+
 EvoExit cmd_resume(const Settings *s)
+{
+    EvoExit rc;
+    if (mpi_enter(s, &rc))
+        return rc;
+    rc = resume_common(s);
+    mpi_leave();
+    return rc;
+}
+
+static EvoExit resume_common(const Settings *s)
 {
     EvoErr err;
     Store *st = NULL;

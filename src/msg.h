@@ -17,6 +17,7 @@ typedef enum EvoExit {
     EVO_EXIT_NO_GPU    = 5,  /* the command needs a CUDA driver and device, and none was found */
     EVO_EXIT_UNBUILT   = 6,  /* the command exists but is not built yet */
     EVO_EXIT_IO        = 7,  /* writing output failed (disk full, closed pipe) */
+    EVO_EXIT_LOST      = 8,  /* an MPI rank was lost: the run is interrupted, committed work is kept */
     EVO_EXIT_INTERRUPT = 130 /* interrupted by SIGINT/SIGTERM; committed work is kept */
 } EvoExit;
 

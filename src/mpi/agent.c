@@ -1,0 +1,366 @@
+/* agent: see agent.h. */
+#include "agent.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "wire.h"
+
+typedef struct Mirror {
+    int64_t id;
+    Child   c;
+} Mirror;
+
+typedef struct SlotThread {
+    struct Agent   *a;
+    int             slot;
+    pthread_t       tid;
+    json_t         *req;        /* the request being served, or NULL: idle */
+    Child          *kid, *parent; /* its mirrors, resolved by the main thread */
+} SlotThread;
+
+typedef struct Agent {
+    MpiLink            *l;
+    const EvaluatorOps *ev;
+    void               *ctx;
+    int                 nparams;
+    Mirror            **m;      /* the mirrors (main thread only) */
+    int                 nm, capm;
+    SlotThread         *slots;
+    int                 nslots;
+    pthread_mutex_t     lock;   /* slots[].req, outbox, quit */
+    pthread_cond_t      cv;
+    char              **outbox; /* replies waiting for the main thread */
+    int                 nout, capout;
+    int                 quit;
+    int                 lost;   /* rank 0's quit said a rank was lost */
+} Agent;
+
+/* ---- mirrors ----------------------------------------------------------- */
+
+static Mirror *mirror_find(Agent *a, int64_t id)
+{
+    for (int i = 0; i < a->nm; i++)
+        if (a->m[i]->id == id)
+            return a->m[i];
+    return NULL;
+}
+
+/* The mirror of the child described by o, made on first sight. */
+static Mirror *mirror_get(Agent *a, json_t *o)
+{
+    int64_t id = (int64_t)json_integer_value(json_object_get(o, "id"));
+    Mirror *m = mirror_find(a, id);
+    if (m) {   /* a child committed since it was sent has its id now (logs name a parent by it) */
+        int64_t rid = (int64_t)json_integer_value(json_object_get(o, "rid"));
+        if (rid)
+            m->c.rec.id = rid;
+        return m;
+    }
+    m = xcalloc(1, sizeof(*m));
+    evolve_child_init(&m->c, a->nparams);
+    if (wire_child_get(o, &m->c, a->nparams, &m->id)) {
+        evolve_child_clear(&m->c, NULL, NULL);
+        free(m);
+        return NULL;
+    }
+    if (a->nm == a->capm) {
+        a->capm = a->capm ? a->capm * 2 : 64;
+        a->m = xrealloc(a->m, (size_t)a->capm * sizeof(*a->m));
+    }
+    a->m[a->nm++] = m;
+    return m;
+}
+
+static void mirror_drop(Agent *a, int64_t id)
+{
+    for (int i = 0; i < a->nm; i++)
+        if (a->m[i]->id == id) {
+            Mirror *m = a->m[i];
+            a->m[i] = a->m[--a->nm];
+            evolve_child_clear(&m->c, a->ev, a->ctx);
+            free(m);
+            return;
+        }
+}
+
+/* ---- replies ----------------------------------------------------------- */
+
+/* A reply to request seq: rc, the error, and extra fields of o (taken). */
+static char *reply_text(json_t *req, int rc, const EvoErr *err, json_t *o)
+{
+    if (!o)
+        o = json_object();
+    json_object_set(o, "seq", json_object_get(req, "seq"));
+    json_object_set_new(o, "rc", json_integer(rc));
+    if (rc < 0 && rc != EVAL_RETRY)
+        json_object_set_new(o, "err", json_string(err->msg));
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return s;
+}
+
+static void outbox_push(Agent *a, char *s)
+{
+    pthread_mutex_lock(&a->lock);
+    if (a->nout == a->capout) {
+        a->capout = a->capout ? a->capout * 2 : 16;
+        a->outbox = xrealloc(a->outbox, (size_t)a->capout * sizeof(char *));
+    }
+    a->outbox[a->nout++] = s;
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* ---- the slot threads: gate, time, compare, calibrate ------------------ */
+
+/* Serve one blocking request on slot t->slot; the mirrors it names were
+ * resolved by the main thread into kid and parent. */
+static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *parent)
+{
+    const char *op = json_string_value(json_object_get(req, "op"));
+    EvoErr err = {{0}};
+    json_t *o = json_object();
+    int rc;
+    double ratio = NAN, spread = NAN;
+    kid->gpu = slot;
+    wire_result_get(json_object_get(req, "res"), kid);
+    if (strcmp(op, "gate") == 0) {
+        rc = a->ev->gate(a->ctx, kid, (int)json_integer_value(json_object_get(req, "stage")), &err);
+    } else if (strcmp(op, "time") == 0) {
+        rc = a->ev->time(a->ctx, kid, &err);
+    } else if (strcmp(op, "compare") == 0) {
+        rc = a->ev->compare(a->ctx, parent, kid, &ratio, &spread, &err);
+        json_object_set_new(o, "ratio", isfinite(ratio) ? json_real(ratio) : json_null());
+        json_object_set_new(o, "spread", isfinite(spread) ? json_real(spread) : json_null());
+    } else {   /* calibrate */
+        rc = a->ev->calibrate ? a->ev->calibrate(a->ctx, kid, &err) : 0;
+    }
+    json_object_set_new(o, "res", wire_result_put(kid, 1));
+    return reply_text(req, rc, &err, o);
+}
+
+static void *slot_main(void *arg)
+{
+    SlotThread *t = arg;
+    Agent *a = t->a;
+    pthread_mutex_lock(&a->lock);
+    for (;;) {
+        while (!t->req && !a->quit)
+            pthread_cond_wait(&a->cv, &a->lock);
+        if (!t->req)
+            break;
+        json_t *req = t->req;
+        pthread_mutex_unlock(&a->lock);
+        char *s = serve_slow(a, t->slot, req, t->kid, t->parent);
+        outbox_push(a, s);
+        pthread_mutex_lock(&a->lock);
+        json_decref(t->req);
+        t->req = NULL;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+/* ---- the main thread --------------------------------------------------- */
+
+/* Submit the stages a child has reached on rank 0 to its fresh mirror
+ * ("stages": [0|1, 2?]), so a child or parent judged here has its units. */
+static int adopt(Agent *a, Mirror *m, json_t *stages, EvoErr *err)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(stages, i, v) {
+        if (a->ev->submit(a->ctx, &m->c, (int)json_integer_value(v), err))
+            return -1;
+    }
+    return 0;
+}
+
+/* Handle one request from rank 0. Returns 0, or -1 with err (fatal). */
+static int handle(Agent *a, json_t *req, EvoErr *err)
+{
+    const char *op = json_string_value(json_object_get(req, "op"));
+    if (!op)
+        return err_set(err, "agent: a request without an op");
+    if (strcmp(op, "quit") == 0) {
+        a->quit = 1;
+        a->lost = json_integer_value(json_object_get(req, "lost")) != 0;
+        return 0;
+    }
+    json_t *kd = json_object_get(req, "kid");
+    Mirror *m = kd ? mirror_get(a, kd) : NULL;
+    if (kd && !m)
+        return err_set(err, "agent: a malformed child in a '%s' request", op);
+    if (strcmp(op, "release") == 0 || strcmp(op, "drop") == 0) {
+        if (!m)
+            return 0;
+        if (op[0] == 'r')
+            mirror_drop(a, m->id);
+        else if (a->ev->drop)
+            a->ev->drop(a->ctx, &m->c);
+        return 0;
+    }
+    if (strcmp(op, "adopt") == 0)
+        return m ? adopt(a, m, json_object_get(req, "stages"), err) : 0;
+    if (!m)
+        return err_set(err, "agent: a '%s' request without a child", op);
+    if (strcmp(op, "submit") == 0 || strcmp(op, "ready") == 0) {
+        EvoErr e = {{0}};
+        json_t *o = json_object();
+        int stage = (int)json_integer_value(json_object_get(req, "stage")), rc = 0;
+        if (op[0] == 's') {
+            wire_result_get(json_object_get(req, "res"), &m->c);
+            rc = a->ev->submit(a->ctx, &m->c, stage, &e);
+            json_object_set_new(o, "res", wire_result_put(&m->c, 0));
+        } else {
+            json_object_set_new(o, "ready", json_integer(!a->ev->ready || a->ev->ready(a->ctx, &m->c, stage)));
+        }
+        outbox_push(a, reply_text(req, rc, &e, o));
+        return 0;
+    }
+    /* gate, time, compare, calibrate: on the slot's thread */
+    int slot = (int)json_integer_value(json_object_get(req, "slot"));
+    if (slot < 0 || slot >= a->nslots)
+        return err_set(err, "agent: slot %d out of range (%d local slots)", slot, a->nslots);
+    Mirror *pm = NULL;
+    json_t *pd = json_object_get(req, "parent");
+    if (pd && !(pm = mirror_get(a, pd)))
+        return err_set(err, "agent: a malformed parent in a '%s' request", op);
+    SlotThread *t = &a->slots[slot];
+    pthread_mutex_lock(&a->lock);
+    int busy = t->req != NULL;
+    if (!busy) {
+        t->req = json_incref(req);
+        t->kid = &m->c;
+        t->parent = pm ? &pm->c : NULL;
+        pthread_cond_broadcast(&a->cv);
+    }
+    pthread_mutex_unlock(&a->lock);
+    if (busy)
+        return err_set(err, "agent: slot %d got a '%s' request while busy", slot, op);
+    return 0;
+}
+
+/* Send what the slot threads and handle() left in the outbox. */
+static void flush(Agent *a)
+{
+    pthread_mutex_lock(&a->lock);
+    for (int i = 0; i < a->nout; i++)
+        mpilink_send(a->l, 0, LINK_TAG_REPLY, a->outbox[i]);
+    a->nout = 0;
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* Receive the next message from rank 0, polling. Returns 1 with *msg, or
+ * -1 with err when rank 0 is lost or MPI fails. */
+static int next_message(MpiLink *l, Agent *a, char **msg, EvoErr *err)
+{
+    for (;;) {
+        if (a)
+            flush(a);
+        int src, tag;
+        int got = mpilink_poll(l, &src, &tag, msg, err);
+        if (got < 0)
+            return -1;
+        if (got && src == 0 && tag == LINK_TAG_REQ)
+            return 1;
+        free(*msg);
+        *msg = NULL;
+        if (mpilink_lost(l, 0, 1))
+            return err_set(err, "rank 0 (the orchestrator) is lost: no message for too long");
+        if (!got)
+            usleep(100);
+    }
+}
+
+int agent_wait_setup(MpiLink *l, char **setup, EvoErr *err)
+{
+    *setup = NULL;
+    char *msg = NULL;
+    if (next_message(l, NULL, &msg, err) < 0)
+        return -1;
+    json_t *o = json_loads(msg, 0, NULL);
+    const char *op = json_string_value(json_object_get(o, "op"));
+    int rc = 0;
+    if (op && strcmp(op, "setup") == 0)
+        *setup = json_dumps(json_object_get(o, "setup"), JSON_COMPACT);
+    else if (!op || strcmp(op, "quit") != 0)
+        rc = err_set(err, "agent: expected rank 0's setup, got: %.200s", msg);
+    json_decref(o);
+    free(msg);
+    return rc;
+}
+
+static void hello(MpiLink *l, json_t *o)
+{
+    char *s = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    mpilink_send(l, 0, LINK_TAG_REPLY, s);
+}
+
+void agent_refuse(MpiLink *l, const char *msg)
+{
+    EvoErr err;
+    hello(l, json_pack("{s:s}", "error", msg));
+    char *m = NULL;
+    while (next_message(l, NULL, &m, &err) == 1) {   /* until quit, or rank 0 is gone */
+        int quit = strstr(m, "\"quit\"") != NULL;
+        free(m);
+        if (quit)
+            break;
+    }
+}
+
+int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, const char *device_hex, int *abandon,
+                EvoErr *err)
+{
+    Agent a = {.l = l, .ev = ev, .ctx = ctx, .nparams = nparams};
+    a.nslots = ev->slots ? ev->slots(ctx) : 1;
+    pthread_mutex_init(&a.lock, NULL);
+    pthread_cond_init(&a.cv, NULL);
+    a.slots = xcalloc((size_t)a.nslots, sizeof(SlotThread));
+    int started = 0, rc = 0;
+    for (; started < a.nslots; started++) {
+        a.slots[started].a = &a;
+        a.slots[started].slot = started;
+        if (pthread_create(&a.slots[started].tid, NULL, slot_main, &a.slots[started])) {
+            rc = err_set(err, "agent: pthread_create failed");
+            break;
+        }
+    }
+    if (rc == 0)
+        hello(l, json_pack("{s:i, s:s}", "slots", a.nslots, "device", device_hex));
+    while (rc == 0 && !a.quit) {
+        char *msg = NULL;
+        if (next_message(l, &a, &msg, err) < 0) {
+            rc = -1;
+            break;
+        }
+        json_t *req = json_loads(msg, 0, NULL);
+        free(msg);
+        rc = req ? handle(&a, req, err) : err_set(err, "agent: a request that is not JSON");
+        json_decref(req);
+    }
+    *abandon = a.lost || rc != 0;
+    pthread_mutex_lock(&a.lock);
+    a.quit = 1;
+    pthread_cond_broadcast(&a.cv);
+    pthread_mutex_unlock(&a.lock);
+    for (int i = 0; i < started; i++)
+        pthread_join(a.slots[i].tid, NULL);
+    flush(&a);
+    for (int i = 0; i < a.nm; i++) {
+        evolve_child_clear(&a.m[i]->c, ev, ctx);
+        free(a.m[i]);
+    }
+    free(a.m);
+    free(a.slots);
+    free(a.outbox);
+    pthread_mutex_destroy(&a.lock);
+    pthread_cond_destroy(&a.cv);
+    return rc;
+}

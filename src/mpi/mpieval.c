@@ -1,0 +1,554 @@
+/* mpieval: see mpieval.h. */
+#include "mpieval.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "msg.h"
+#include "wire.h"
+
+/* An agent opening its GPUs (worker start, the reference's compilation)
+ * sends nothing: it has this many timeouts to say hello. */
+#define STARTUP_FACTOR 10
+
+typedef struct Pending {      /* a request waiting for its reply */
+    int64_t         seq;
+    int             agent;
+    int             done, lost;
+    json_t         *reply;
+    struct Pending *next;
+} Pending;
+
+typedef struct OutMsg {
+    int            dest;
+    char          *text;
+    struct OutMsg *next;
+} OutMsg;
+
+typedef struct AgentInfo {
+    int        rank, first, nslots;
+    int        hello, lost;
+    char      *error;         /* the agent's refusal, or NULL */
+    DeviceInfo dev;
+} AgentInfo;
+
+typedef struct MChild {       /* a child's priv on rank 0 */
+    int64_t        id;
+    int            home;      /* the agent it was submitted to */
+    int            st[3];     /* the stages submitted */
+    unsigned char *on;        /* per agent: it has a mirror there */
+} MChild;
+
+struct MpiEval {
+    MpiLink        *l;
+    int             nparams;
+    volatile int   *stop;
+    pthread_t       thr;
+    int             thr_started;
+    pthread_mutex_t lock;      /* everything below */
+    pthread_cond_t  cv;
+    OutMsg         *qhead, *qtail;
+    Pending        *pending;
+    int64_t         seq, next_id;
+    AgentInfo      *ag;
+    int             nag, nslots;
+    int            *slot_ag, *slot_local;
+    int             lost_rank, quit, rr;
+};
+
+/* ---- the communication thread ---------------------------------------- */
+
+static void enqueue(MpiEval *m, int agent, json_t *o)
+{
+    OutMsg *q = xcalloc(1, sizeof(*q));
+    q->dest = m->ag[agent].rank;
+    q->text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (m->qtail)
+        m->qtail->next = q;
+    else
+        m->qhead = q;
+    m->qtail = q;
+}
+
+/* Under m->lock: agent a is gone; fail its requests, stop the run. */
+static void agent_lost(MpiEval *m, int a, const char *why)
+{
+    if (m->ag[a].lost)
+        return;
+    m->ag[a].lost = 1;
+    if (!m->lost_rank)
+        m->lost_rank = m->ag[a].rank;
+    for (Pending *p = m->pending; p; p = p->next)
+        if (p->agent == a && !p->done)
+            p->done = p->lost = 1;
+    if (m->stop)
+        *m->stop = 1;
+    errorf("MPI rank %d is lost (%s): the run stops; what was committed is kept (continue with resume)",
+           m->ag[a].rank, why);
+    pthread_cond_broadcast(&m->cv);
+}
+
+/* Under m->lock: a message from rank src. */
+static void on_message(MpiEval *m, int src, const char *text)
+{
+    int a = src - 1;
+    if (a < 0 || a >= m->nag)
+        return;
+    json_t *o = json_loads(text, 0, NULL);
+    if (!o)
+        return;
+    json_t *seq = json_object_get(o, "seq");
+    if (!seq) {   /* hello */
+        AgentInfo *ai = &m->ag[a];
+        const char *e = json_string_value(json_object_get(o, "error"));
+        const char *dev = json_string_value(json_object_get(o, "device"));
+        ai->nslots = (int)json_integer_value(json_object_get(o, "slots"));
+        if (e)
+            ai->error = xstrdup(e);
+        else if (ai->nslots < 1 || !dev || mpieval_device_unhex(dev, &ai->dev))
+            ai->error = xasprintf("a malformed hello: %.200s", text);
+        ai->hello = 1;
+        json_decref(o);
+        pthread_cond_broadcast(&m->cv);
+        return;
+    }
+    for (Pending *p = m->pending; p; p = p->next)
+        if (p->seq == (int64_t)json_integer_value(seq) && !p->done) {
+            p->reply = o;
+            p->done = 1;
+            pthread_cond_broadcast(&m->cv);
+            return;
+        }
+    json_decref(o);
+}
+
+static void *comm_main(void *arg)
+{
+    MpiEval *m = arg;
+    EvoErr err;
+    pthread_mutex_lock(&m->lock);
+    while (!m->quit || m->qhead) {
+        while (m->qhead) {
+            OutMsg *q = m->qhead;
+            m->qhead = q->next;
+            if (!m->qhead)
+                m->qtail = NULL;
+            mpilink_send(m->l, q->dest, LINK_TAG_REQ, q->text);   /* takes the text */
+            free(q);
+        }
+        pthread_mutex_unlock(&m->lock);
+        int src, tag, any = 0;
+        char *msg = NULL;
+        int got = mpilink_poll(m->l, &src, &tag, &msg, &err);
+        pthread_mutex_lock(&m->lock);
+        if (got < 0) {
+            for (int a = 0; a < m->nag; a++)
+                agent_lost(m, a, err.msg);
+        } else if (got) {
+            any = 1;
+            if (tag == LINK_TAG_REPLY)
+                on_message(m, src, msg);
+            free(msg);
+        }
+        for (int a = 0; a < m->nag; a++)
+            if (!m->ag[a].lost && mpilink_lost(m->l, m->ag[a].rank, m->ag[a].hello ? 1 : STARTUP_FACTOR))
+                agent_lost(m, a, "no message or heartbeat within the timeout (EVOENG_MPI_TIMEOUT)");
+        if (!any && !m->qhead) {
+            pthread_mutex_unlock(&m->lock);
+            usleep(50);
+            pthread_mutex_lock(&m->lock);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+/* ---- requests --------------------------------------------------------- */
+
+/* MChild.on[a] bits: a mirror exists there; stage s was submitted there. */
+#define ON_MIRROR  1u
+#define ON_STAGE(s) (2u << (s))
+
+/* Under m->lock: make sure agent a has a mirror of c with every stage c
+ * was submitted to (an "adopt" with the missing stages, and the kernel
+ * text on first contact), and return c's description for a request. With
+ * adopt 0 (submit itself) only the description. */
+static json_t *child_at(MpiEval *m, int a, Child *c, int adopt)
+{
+    MChild *mc = c->priv;
+    int first = !(mc->on[a] & ON_MIRROR);
+    if (adopt) {
+        json_t *st = json_array();
+        for (int s = 0; s <= 2; s++)
+            if (mc->st[s] && !(mc->on[a] & ON_STAGE(s)) && !(s == 0 && mc->st[1])) {
+                json_array_append_new(st, json_integer(s));
+                mc->on[a] |= ON_STAGE(s);
+            }
+        if (first || json_array_size(st))
+            enqueue(m, a, json_pack("{s:s, s:o, s:o}", "op", "adopt", "kid",
+                                    wire_child_put(c, mc->id, m->nparams, first), "stages", st));
+        else
+            json_decref(st);
+        first = 0;
+    }
+    mc->on[a] |= ON_MIRROR;
+    return wire_child_put(c, mc->id, m->nparams, first);
+}
+
+/* Send op about kid (and parent) to agent a and wait for the reply
+ * (*reply, the caller decrefs), or only send it (reply NULL). extra: more
+ * fields of the request (taken). Returns the reply's rc: 0, -1 with err,
+ * or EVAL_RETRY when the agent is lost. */
+static int call(MpiEval *m, int a, const char *op, Child *kid, Child *parent, json_t *extra, json_t **reply,
+                EvoErr *err)
+{
+    json_t *req = extra ? extra : json_object();
+    pthread_mutex_lock(&m->lock);
+    if (m->ag[a].lost) {
+        pthread_mutex_unlock(&m->lock);
+        json_decref(req);
+        return EVAL_RETRY;
+    }
+    json_object_set_new(req, "op", json_string(op));
+    json_object_set_new(req, "kid", child_at(m, a, kid, strcmp(op, "submit") != 0));
+    if (parent)
+        json_object_set_new(req, "parent", child_at(m, a, parent, 1));
+    if (!reply) {
+        enqueue(m, a, req);
+        pthread_mutex_unlock(&m->lock);
+        return 0;
+    }
+    json_object_set_new(req, "res", wire_result_put(kid, 0));
+    Pending p = {.seq = ++m->seq, .agent = a};
+    json_object_set_new(req, "seq", json_integer((json_int_t)p.seq));
+    p.next = m->pending;
+    m->pending = &p;
+    enqueue(m, a, req);
+    while (!p.done)
+        pthread_cond_wait(&m->cv, &m->lock);
+    for (Pending **pp = &m->pending; *pp; pp = &(*pp)->next)
+        if (*pp == &p) {
+            *pp = p.next;
+            break;
+        }
+    int rank = m->ag[a].rank;
+    pthread_mutex_unlock(&m->lock);
+    *reply = p.reply;
+    if (p.lost)
+        return EVAL_RETRY;
+    int rc = (int)json_integer_value(json_object_get(p.reply, "rc"));
+    if (rc == -1)
+        err_set(err, "MPI rank %d: %s", rank, json_string_value(json_object_get(p.reply, "err")));
+    return rc;
+}
+
+/* The agent and its local slot of a child's slot; with judge, that
+ * agent becomes the child's home (its later submits go there). */
+static int slot_agent(MpiEval *m, const Child *c, int judge, json_t **extra)
+{
+    int s = c->gpu >= 0 && c->gpu < m->nslots ? c->gpu : 0;
+    *extra = json_pack("{s:i}", "slot", m->slot_local[s]);
+    MChild *mc = c->priv;
+    if (judge && mc) {
+        pthread_mutex_lock(&m->lock);
+        mc->home = m->slot_ag[s];
+        pthread_mutex_unlock(&m->lock);
+    }
+    return m->slot_ag[s];
+}
+
+/* Copy a reply's result into kid, free the reply; returns rc. */
+static int take(json_t *reply, Child *kid, int rc)
+{
+    if (reply && rc != EVAL_RETRY)
+        wire_result_get(json_object_get(reply, "res"), kid);
+    json_decref(reply);
+    return rc;
+}
+
+/* ---- the Evaluator ---------------------------------------------------- */
+
+static int me_submit(void *ctx, Child *kid, int stage, EvoErr *err)
+{
+    MpiEval *m = ctx;
+    if (kid->rec.status && strcmp(kid->rec.status, "ok") != 0)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    MChild *mc = kid->priv;
+    if (!mc) {
+        mc = xcalloc(1, sizeof(*mc));
+        mc->id = ++m->next_id;
+        mc->on = xcalloc((size_t)m->nag, 1);
+        mc->home = -1;
+        kid->priv = mc;
+    }
+    if (mc->home < 0 || m->ag[mc->home].lost) {
+        for (int i = 0; i < m->nag && (mc->home < 0 || m->ag[mc->home].lost); i++)
+            mc->home = (m->rr++) % m->nag;
+    }
+    int home = mc->home;
+    if (stage >= 0 && stage <= 2) {
+        mc->st[stage] = 1;
+        mc->on[home] |= ON_STAGE(stage);
+    }
+    pthread_mutex_unlock(&m->lock);
+    json_t *reply = NULL;
+    int rc = call(m, home, "submit", kid, NULL, json_pack("{s:i}", "stage", stage), &reply, err);
+    rc = take(reply, kid, rc);
+    if (rc == EVAL_RETRY)
+        return err_set(err, "submit: every MPI agent is lost");
+    return rc;
+}
+
+static int me_gate(void *ctx, Child *kid, int stage, EvoErr *err)
+{
+    MpiEval *m = ctx;
+    json_t *extra, *reply = NULL;
+    int a = slot_agent(m, kid, 1, &extra);
+    json_object_set_new(extra, "stage", json_integer(stage));
+    return take(reply, kid, call(m, a, "gate", kid, NULL, extra, &reply, err));
+}
+
+static int me_time(void *ctx, Child *kid, EvoErr *err)
+{
+    MpiEval *m = ctx;
+    json_t *extra, *reply = NULL;
+    int a = slot_agent(m, kid, 1, &extra);
+    return take(reply, kid, call(m, a, "time", kid, NULL, extra, &reply, err));
+}
+
+static double num_or_nan(json_t *v)
+{
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static int me_compare(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err)
+{
+    MpiEval *m = ctx;
+    json_t *extra, *reply = NULL;
+    *ratio = *spread = NAN;
+    if (!parent->priv)
+        return err_set(err, "compare: the parent was never submitted");
+    int a = slot_agent(m, kid, 1, &extra);
+    int rc = call(m, a, "compare", kid, parent, extra, &reply, err);
+    if (reply && rc != EVAL_RETRY) {
+        *ratio = num_or_nan(json_object_get(reply, "ratio"));
+        *spread = num_or_nan(json_object_get(reply, "spread"));
+    }
+    return take(reply, kid, rc);
+}
+
+/* Send op (release, drop) to every agent that holds kid. */
+static void to_holders(MpiEval *m, Child *kid, const char *op)
+{
+    MChild *mc = kid->priv;
+    if (!mc)
+        return;
+    EvoErr err;
+    for (int a = 0; a < m->nag; a++)
+        if (mc->on[a] & ON_MIRROR)
+            call(m, a, op, kid, NULL, NULL, NULL, &err);
+}
+
+static void me_release(void *ctx, Child *kid)
+{
+    MpiEval *m = ctx;
+    MChild *mc = kid->priv;
+    if (!mc)
+        return;
+    to_holders(m, kid, "release");
+    free(mc->on);
+    free(mc);
+    kid->priv = NULL;
+}
+
+static void me_drop(void *ctx, Child *kid)
+{
+    to_holders(ctx, kid, "drop");
+}
+
+static int me_slots(void *ctx)
+{
+    MpiEval *m = ctx;
+    return m->nslots;
+}
+
+static int me_ready(void *ctx, Child *kid, int stage)
+{
+    MpiEval *m = ctx;
+    MChild *mc = kid->priv;
+    if (!mc)
+        return 1;
+    json_t *extra, *reply = NULL;
+    int a = slot_agent(m, kid, 0, &extra);
+    pthread_mutex_lock(&m->lock);
+    int here = mc->on[a] & ON_MIRROR;
+    pthread_mutex_unlock(&m->lock);
+    if (!here)
+        a = mc->home;   /* not on its slot's agent yet: ask where it compiles */
+    json_object_set_new(extra, "stage", json_integer(stage));
+    EvoErr err;
+    int rc = call(m, a, "ready", kid, NULL, extra, &reply, &err);
+    int ready = rc != 0 || json_integer_value(json_object_get(reply, "ready")) != 0;
+    json_decref(reply);
+    return ready;
+}
+
+static int me_calibrate(void *ctx, Child *base, EvoErr *err)
+{
+    MpiEval *m = ctx;
+    for (int a = 0; a < m->nag; a++) {
+        json_t *reply = NULL;
+        if (m->ag[a].nslots < 2)
+            continue;
+        int rc = take(reply, base, call(m, a, "calibrate", base, NULL, json_pack("{s:i}", "slot", 0), &reply, err));
+        if (rc == EVAL_RETRY)
+            return err_set(err, "calibrate: MPI rank %d is lost", m->ag[a].rank);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+const EvaluatorOps mpieval_ops = {"mpi",      me_submit, me_gate,  me_time,      me_compare,
+                                  me_release, me_slots,  me_calibrate, me_drop, me_ready};
+
+/* ---- open, start, close ------------------------------------------------ */
+
+int mpieval_open(MpiEval **out, MpiLink *l, volatile int *stop, EvoErr *err)
+{
+    *out = NULL;
+    if (mpilink_size(l) < 2 || mpilink_rank(l) != 0)
+        return err_set(err, "mpieval_open: needs rank 0 of at least 2 ranks");
+    MpiEval *m = xcalloc(1, sizeof(*m));
+    m->l = l;
+    m->stop = stop;
+    m->nag = mpilink_size(l) - 1;
+    m->ag = xcalloc((size_t)m->nag, sizeof(*m->ag));
+    for (int a = 0; a < m->nag; a++)
+        m->ag[a].rank = a + 1;
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->cv, NULL);
+    int e = pthread_create(&m->thr, NULL, comm_main, m);
+    if (e) {
+        mpieval_close(&m);
+        return err_set(err, "pthread_create: %s", strerror(e));
+    }
+    m->thr_started = 1;
+    *out = m;
+    return 0;
+}
+
+int mpieval_start(MpiEval *m, const char *setup_json, int nparams, EvoErr *err)
+{
+    m->nparams = nparams;
+    json_t *setup = json_loads(setup_json, 0, NULL);
+    if (!setup)
+        return err_set(err, "mpieval_start: the setup is not JSON");
+    pthread_mutex_lock(&m->lock);
+    for (int a = 0; a < m->nag; a++)
+        enqueue(m, a, json_pack("{s:s, s:O}", "op", "setup", "setup", setup));
+    json_decref(setup);
+    int rc = 0;
+    for (int a = 0; a < m->nag && rc == 0; a++) {
+        while (!m->ag[a].hello && !m->ag[a].lost)
+            pthread_cond_wait(&m->cv, &m->lock);
+        if (m->ag[a].lost)
+            rc = err_set(err, "MPI rank %d was lost before it said hello", m->ag[a].rank);
+        else if (m->ag[a].error)
+            rc = err_set(err, "MPI rank %d: %s", m->ag[a].rank, m->ag[a].error);
+    }
+    if (rc == 0) {
+        for (int a = 0; a < m->nag; a++) {
+            m->ag[a].first = m->nslots;
+            m->nslots += m->ag[a].nslots;
+        }
+        m->slot_ag = xcalloc((size_t)m->nslots, sizeof(int));
+        m->slot_local = xcalloc((size_t)m->nslots, sizeof(int));
+        for (int a = 0, s = 0; a < m->nag; a++)
+            for (int i = 0; i < m->ag[a].nslots; i++, s++) {
+                m->slot_ag[s] = a;
+                m->slot_local[s] = i;
+            }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+
+void mpieval_close(MpiEval **mp)
+{
+    MpiEval *m = *mp;
+    if (!m)
+        return;
+    pthread_mutex_lock(&m->lock);
+    for (int a = 0; a < m->nag; a++)   /* after a loss, the agents skip MPI_Finalize */
+        if (!m->ag[a].lost)
+            enqueue(m, a, json_pack("{s:s, s:i}", "op", "quit", "lost", m->lost_rank));
+    m->quit = 1;
+    pthread_mutex_unlock(&m->lock);
+    if (m->thr_started)
+        pthread_join(m->thr, NULL);
+    for (int a = 0; a < m->nag; a++)
+        free(m->ag[a].error);
+    free(m->ag);
+    free(m->slot_ag);
+    free(m->slot_local);
+    pthread_mutex_destroy(&m->lock);
+    pthread_cond_destroy(&m->cv);
+    free(m);
+    *mp = NULL;
+}
+
+int mpieval_agents(const MpiEval *m)
+{
+    return m->nag;
+}
+
+int mpieval_slots(const MpiEval *m)
+{
+    return m->nslots;
+}
+
+int mpieval_agent_slots(const MpiEval *m, int i)
+{
+    return i >= 0 && i < m->nag ? m->ag[i].nslots : 0;
+}
+
+const DeviceInfo *mpieval_agent_device(const MpiEval *m, int i)
+{
+    return i >= 0 && i < m->nag && m->ag[i].hello && !m->ag[i].error ? &m->ag[i].dev : NULL;
+}
+
+int mpieval_lost(const MpiEval *m)
+{
+    return m->lost_rank;
+}
+
+char *mpieval_device_hex(const DeviceInfo *d)
+{
+    const unsigned char *p = (const unsigned char *)d;
+    char *s = xmalloc(2 * sizeof(*d) + 1);
+    for (size_t i = 0; i < sizeof(*d); i++)
+        snprintf(s + 2 * i, 3, "%02x", p[i]);
+    return s;
+}
+
+int mpieval_device_unhex(const char *hex, DeviceInfo *d)
+{
+    if (strlen(hex) != 2 * sizeof(*d))
+        return -1;
+    unsigned char *p = (unsigned char *)d;
+    for (size_t i = 0; i < sizeof(*d); i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+            return -1;
+        p[i] = (unsigned char)v;
+    }
+    return 0;
+}

@@ -1,0 +1,29 @@
+/*
+ * wire: what the MPI mode sends about a child, as JSON (jansson): the
+ * request side (its id, params, params key, kernel text) and the result
+ * record, every CandidateRecord and CompileRecord field an evaluator
+ * fills (status, error, gate stage, latencies, metrics, gate_json, log,
+ * the compile row) plus the rendered source. Doubles that are not finite
+ * travel as null.
+ */
+#ifndef EVO_MPI_WIRE_H
+#define EVO_MPI_WIRE_H
+
+#include <jansson.h>
+
+#include "evolve.h"
+
+/* The child as the agent must rebuild it: {"id", "key", "vals", "pid",
+ * "rid", "src"}; src (custom_source) only when with_source is 1. */
+json_t *wire_child_put(const Child *c, int64_t id, int nparams, int with_source);
+/* Fill a fresh Child (evolve_child_init with nparams) from such an
+ * object; *id gets the rank-0 id. Returns 0 or -1 (malformed). */
+int wire_child_get(json_t *o, Child *c, int nparams, int64_t *id);
+
+/* The evaluator's fields of c->rec (and, with full, c->comp and
+ * c->source_text). */
+json_t *wire_result_put(const Child *c, int full);
+/* Overwrite those fields of c from o (fields absent from o are left). */
+void wire_result_get(json_t *o, Child *c);
+
+#endif

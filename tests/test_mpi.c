@@ -1,0 +1,212 @@
+/* The MPI mode over the fake evaluator (issue 15 part 2), driven by
+ * tests/test_mpi.sh: no GPU. Modes:
+ *   test_mpi single DB [RUN]    the run (or resume of RUN) in one process, 2 slots
+ *   test_mpi mpi DB [RUN]       the same under mpirun: rank 0 orchestrates over
+ *                               mpieval, every other rank serves a fake
+ *                               evaluator of one slot
+ *   test_mpi dump DB            one line per candidate, in commit order:
+ *                               generation, params key, status, decision,
+ *                               latency; then "run ID STATUS" and
+ *                               "duplicates N"
+ * EVO_TEST_AGENT_SLOTS=N gives each agent N slots (default 1).
+ * EVO_TEST_DIE=RANK:N makes agent RANK kill itself (SIGKILL) in its N-th
+ * stage-1 gate, mid-request. Exit codes: 0, 8 (a rank was lost), 77 (built
+ * without MPI, for the mpi mode), 1 (failure). */
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "device.h"
+#include "evolve.h"
+#include "fake_eval.h"
+#include "store.h"
+#if EVO_HAVE_MPI
+#include "agent.h"
+#include "link.h"
+#include "mpieval.h"
+#endif
+
+static int die_after;   /* this agent's gate that kills it, 0: never */
+
+static uint64_t key_hash(const Child *c)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = c->params_key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+static double model_us(const Child *c)
+{
+    return 10.0 + (double)(key_hash(c) % 1000) / 100.0;
+}
+
+static const char *compile_error(const Child *c)
+{
+    return key_hash(c) % 19 == 3 ? "synthetic compile error" : NULL;
+}
+
+static const char *gate_error(const Child *c, int stage)
+{
+    if (stage == 1 && die_after > 0 && --die_after == 0)
+        raise(SIGKILL);   /* an agent dies mid-request */
+    if (stage == 1 && key_hash(c) % 13 == 5)
+        return "mismatch on the benchmark shape";
+    if (stage == 2 && key_hash(c) % 11 == 7)
+        return "mismatch on another shape";
+    return NULL;
+}
+
+static EvolveConfig config(void)
+{
+    EvolveConfig c = {0};
+    c.generations = 6;
+    c.population = c.children = 8;
+    c.seed = 23;
+    c.strategy = "evolve";
+    c.revert_threshold = 0.02;
+    c.quiet = 1;
+    c.config_json = "{}";
+    return c;
+}
+
+static volatile int stop;
+
+/* Run or resume (run > 0) into db over ev. Returns 0, 8 when stopped by
+ * a lost rank, 1 on failure. */
+static int run_into(const char *db, int64_t run, const EvaluatorOps *ev, void *ctx, Task *task)
+{
+    Store *st = NULL;
+    EvoErr err;
+    DeviceInfo dev;
+    if (device_profile("sm_90", &dev, &err) || store_open(&st, db, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    EvolveConfig c = config();
+    c.stop = &stop;
+    EvolveSummary sum;
+    int rc = evolve_run(st, task, &dev, ev, ctx, &c, run, &sum, &err);
+    if (rc)
+        fprintf(stderr, "evolve_run: %s\n", err.msg);
+    rc = stop ? 8 : rc ? 1 : 0;
+    printf("run %lld: %d evaluated, interrupted %d, exit %d\n", (long long)sum.run_id, sum.evaluated,
+           sum.interrupted, rc);
+    store_close(&st);
+    return rc;
+}
+
+static int dump(const char *db)
+{
+    Store *st = NULL;
+    EvoErr err;
+    if (store_open(&st, db, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    RunRecord r;
+    if (store_run_get(st, 0, &r, &err) != 1)
+        return 1;
+    CandidateRecord *l = NULL;
+    int n = 0, dup = 0;
+    store_candidate_list(st, r.id, STORE_ALL_BY_ID, 0, &l, &n, &err);
+    for (int i = 0; i < n; i++) {
+        printf("%lld %s %s %s %.4f\n", (long long)l[i].generation, l[i].params_key, l[i].status,
+               l[i].decision ? l[i].decision : "-", isfinite(l[i].latency_us) ? l[i].latency_us : -1.0);
+        for (int j = 0; j < i; j++)
+            dup += strcmp(l[i].params_key, l[j].params_key) == 0;
+    }
+    printf("run %lld %s\nduplicates %d\n", (long long)r.id, r.status, dup);
+    store_candidates_free(l, n);
+    run_record_free(&r);
+    store_close(&st);
+    return 0;
+}
+
+#if EVO_HAVE_MPI
+static int mpi_main(const char *db, int64_t run, Task *task)
+{
+    MpiLink *l = NULL;
+    EvoErr err;
+    if (mpilink_open(&l, 60, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    int rank = mpilink_rank(l), rc = 0;
+    if (rank == 0) {
+        MpiEval *m = NULL;
+        if (mpieval_open(&m, l, &stop, &err) || mpieval_start(m, "{}", task_nparams(task), &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            rc = 1;
+        } else {
+            rc = run_into(db, run, &mpieval_ops, m, task);
+        }
+        int lost = m && mpieval_lost(m);
+        mpieval_close(&m);
+        mpilink_close(&l, lost);
+        return rc;
+    }
+    const char *die = getenv("EVO_TEST_DIE");
+    if (die && atoi(die) == rank && strchr(die, ':'))
+        die_after = atoi(strchr(die, ':') + 1);
+    char *setup = NULL;
+    FakeEval *f = fake_eval_new(model_us, compile_error, gate_error);
+    f->delay_us = 2000;
+    f->nslots = getenv("EVO_TEST_AGENT_SLOTS") ? atoi(getenv("EVO_TEST_AGENT_SLOTS")) : 1;
+    DeviceInfo dev;
+    memset(&dev, 0, sizeof(dev));
+    char *hex = mpieval_device_hex(&dev);
+    int abandon = 0;
+    if (agent_wait_setup(l, &setup, &err) ||
+        (setup && agent_serve(l, &fake_eval_ops, f, task_nparams(task), hex, &abandon, &err))) {
+        fprintf(stderr, "rank %d: %s\n", rank, err.msg);
+        rc = 1;
+    }
+    free(hex);
+    free(setup);
+    fake_eval_free(f);
+    mpilink_close(&l, abandon);
+    return rc;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_mpi single|mpi|dump DB [RUN]\n");
+        return 1;
+    }
+    const char *mode = argv[1], *db = argv[2];
+    int64_t run = argc > 3 ? atoll(argv[3]) : 0;
+    if (strcmp(mode, "dump") == 0)
+        return dump(db);
+    Task *task = NULL;
+    EvoErr err;
+    char *p = xasprintf("%s/tests/data/search_task.json", getenv("EVO_SOURCE_ROOT") ? getenv("EVO_SOURCE_ROOT") : ".");
+    int rc = task_load(p, &task, &err);
+    free(p);
+    if (rc) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    if (strcmp(mode, "single") == 0) {
+        FakeEval *f = fake_eval_new(model_us, compile_error, gate_error);
+        f->nslots = 2;
+        f->delay_us = 2000;
+        rc = run_into(db, run, &fake_eval_ops, f, task);
+        fake_eval_free(f);
+    } else {
+#if EVO_HAVE_MPI
+        rc = mpi_main(db, run, task);
+#else
+        fprintf(stderr, "test_mpi: built without MPI\n");
+        rc = 77;
+#endif
+    }
+    task_free(&task);
+    return rc;
+}

@@ -1,0 +1,78 @@
+#!/bin/sh
+# The MPI mode over the fake evaluator (tests/test_mpi.c): rank 0 the
+# orchestrator, ranks 1.. agents of one slot each. Checks that
+#   1. mpirun -np 3 commits the same run (keys, verdicts, latencies, in
+#      commit order) as one process with 2 slots, and so does -np 2 with
+#      one agent of 2 slots;
+#   2. an agent killed (SIGKILL) mid-request ends the run 'interrupted'
+#      (rank 0 exits 8; mpirun in Open MPI 4's recovery mode exits 0
+#      whatever its ranks return, so the test reads rank 0's output), with
+#      no candidate lost or committed twice;
+#   3. resume on fewer ranks (-np 2) completes it, to the same candidates
+#      as the single-process run.
+# Skips (77) without mpirun, or when evoeng was built without MPI.
+set -u
+T=$1
+command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)"; exit 77; }
+"$T" mpi /dev/null 2>/dev/null; [ $? -eq 77 ] && { echo "SKIP: evoeng was built without MPI (-Dmpi=disabled or no libopenmpi-dev)"; exit 77; }
+dir=$(mktemp -d /tmp/evo_test_mpi_XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+# --mca orte_enable_recovery 1: mpirun keeps rank 0 alive when an agent dies
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca orte_enable_recovery 1 --mca btl self,tcp,vader"
+fail=0
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+
+"$T" single "$dir/single.db" >/dev/null || { echo "FAIL: the single-process run"; exit 1; }
+"$T" dump "$dir/single.db" > "$dir/single.txt"
+timeout 120 $MPIRUN -np 3 "$T" mpi "$dir/mpi.db" > "$dir/mpi.log" 2>&1
+rc=$?
+check "mpirun -np 3 exits 0 (got $rc)" '[ $rc -eq 0 ]' || cat "$dir/mpi.log"
+"$T" dump "$dir/mpi.db" > "$dir/mpi.txt"
+check "the MPI run commits what one process commits ($(grep -c . "$dir/single.txt") lines)" \
+      'cmp -s "$dir/single.txt" "$dir/mpi.txt"' || diff "$dir/single.txt" "$dir/mpi.txt" | head -20
+check "the reference run completed" 'grep -q "completed" "$dir/single.txt"'
+EVO_TEST_AGENT_SLOTS=2 timeout 120 $MPIRUN -np 2 -x EVO_TEST_AGENT_SLOTS "$T" mpi "$dir/mpi2.db" > "$dir/mpi2.log" 2>&1
+"$T" dump "$dir/mpi2.db" > "$dir/mpi2.txt"
+check "mpirun -np 2, one agent of 2 slots, commits the same" 'cmp -s "$dir/single.txt" "$dir/mpi2.txt"' \
+    || { cat "$dir/mpi2.log"; diff "$dir/single.txt" "$dir/mpi2.txt" | head -20; }
+
+# Agent 2 dies in its 6th gate; rank 0 notices within EVOENG_MPI_TIMEOUT.
+EVOENG_MPI_TIMEOUT=3 EVO_TEST_DIE=2:6 timeout 120 $MPIRUN -np 3 -x EVOENG_MPI_TIMEOUT -x EVO_TEST_DIE \
+    "$T" mpi "$dir/die.db" > "$dir/die.log" 2>&1
+rc=$?
+check "rank 0 notices the lost agent and stops the run" \
+      'grep -q "MPI rank 2 is lost" "$dir/die.log" && grep -q "interrupted 1, exit 8" "$dir/die.log"' || cat "$dir/die.log"
+"$T" dump "$dir/die.db" > "$dir/die.txt"
+check "the run is marked interrupted" 'grep -q "^run 1 interrupted" "$dir/die.txt"'
+check "nothing committed twice" 'grep -q "^duplicates 0" "$dir/die.txt"'
+n=$(grep -c '^[0-9]' "$dir/die.txt")
+check "something was committed before the loss ($n), not everything" \
+      '[ "$n" -gt 0 ] && [ "$n" -lt $(grep -c "^[0-9]" "$dir/single.txt") ]'
+# every committed candidate is one the reference run committed, identically
+check "what was committed is what one process commits" \
+      '[ -z "$(grep "^[0-9]" "$dir/die.txt" | sort | comm -23 - "$(grep "^[0-9]" "$dir/single.txt" | sort > "$dir/s.sorted"; echo "$dir/s.sorted")")" ]'
+
+timeout 120 $MPIRUN -np 2 "$T" mpi "$dir/die.db" 1 > "$dir/resume.log" 2>&1
+rc=$?
+check "resume on 2 ranks exits 0 (got $rc)" '[ $rc -eq 0 ]' || cat "$dir/resume.log"
+"$T" dump "$dir/die.db" > "$dir/resumed.txt"
+check "the resumed run completed" 'grep -q "^run 1 completed" "$dir/resumed.txt"'
+check "no duplicates after resume" 'grep -q "^duplicates 0" "$dir/resumed.txt"'
+grep '^[0-9]' "$dir/resumed.txt" | sort > "$dir/r.sorted"
+check "the resumed run holds the same candidates as one process" 'cmp -s "$dir/r.sorted" "$dir/s.sorted"' \
+    || diff "$dir/r.sorted" "$dir/s.sorted" | head
+
+# The evoeng binary: mpirun -np 1 is a usage error (2); without a GPU an
+# agent refuses and rank 0 exits 5, with no run recorded.
+if [ -n "${EVOENG:-}" ]; then
+    (cd "$dir" && timeout 60 mpirun --allow-run-as-root -np 1 "$EVOENG" run --db "$dir/bin.db" > "$dir/np1.log" 2>&1)
+    rc=$?
+    check "evoeng under mpirun -np 1 exits 2 (got $rc)" '[ $rc -eq 2 ] && grep -q "at least one agent rank" "$dir/np1.log"'
+    if [ ! -e /dev/nvidia0 ]; then
+        (cd "$EVO_SOURCE_ROOT" && timeout 60 $MPIRUN -np 2 "$EVOENG" run --db "$dir/bin.db" > "$dir/np2.log" 2>&1)
+        check "evoeng under mpirun -np 2 without a GPU: rank 1 refuses, no run recorded" \
+              'grep -q "MPI rank 1: no usable GPU" "$dir/np2.log" && [ -z "$("$T" dump "$dir/bin.db" 2>/dev/null)" ]' \
+              || cat "$dir/np2.log"
+    fi
+fi
+exit $fail
