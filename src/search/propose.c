@@ -282,12 +282,9 @@ static int repair_move(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, 
         order[k] = t;
     }
     for (int o = 0; o < np && rc == 0; o++) {
-        int j = order[o], nv = task_param_nvalues(L->task, j), cur = -1;
+        int j = order[o], nv = task_param_nvalues(L->task, j), cur = task_param_find(L->task, j, vals[j]);
         if (vals[j] != parent[j] || nv < 2)
             continue;
-        for (int k = 0; k < nv; k++)
-            if (task_param_value(L->task, j, k) == vals[j])
-                cur = k;
         for (int d = 1; d < nv && cur >= 0 && rc == 0; d++)
             for (int sgn = -1; sgn <= 1 && rc == 0; sgn += 2) {
                 int k = cur + sgn * d;
