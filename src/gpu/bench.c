@@ -83,7 +83,8 @@ void bench_options_default(BenchOptions *o)
     o->samples = 25;
     o->min_sample_ms = 0.5;
     o->graph = 1;
-    o->hold = !(getenv("EVOENG_TIMING_HOLD") && strcmp(getenv("EVOENG_TIMING_HOLD"), "0") == 0);
+    const char *hold = getenv("EVOENG_TIMING_HOLD");
+    o->hold = !(hold && strcmp(hold, "0") == 0);
     o->shared = 1;
     o->pairs = 15;
     o->retries = 3;
@@ -433,39 +434,42 @@ fail:
     return -1;
 }
 
-/* One sample of r: its batch of back-to-back runs between two events
- * (cold: an L2 flush, then one run). *ms gets the time per run. */
-static int timer_sample(Timer *t, const Runner *r, int cold, double *ms)
+/* Queue one sample of r: (cold: an L2 flush,) the start event, `batch`
+ * back-to-back runs (cold: 1), the end event. 0, or -1 with
+ * t->cu and t->err. */
+static int timer_enqueue(Timer *t, const Runner *r, int cold, int batch)
 {
     CudaApi *api = t->c->api;
     CUstream s = t->c->stream;
+    if (cold && (t->cu = api->cuMemsetD32Async(t->flush, 0x5a5a5a5au, t->flush_words, s)) != CUDA_SUCCESS)
+        return cuda_check(api, t->cu, "cuMemsetD32Async(L2 flush)", &t->err);
+    if ((t->cu = api->cuEventRecord(t->e0, s)) != CUDA_SUCCESS)
+        return cuda_check(api, t->cu, "cuEventRecord", &t->err);
+    if (r->exec && !cold) {
+        if ((t->cu = api->cuGraphLaunch(r->exec, s)) != CUDA_SUCCESS)
+            return cuda_check(api, t->cu, "cuGraphLaunch", &t->err);
+    } else {
+        for (int i = 0; i < batch; i++)
+            if (cuda_launches_run(t->c, r->cl, &t->cu, &t->err) != 0)
+                return -1;
+    }
+    if ((t->cu = api->cuEventRecord(t->e1, s)) != CUDA_SUCCESS)
+        return cuda_check(api, t->cu, "cuEventRecord", &t->err);
+    return 0;
+}
+
+/* One sample of r, held until it is fully queued (see bench.h); *ms gets
+ * the time per run. */
+static int timer_sample(Timer *t, const Runner *r, int cold, double *ms)
+{
+    CudaApi *api = t->c->api;
     int batch = cold ? 1 : r->batch;
     float f = 0;
     timer_hold_wait(t);
-    if (cold && (t->cu = api->cuMemsetD32Async(t->flush, 0x5a5a5a5au, t->flush_words, s)) != CUDA_SUCCESS) {
-        timer_hold_release(t);
-        return cuda_check(api, t->cu, "cuMemsetD32Async(L2 flush)", &t->err);
-    }
-    if ((t->cu = api->cuEventRecord(t->e0, s)) != CUDA_SUCCESS) {
-        timer_hold_release(t);
-        return cuda_check(api, t->cu, "cuEventRecord", &t->err);
-    }
-    if (r->exec && !cold) {
-        if ((t->cu = api->cuGraphLaunch(r->exec, s)) != CUDA_SUCCESS) {
-            timer_hold_release(t);
-            return cuda_check(api, t->cu, "cuGraphLaunch", &t->err);
-        }
-    } else {
-        for (int i = 0; i < batch; i++)
-            if (cuda_launches_run(t->c, r->cl, &t->cu, &t->err) != 0) {
-                timer_hold_release(t);
-                return -1;
-            }
-    }
-    t->cu = api->cuEventRecord(t->e1, s);
+    int rc = timer_enqueue(t, r, cold, batch);
     timer_hold_release(t);
-    if (t->cu != CUDA_SUCCESS)
-        return cuda_check(api, t->cu, "cuEventRecord", &t->err);
+    if (rc != 0)
+        return -1;
     if ((t->cu = api->cuEventSynchronize(t->e1)) != CUDA_SUCCESS)
         return cuda_check(api, t->cu, "cuEventSynchronize", &t->err);
     if ((t->cu = api->EventElapsedTime(&f, t->e0, t->e1)) != CUDA_SUCCESS)

@@ -69,7 +69,7 @@ typedef struct BenchOptions {
     double   min_sample_ms;   /* batch calibration target (default 0.5) */
     int      cold;            /* 1: flush L2 before each run, time runs singly */
     int      graph;           /* 1 (default): a sample replays a CUDA graph of the batch; 0: host launches */
-    int      hold;            /* 1 (default): the stream waits until a sample is fully queued (see below) */
+    int      hold;            /* 1 (default): the stream waits until a sample is fully queued (see above) */
     int      shared;          /* A/B: 1 (default) both sides on the same buffers; 0: each on its own */
     int      pairs;           /* A/B pairs (default 15) */
     int      retries;         /* A/B attempts in all (default 3) */
