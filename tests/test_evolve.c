@@ -700,30 +700,41 @@ static double deceptive_us(const Child *c)
     return model_us(c) + g;
 }
 
+/* Run c into a fresh store `name` with evaluator f: v gets the best
+ * candidate's params, *evaluated the run's count; returns its latency. */
+static double run_best(Task *t, const char *name, FakeEval *f, const EvolveConfig *c, int64_t *v, int *evaluated)
+{
+    Store *s = fresh_store(name);
+    EvolveSummary sum;
+    EvoErr err;
+    CandidateRecord b;
+    double lat = NAN;
+    CHECK_MSG(evolve_run(s, t, &dev, &fake_eval_ops, f, c, 0, &sum, &err) == 0, "%s", err.msg);
+    CHECK(store_candidate_get(s, sum.best_id, &b, &err) == 1);
+    CHECK(task_params_parse(t, b.params_json, v, &err) == 0);
+    lat = b.latency_us;
+    *evaluated = sum.evaluated;
+    candidate_record_free(&b);
+    store_close(&s);
+    return lat;
+}
+
 /* How many of nseeds runs of `strategy` reach the global basin (MODE=1 and
  * better than any MODE=0 configuration), diversity on or off. */
 static int deceptive_wins(Task *t, const char *strategy, int no_diversity, int nseeds)
 {
-    int wins = 0;
+    int wins = 0, evaluated;
     for (int k = 0; k < nseeds; k++) {
         char name[64];
         snprintf(name, sizeof(name), "decept_%s_%d_%d.db", strategy, no_diversity, k);
-        Store *s = fresh_store(name);
         FakeEval *f = fake_eval_new(deceptive_us, compile_error, gate_error);
         EvolveConfig c = config(strategy, 30);
         c.seed = 100 + (uint64_t)k;
         c.no_diversity = no_diversity;
-        EvolveSummary sum;
-        EvoErr err;
-        CHECK_MSG(evolve_run(s, t, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
-        CandidateRecord b;
-        CHECK(store_candidate_get(s, sum.best_id, &b, &err) == 1);
         int64_t v[8];
-        task_params_parse(t, b.params_json, v, &err);
-        if (v[task_param_index(t, "MODE")] == 1 && b.latency_us < 11.0 + 5.0)
+        double lat = run_best(t, name, f, &c, v, &evaluated);
+        if (v[task_param_index(t, "MODE")] == 1 && lat < 11.0 + 5.0)
             wins++;
-        candidate_record_free(&b);
-        store_close(&s);
         fake_eval_free(f);
     }
     return wins;
@@ -753,29 +764,21 @@ static double coupled_us(const Child *c)
  * members or immigrants, how many reach CONS=4 (three coupled steps). */
 static int coupled_wins(int nseeds, int *evals)
 {
-    int wins = 0;
+    int wins = 0, evaluated;
     *evals = 0;
     for (int k = 0; k < nseeds; k++) {
         char name[64];
         snprintf(name, sizeof(name), "coupled_%d.db", k);
-        Store *s = fresh_store(name);
         FakeEval *f = fake_eval_new(coupled_us, NULL, NULL);
         EvolveConfig c = config("evolve", 4);
         c.population = 1;
         c.children = 3;
         c.no_diversity = 1;
         c.seed = 300 + (uint64_t)k;
-        EvolveSummary sum;
-        EvoErr err;
-        CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
-        CandidateRecord b;
-        CHECK(store_candidate_get(s, sum.best_id, &b, &err) == 1);
         int64_t v[16];
-        CHECK(task_params_parse(task, b.params_json, v, &err) == 0);
+        run_best(task, name, f, &c, v, &evaluated);
         wins += v[task_param_index(task, "CONS")] == 4;
-        *evals += sum.evaluated;
-        candidate_record_free(&b);
-        store_close(&s);
+        *evals += evaluated;
         fake_eval_free(f);
     }
     return wins;
