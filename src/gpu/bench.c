@@ -82,6 +82,13 @@ void bench_options_default(BenchOptions *o)
     o->warmup = 3;
     o->samples = 25;
     o->min_sample_ms = 0.5;
+    const char *sms = getenv("EVOENG_SAMPLE_MS");
+    if (sms && *sms) {
+        char *end;
+        double v = strtod(sms, &end);
+        if (*end == '\0' && v >= 0.05 && v <= 1000)
+            o->min_sample_ms = v;
+    }
     o->graph = 1;
     const char *hold = getenv("EVOENG_TIMING_HOLD");
     o->hold = !(hold && strcmp(hold, "0") == 0);

@@ -19,7 +19,9 @@
  * not inside the events. Without it the GPU reaches the start event at
  * once and idles until the launch arrives. A driver without stream
  * memory operations times without the hold. EVOENG_TIMING_HOLD=0 turns
- * it off (to compare the two).
+ * it off (to compare the two). EVOENG_SAMPLE_MS (0.05-1000, default 0.5)
+ * sets the least length of a sample: on a power-capped GPU a long burst
+ * runs at lower clocks than a short one (bench/burst_study.sh).
  * Cold timing: before every run, flush L2 by writing 2x L2 bytes with
  * cuMemsetD32Async; only the run itself sits between the events.
  *
