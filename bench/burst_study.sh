@@ -3,16 +3,18 @@
 # power-capped GPU shows (issue 11's latency agreement). For each export:
 #   - `evoeng bench` with samples of at least SAMPLE_MS ms (EVOENG_SAMPLE_MS),
 #     for each value in SAMPLE_LIST (default "0.5 4.5");
-#   - bench/compare_sdpa.py --only evoeng with graphs of N calls, for each N
-#     in CALLS_LIST (default "6 12 25 50 100 200"), and the rotation
-#     (evoeng, FA2, cuDNN alternating) at ROT_CALLS (default "6 50");
+#   - bench/compare_sdpa.py with each option list of COMPARES (";" between
+#     lists; default: alone (--only evoeng) as it runs by default (graphs of
+#     about 0.5 ms, held), alone with graphs of 6, 50 and 200 calls behind
+#     the pre-roll sleep (--no-hold), the rotation (evoeng, FA2, cuDNN
+#     alternating) by default and with 50 calls and --no-hold);
 #   - `evoeng bench` again at 0.5 ms (drift);
 # while nvidia-smi logs the SM clock, power, temperature and the active
 # clock-event (throttle) reasons every 20 ms. Prints one table per export:
 # step, us/call, and the clock and power seen during that step.
 #
 # Usage (repository root, GPU machine): bench/burst_study.sh OUTDIR EXPORT.json ...
-# Env: EVOENG (default build/src/evoeng), SAMPLE_LIST, CALLS_LIST, ROT_CALLS.
+# Env: EVOENG (default build/src/evoeng), SAMPLE_LIST, COMPARES.
 # Exit: 0 done (a failed step shows as n/a in its row), 2 usage.
 set -u
 out=${1:?usage: burst_study.sh OUTDIR EXPORT.json ...}
@@ -31,6 +33,8 @@ if command -v nvidia-smi > /dev/null; then
         --format=csv,noheader,nounits -lms 20 > "$out/smi.csv" 2> "$out/smi.err" &
     smi_pid=$!
 fi
+default_compares="--only evoeng;--only evoeng --calls 6 --no-hold;--only evoeng --calls 50 --no-hold;"
+default_compares+="--only evoeng --calls 200 --no-hold;;--calls 50 --no-hold"
 now() { date +%s.%N; }
 step() {   # step TAG NAME FILE CMD...: run CMD with stdout to FILE, log its span
     local tag=$1 name=$2 file=$3 t0
@@ -56,13 +60,13 @@ PYEOF
         EVOENG_SAMPLE_MS=$ms step "$tag" "evoeng bench, samples >= $ms ms" "$out/$tag.bench-$ms.json" \
             "$E" bench "$T" $dims --params "$params" --json --db "$out/bench.db"
     done
-    for n in ${CALLS_LIST:-6 12 25 50 100 200}; do
-        step "$tag" "compare_sdpa alone, $n calls" "$out/$tag.alone-$n.log" \
-            python3 bench/compare_sdpa.py "$exp" --only evoeng --calls "$n" --out "$out/$tag.alone-$n.json"
-    done
-    for n in ${ROT_CALLS:-6 50}; do
-        step "$tag" "compare_sdpa rotation, $n calls" "$out/$tag.rot-$n.log" \
-            python3 bench/compare_sdpa.py "$exp" --calls "$n" --out "$out/$tag.rot-$n.json"
+    IFS=';' read -r -a runs <<< "${COMPARES:-$default_compares}"
+    i=0
+    for r in "${runs[@]}"; do
+        i=$((i + 1))
+        # shellcheck disable=SC2086  # $r is a list of options
+        step "$tag" "compare_sdpa $r" "$out/$tag.cmp-$i.log" \
+            python3 bench/compare_sdpa.py "$exp" $r --out "$out/$tag.cmp-$i.json"
     done
     # shellcheck disable=SC2086
     EVOENG_SAMPLE_MS=0.5 step "$tag" "evoeng bench again, samples >= 0.5 ms" "$out/$tag.bench-again.json" \
@@ -91,11 +95,11 @@ def us_of(path):
             j = json.load(open(path[:-4] + ".json"))
             c = j["results"][0]["contenders"]
             ev, cu = c["evoeng"].get("us"), c["cudnn"].get("us")
-            return ev, cu
+            return ev, cu, c["evoeng"].get("calls")
         j = json.load(open(path))
-        return (j.get("latency_us") if j.get("status") == "ok" else None), None
+        return (j.get("latency_us") if j.get("status") == "ok" else None), None, j.get("batch")
     except (OSError, ValueError, KeyError, IndexError, TypeError):
-        return None, None
+        return None, None, None
 
 def busy(t0, t1):
     """SM clock and power over the samples of [t0, t1] with power above idle."""
@@ -114,7 +118,8 @@ for line in open(steps):
     if tag != last:
         print(f"\n{tag}")
         last = tag
-    us, cu = us_of(path)
+    us, cu, calls = us_of(path)
     cudnn = f" (cuDNN {cu:.2f})" if cu else ""
-    print(f"  {name:40s} {('%.2f us' % us) if us else 'n/a':>10s}{cudnn}   {busy(float(t0), float(t1))}")
+    runs = f" x{calls}" if calls else ""
+    print(f"  {name:52s} {('%.2f us' % us) if us else 'n/a':>10s}{runs}{cudnn}   {busy(float(t0), float(t1))}")
 PYEOF

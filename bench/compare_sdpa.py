@@ -611,8 +611,28 @@ class Bench:
         return run
 
     # -- timing (method of /work/shared/baselines/sdpa_graph_bench.py)
-    def build_graph(self, fn):
-        """Warm up on a side stream, capture --calls calls; return (graph, output of the last call)."""
+    def calls_for(self, fn):
+        """Calls per graph: --calls, or enough back-to-back calls that one replay
+        lasts about --replay-ms (from the best of 3 replays of a 10-call probe graph:
+        eager calls would time the host's launches, not the kernel)."""
+        torch = self.torch
+        if self.args.calls:
+            return self.args.calls
+        g, _ = self.build_graph(fn, 10)
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        best = math.inf
+        for _ in range(3):
+            e0.record()
+            g.replay()
+            e1.record()
+            torch.cuda.synchronize()
+            best = min(best, e0.elapsed_time(e1) * 1000.0 / 10)
+        del g
+        return max(1, min(1000, math.ceil(self.args.replay_ms * 1000.0 / best))) if 0 < best < math.inf else 1
+
+    def build_graph(self, fn, calls):
+        """Warm up on a side stream, capture `calls` calls; return (graph, output of the last call)."""
         torch = self.torch
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
@@ -624,14 +644,39 @@ class Bench:
         g = torch.cuda.CUDAGraph()
         out = None
         with torch.cuda.graph(g):
-            for _ in range(self.args.calls):
+            for _ in range(calls):
                 out = fn()
         for _ in range(3):
             g.replay()
         torch.cuda.synchronize()
         return g, out
 
-    def time_replay(self, g):
+    def hold_open(self):
+        """The hold (evoeng's timing method, src/gpu/bench.c): a word of pinned,
+        device-mapped host memory that the stream waits on (cuStreamWaitValue32)
+        before each timed replay; the host sets it once the start event, the
+        replay and the end event are all queued. None where the driver lacks
+        stream memory operations (then the pre-roll sleep is used)."""
+        if getattr(self, "_hold", False) is not False:
+            return self._hold
+        self._hold = None
+        try:
+            cu = self.driver()
+            p = ctypes.c_void_p()
+            dptr = ctypes.c_uint64()
+            if cu.cuMemHostAlloc(ctypes.byref(p), ctypes.c_size_t(64), ctypes.c_uint(0x3)) != 0:
+                raise RuntimeError("cuMemHostAlloc failed")
+            if cu.cuMemHostGetDevicePointer_v2(ctypes.byref(dptr), p, ctypes.c_uint(0)) != 0:
+                raise RuntimeError("cuMemHostGetDevicePointer failed")
+            word = ctypes.c_uint32.from_address(p.value)
+            word.value = 0
+            self._hold = {"cu": cu, "dptr": dptr.value, "word": word, "seq": 0}
+        except Exception as e:  # noqa: BLE001 -- any failure: time with the pre-roll instead
+            print(f"warning: no timing hold ({type(e).__name__}: {e}); using the {self.args.preroll_us} us pre-roll",
+                  flush=True)
+        return self._hold
+
+    def time_replay(self, g, calls):
         torch = self.torch
         e0 = torch.cuda.Event(enable_timing=True)
         e1 = torch.cuda.Event(enable_timing=True)
@@ -640,14 +685,29 @@ class Bench:
         if self.args.gap_ms > 0:
             torch.cuda.synchronize()
             time.sleep(self.args.gap_ms / 1000.0)
-        if self.args.preroll_us > 0:
-            # ~2 GHz at most on the GPUs this runs on: at least preroll_us of GPU time
-            torch.cuda._sleep(int(self.args.preroll_us * 2000))
-        e0.record()
-        g.replay()
-        e1.record()
+        h = self.hold_open() if self.args.hold else None
+        if h is not None:
+            h["seq"] += 1
+            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+            rc = h["cu"].cuStreamWaitValue32_v2(stream, ctypes.c_uint64(h["dptr"]), ctypes.c_uint32(h["seq"]),
+                                                ctypes.c_uint(0))   # CU_STREAM_WAIT_VALUE_GEQ
+            if rc != 0:
+                raise RuntimeError(f"cuStreamWaitValue32: CUresult {rc}")
+            try:
+                e0.record()
+                g.replay()
+                e1.record()
+            finally:
+                h["word"].value = h["seq"]   # release the stream, whatever happened
+        else:
+            if self.args.preroll_us > 0:
+                # ~2 GHz at most on the GPUs this runs on: at least preroll_us of GPU time
+                torch.cuda._sleep(int(self.args.preroll_us * 2000))
+            e0.record()
+            g.replay()
+            e1.record()
         torch.cuda.synchronize()
-        return e0.elapsed_time(e1) * 1000.0 / self.args.calls
+        return e0.elapsed_time(e1) * 1000.0 / calls
 
     # -- one export
     def run_export(self, exp, rng):
@@ -730,7 +790,8 @@ class Bench:
                 continue
             c = row["contenders"][name]
             try:
-                g, out = self.build_graph(fns[name])
+                calls = self.calls_for(fns[name])
+                g, out = self.build_graph(fns[name], calls)
                 out.fill_(float("nan"))
                 torch.cuda.synchronize()
                 g.replay()
@@ -741,8 +802,9 @@ class Bench:
                                                    f"{mx:.3g}): the launches were not captured?")
                     print(f"{LABELS[name]}: graph check FAIL: {c['reason']}", flush=True)
                     continue
-                graphs[name] = g
-                print(f"{LABELS[name]}: graph of {self.args.calls} calls captured, replay check ok", flush=True)
+                graphs[name] = (g, calls)
+                c["calls"] = calls
+                print(f"{LABELS[name]}: graph of {calls} calls captured, replay check ok", flush=True)
             except Exception as e:
                 msg = str(e).strip()
                 c.update(status="n/a", reason=f"graph capture: {type(e).__name__}: "
@@ -762,7 +824,7 @@ class Bench:
                     order = list(graphs)
                     rng.shuffle(order)
                     for name in order:
-                        times[name].append(self.time_replay(graphs[name]))
+                        times[name].append(self.time_replay(*graphs[name]))
             except Exception as e:
                 print(f"timing failed: {type(e).__name__}: {e}", flush=True)
                 traceback.print_exc()
@@ -773,7 +835,7 @@ class Bench:
                 continue
             s = sorted(ts)
             c.update(us=s[len(s) // 2], min_us=s[0], max_us=s[-1], times_us=ts)
-            print(f"{LABELS[name]}: {c['us']:.2f} us/call (median of {len(ts)} replays x {self.args.calls} calls; "
+            print(f"{LABELS[name]}: {c['us']:.2f} us/call (median of {len(ts)} replays x {c['calls']} calls; "
                   f"min {s[0]:.2f}, max {s[-1]:.2f})", flush=True)
         del graphs, tensors, ref, fns
         torch.cuda.synchronize()
@@ -789,14 +851,23 @@ def main(argv):
     ap.add_argument("exports", nargs="+", metavar="EXPORT.json",
                     help="files from `evoeng export ID --format json`, one per shape")
     ap.add_argument("--replays", type=int, default=15, help="timed graph replays per contender (default 15)")
-    ap.add_argument("--calls", type=int, default=50, help="calls captured in one graph (default 50)")
+    ap.add_argument("--calls", type=int, default=None,
+                    help="calls captured in one graph (default: as many as fill --replay-ms; "
+                         "50 is the shared baseline method)")
+    ap.add_argument("--replay-ms", type=float, default=0.5, metavar="MS",
+                    help="without --calls: size each contender's graph so that one replay lasts about MS ms "
+                         "(default 0.5, the length of evoeng's timing samples)")
+    ap.add_argument("--no-hold", dest="hold", action="store_false",
+                    help="time behind the --preroll-us sleep instead of evoeng's hold (a stream wait on a "
+                         "host-mapped word, released once the replay is queued)")
     ap.add_argument("--out", metavar="FILE", help="write all numbers as JSON here")
     ap.add_argument("--seed", type=int, default=0, help="seed for inputs and the replay order (default 0)")
     ap.add_argument("--atol", type=float, default=1e-2, help="absolute tolerance (default 1e-2)")
     ap.add_argument("--rtol", type=float, default=1e-2, help="relative tolerance (default 1e-2)")
     ap.add_argument("--preroll-us", type=float, default=100, metavar="US",
-                    help="GPU sleep of about US us queued before each timed replay, so the host's launch "
-                         "latency is not timed (default 100; 0: the shared baseline method unchanged)")
+                    help="with --no-hold (or where the hold is not available): GPU sleep of about US us "
+                         "queued before each timed replay, so the host's launch latency is not timed "
+                         "(default 100; 0: the shared baseline method unchanged)")
     ap.add_argument("--warm-replays", type=int, default=0, metavar="N",
                     help="untimed replays of the same graph right before each timed one (default 0)")
     ap.add_argument("--gap-ms", type=float, default=0, metavar="MS",
@@ -806,8 +877,10 @@ def main(argv):
     ap.add_argument("--dry-run", action="store_true",
                     help="parse and validate the exports, print the plan; no GPU, torch or CuPy needed")
     args = ap.parse_args(argv)
-    if args.replays < 1 or args.calls < 1:
+    if args.replays < 1 or (args.calls is not None and args.calls < 1):
         ap.error("--replays and --calls must be at least 1")
+    if not 0.01 <= args.replay_ms <= 1000:
+        ap.error("--replay-ms must be between 0.01 and 1000")
     if args.atol < 0 or args.rtol < 0:
         ap.error("--atol and --rtol must not be negative")
     if args.preroll_us < 0 or args.preroll_us > 1e5:
@@ -827,12 +900,15 @@ def main(argv):
 
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "python": platform.python_version(),
-            "replays": args.replays, "calls": args.calls, "seed": args.seed,
-            "preroll_us": args.preroll_us, "only": args.only,
+            "replays": args.replays, "calls": args.calls, "replay_ms": args.replay_ms, "seed": args.seed,
+            "hold": args.hold, "preroll_us": args.preroll_us, "only": args.only,
             "atol": args.atol, "rtol": args.rtol,
-            "method": "CUDA graph of `calls` back-to-back calls per contender, behind a GPU sleep of `preroll_us` "
-                      "(the host's launch latency untimed); contenders alternate in a shuffled "
-                      "order each round, one event-timed replay each; median over `replays` / `calls`"}
+            "method": "CUDA graph per contender of `calls` back-to-back calls (null: as many as last about "
+                      "`replay_ms`; each contender's count is in its `calls`); each timed replay is held "
+                      "(`hold`: a stream wait on a host-mapped word released once the replay is queued; "
+                      "else a GPU sleep of `preroll_us`), so the host's launch latency is untimed; "
+                      "contenders alternate in a shuffled order each round, one event-timed replay each; "
+                      "median over `replays` / calls"}
     rows = []
     if args.dry_run:
         meta["dry_run"] = True
