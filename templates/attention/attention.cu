@@ -961,9 +961,10 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
  * waiting on a full K or V barrier (Q is read by ldmatrix: no fence).  A
  * thread's rows are r0 + 16 i, all with the swizzle of row r0, so its copy
  * loop (kept rolled) only steps a source pointer and a smem address: it fits
- * the 24 (32 with 3 consumers) registers the producer keeps under REGSPLIT
- * without spills (checked by ptxas for every valid WS configuration), so
- * REGSPLIT needs no change for LOADS = 1.
+ * the 24 (32 with 3 consumers) registers the producer keeps under REGSPLIT,
+ * except in the persistent loop with 2 consumers, which spills at 24: there
+ * the producer keeps 32 and the consumers get 232 instead of 240 (WS_PREG,
+ * WS_CREG).
  * ================================================================ */
 
 #define WS_THREADS (128 * (CONSUMERS + 1))
@@ -983,6 +984,15 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
 #define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
 #define WS_KV_BYTES (WS_BN * D * 2)            /* one K (or V) tile */
 #define WS_FULL (LOADS ? 128 : 1)              /* arrivals on a full barrier */
+/* setmaxnreg under REGSPLIT: producer and consumer registers per thread,
+ * within the launch's 168 (2 consumers) or 128 (3) per thread.  The
+ * persistent cp.async producer (LOADS && WS_PS, 2 consumers) spills at 24
+ * and keeps 32; its consumers get 232.  WS_CAP still says 240 there: every
+ * such configuration the constraints allow compiles without spills at
+ * 232 (ptxas; the persistent term of the estimate is loose by more), and
+ * the LOADS twins keep the same key tile and overlap. */
+#define WS_PREG ((CONSUMERS == 3 || (LOADS && WS_PS)) ? 32 : 24)
+#define WS_CREG (CONSUMERS == 3 ? 160 : (WS_PREG == 32 ? 232 : 240))
 
 struct alignas(64) AttTmap { unsigned long long v[16]; };
 
@@ -1165,7 +1175,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     if (wg == 0) {
         /* ---------------- producer */
 #if REGSPLIT
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(CONSUMERS == 3 ? 32 : 24));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(WS_PREG));
 #endif
         if (LOADS || (warp == 0 && lane == 0)) {   /* cp.async: the whole warpgroup; TMA: one thread */
           int kv = 0;                           /* KV tiles loaded so far: ring slot and phase */
@@ -1193,7 +1203,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 
     /* ---------------- consumers */
 #if REGSPLIT
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(CONSUMERS == 3 ? 160 : 240));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(WS_CREG));
 #endif
     const int cw = wg - 1;                      /* consumer warpgroup */
     const int wq = warp & 3;                    /* warp in the warpgroup */
