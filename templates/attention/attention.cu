@@ -948,23 +948,24 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
  * their slots).  Smem: 1024-byte aligned sub-tiles [rows][64] halves with
  * the TMA 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r & 7)).
  * LOADS = 1 replaces the TMA copies by cp.async: all 128 producer threads
- * copy 16-byte chunks (cp.async.cg; rows at or past S zero-filled through
- * its ignore-src predicate, which also leaves their source address unread,
- * so it may point past the tensor) into the same swizzled layout, then
- * each thread does cp.async.mbarrier.arrive.noinc on the slot's "full" barrier, which
- * arrives once that thread's copies have landed: the full barriers count
- * 128 arrivals instead of one arrival plus transaction bytes.  noinc was
- * chosen over commit/wait_group + arrive so the producer never waits for
- * its own copies: it goes on to the next slot at once, like the TMA
- * producer.  cp.async writes through the generic proxy and wgmma reads
- * through the async proxy, so a consumer fences (fence.proxy.async) after
- * waiting on a full K or V barrier (Q is read by ldmatrix: no fence).  A
- * thread's rows are r0 + 16 i, all with the swizzle of row r0, so its copy
- * loop (kept rolled) only steps a source pointer and a smem address: it fits
- * the 24 (32 with 3 consumers) registers the producer keeps under REGSPLIT,
- * except in the persistent loop with 2 consumers, which spills at 24: there
- * the producer keeps 32 and the consumers get 232 instead of 240 (WS_PREG,
- * WS_CREG).
+ * copy 16-byte chunks (cp.async.cg) into the same swizzled layout; rows at
+ * or past S are zero-filled through the ignore-src predicate, which leaves
+ * their source address unread (it may point past the tensor).  Then each
+ * thread does cp.async.mbarrier.arrive.noinc on the slot's "full" barrier,
+ * an arrival made once that thread's copies have landed: full barriers
+ * count 128 arrivals instead of one arrival plus transaction bytes.  noinc
+ * was chosen over commit/wait_group + arrive so the producer never waits
+ * for its own copies and goes on to the next slot at once, like the TMA
+ * producer (it waits for them only before it exits).  cp.async writes
+ * through the generic proxy and wgmma reads through the async proxy, so a
+ * consumer fences (fence.proxy.async) after waiting on a full K or V
+ * barrier (Q is read by ldmatrix: no fence).  A thread's rows are
+ * r0 + 16 i, all with the swizzle of row r0, so its copy loop (kept
+ * rolled) only steps a source pointer and a smem address: it fits the 24
+ * (32 with 3 consumers) registers the producer keeps under REGSPLIT,
+ * except in the persistent loop with 2 consumers, which spills at 24:
+ * there the producer keeps 32 and the consumers get 232 instead of 240
+ * (WS_PREG, WS_CREG).
  * ================================================================ */
 
 #define WS_THREADS (128 * (CONSUMERS + 1))
