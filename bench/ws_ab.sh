@@ -2,11 +2,13 @@
 # The attention template's warp-specialised Hopper path (WS=1) on the GPU
 # machine: (1) the correctness gate (every task shape, 3 seeds) of the WS
 # configurations named in WS_GATE (default: a spread over CONSUMERS,
-# BLOCK_N, STAGES, OVERLAP, REGSPLIT; WS_GATE=all: every valid one),
+# BLOCK_N, STAGES, OVERLAP, REGSPLIT, LOADS; WS_GATE=all: every valid one,
+# PERSIST over WS_PERSIST and LOADS over WS_LOADS, both default "0 1"),
 # (2) interleaved A/B timing (evoeng bench --against) of WS configurations
 # against the best FA2-path configuration (WGMMA=1, BLOCK_M=64,
 # BLOCK_N=128, WARPS=4, STAGES=3) at the large shapes, and one-knob A/Bs
-# inside the WS path (OVERLAP, PINGPONG, REGSPLIT, CONSUMERS, STAGES, PERSIST).
+# inside the WS path (OVERLAP, PINGPONG, REGSPLIT, CONSUMERS, STAGES, PERSIST,
+# LOADS).
 # Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|all]
 set -u
 out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|all]}
@@ -16,18 +18,19 @@ E=${EVOENG:-build/src/evoeng}
 T=templates/attention/task.json
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 BEST="WGMMA=1,BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3"
-ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0}"; }
+ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0}"; }
 if [ "${WS_GATE:-}" = all ]; then
     gate=()
     for c in 1 2 3; do for n in 64 128; do for s in 1 2 3; do for o in 0 1; do for r in 0 1; do
-        for p in ${WS_PERSIST:-0 1}; do
-            gate+=("$(ws $c $n $s $o $r 0 $p)")
-            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p)")
-        done
+        for p in ${WS_PERSIST:-0 1}; do for l in ${WS_LOADS:-0 1}; do
+            gate+=("$(ws $c $n $s $o $r 0 $p $l)")
+            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p $l)")
+        done; done
     done; done; done; done; done
 else
     gate=("$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1)" "$(ws 1 64 1 0 0)" "$(ws 2 64 3 1 0)"
-          "$(ws 3 64 3 1 1)" "$(ws 1 128 2 1 0)" "$(ws 2 128 1 0 1)" "$(ws 2 128 2 1 1 1)" "$(ws 3 64 2 1 1 1)" "$(ws 3 128 2 0 1 0 1)" "$(ws 2 128 2 1 1 1 1)")
+          "$(ws 3 64 3 1 1)" "$(ws 1 128 2 1 0)" "$(ws 2 128 1 0 1)" "$(ws 2 128 2 1 1 1)" "$(ws 3 64 2 1 1 1)" "$(ws 3 128 2 0 1 0 1)" "$(ws 2 128 2 1 1 1 1)"
+          "$(ws 3 128 1 1 1 0 0 1)" "$(ws 2 128 2 1 1 1 1 1)" "$(ws 1 64 2 1 0 0 1 1)")
 fi
 if [ "$what" = gate ] || [ "$what" = all ]; then
     echo "=== correctness gate, every shape, 3 seeds"
@@ -61,7 +64,8 @@ if [ "$what" = knobs ] || [ "$what" = all ]; then
         for pair in "$(ws 2 128 2 1 1) $(ws 2 128 2 0 1)" "$(ws 2 128 2 1 1 1) $(ws 2 128 2 1 1)" \
                     "$(ws 3 128 2 0 1) $(ws 3 128 2 0 0)" "$(ws 3 128 2 0 1) $(ws 2 128 2 0 1)" \
                     "$(ws 3 128 3 0 1) $(ws 3 128 2 0 1)" "$(ws 3 64 2 1 1 1) $(ws 3 64 2 1 1)" \
-                    "$(ws 3 128 2 0 1 0 1) $(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1 1 1) $(ws 2 128 2 1 1 1)"; do
+                    "$(ws 3 128 2 0 1 0 1) $(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1 1 1) $(ws 2 128 2 1 1 1)" \
+                    "$(ws 2 128 2 1 1 1 1 1) $(ws 2 128 2 1 1 1 1)" "$(ws 3 128 2 0 1 0 0 1) $(ws 3 128 2 0 1)"; do
             set -- $pair
             echo "--- $dims A=$1 B=$2" | tee -a "$out/knobs.txt"
             $E bench $T $dims --params "$1" --against "$2" 2>&1 | grep -E "verdict|latency|TFLOP|vs against|error|fail" | tee -a "$out/knobs.txt"

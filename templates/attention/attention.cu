@@ -28,10 +28,14 @@
  *       both untouched when SPLITS == 1.
  *   attn_combine(Opart, ML, O, rows)   rows = B*H*S; one thread per 4
  *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
- *   attn_fwd_ws(tmQ, tmK, tmV, O, S, BH, scale)   the warp-specialised
- *       sm_90a path (WS = 1; its own section at the end of this file):
- *       tensor maps over Q, K, V ([B*H, S, D], 64 x rows boxes, 128-byte
- *       swizzle); with WS = 1 attn_fwd is an empty stub and vice versa.
+ *   attn_fwd_ws(tmQ, tmK, tmV, O, S, BH, scale, Q, K, V)   the
+ *       warp-specialised sm_90a path (WS = 1; its own section at the end
+ *       of this file): tensor maps over Q, K, V ([B*H, S, D], 64 x rows
+ *       boxes, 128-byte swizzle) for the TMA loads (LOADS = 0), the raw
+ *       pointers for the cp.async loads (LOADS = 1); the pointers come
+ *       last so a kernel written for the older (tmQ .. scale) signature
+ *       still launches from the same plan (extra parameters are ignored).
+ *       With WS = 1 attn_fwd is an empty stub and vice versa.
  *
  * Knobs (all #define, defaults below):
  *   BLOCK_M      query rows per CTA; a multiple of 16 * (warps per CTA)
@@ -67,7 +71,7 @@
  *                operand) with Q and P as register A operands; tiles are
  *                1024-byte aligned.  At D != 64, or compiled for a target
  *                other than sm_90a, the mma.sync path is used.
- *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST: the warp-specialised path
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
@@ -140,6 +144,9 @@
 #endif
 #ifndef PERSIST
 #define PERSIST 0
+#endif
+#ifndef LOADS
+#define LOADS 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
@@ -940,6 +947,25 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
  * warpgroup's last row are skipped by that warpgroup (it only releases
  * their slots).  Smem: 1024-byte aligned sub-tiles [rows][64] halves with
  * the TMA 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r & 7)).
+ * LOADS = 1 replaces the TMA copies by cp.async: all 128 producer threads
+ * copy 16-byte chunks (cp.async.cg) into the same swizzled layout; rows at
+ * or past S are zero-filled through the ignore-src predicate, which leaves
+ * their source address unread (it may point past the tensor).  Then each
+ * thread does cp.async.mbarrier.arrive.noinc on the slot's "full" barrier,
+ * an arrival made once that thread's copies have landed: full barriers
+ * count 128 arrivals instead of one arrival plus transaction bytes.  noinc
+ * was chosen over commit/wait_group + arrive so the producer never waits
+ * for its own copies and goes on to the next slot at once, like the TMA
+ * producer (it waits for them only before it exits).  cp.async writes
+ * through the generic proxy and wgmma reads through the async proxy, so a
+ * consumer fences (fence.proxy.async) after waiting on a full K or V
+ * barrier (Q is read by ldmatrix: no fence).  A thread's rows are
+ * r0 + 16 i, all with the swizzle of row r0, so its copy loop (kept
+ * rolled) only steps a source pointer and a smem address: it fits the 24
+ * (32 with 3 consumers) registers the producer keeps under REGSPLIT,
+ * except in the persistent loop with 2 consumers, which spills at 24:
+ * there the producer keeps 32 and the consumers get 232 instead of 240
+ * (WS_PREG, WS_CREG).
  * ================================================================ */
 
 #define WS_THREADS (128 * (CONSUMERS + 1))
@@ -958,6 +984,16 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
 #define WS_OV (OVERLAP && WS_EST(WS_BN, 1) <= WS_CAP)
 #define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
 #define WS_KV_BYTES (WS_BN * D * 2)            /* one K (or V) tile */
+#define WS_FULL (LOADS ? 128 : 1)              /* arrivals on a full barrier */
+/* setmaxnreg under REGSPLIT: producer and consumer registers per thread,
+ * within the launch's 168 (2 consumers) or 128 (3) per thread.  The
+ * persistent cp.async producer (LOADS && WS_PS, 2 consumers) spills at 24
+ * and keeps 32; its consumers get 232.  WS_CAP still says 240 there: every
+ * such configuration the constraints allow compiles without spills at
+ * 232 (ptxas; the persistent term of the estimate is loose by more), and
+ * the LOADS twins keep the same key tile and overlap. */
+#define WS_PREG ((CONSUMERS == 3 || (LOADS && WS_PS)) ? 32 : 24)
+#define WS_CREG (CONSUMERS == 3 ? 160 : (WS_PREG == 32 ? 232 : 240))
 
 struct alignas(64) AttTmap { unsigned long long v[16]; };
 
@@ -1000,6 +1036,54 @@ static __device__ __forceinline__ void ws_tma(att_u32 dst, const AttTmap *map, i
                  :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
 }
 
+/* Load rows [row0, row0 + ROWS) of head bh of a [B*H, S, D] tensor into the
+ * swizzled sub-tiles at dst (D / 64 of them, ROWS * 128 bytes apart) and
+ * signal bar when they have landed.  LOADS = 0: thread 0 of the producer
+ * issues one TMA box per sub-tile (map) and sets the transaction bytes;
+ * rows past S are zero-filled by TMA.  LOADS = 1: producer thread tid
+ * (0..127) copies chunk tid % 8 of rows tid / 8 + 16 i of every sub-tile
+ * from g with cp.async (rows >= S zero-filled through ignore-src, their
+ * source address not read) and arrives on bar through
+ * cp.async.mbarrier.arrive.noinc. */
+template <int ROWS>
+static __device__ __forceinline__ void ws_load(att_u32 dst, const AttTmap *map, const att_u16 *g, int row0,
+                                               int bh, int S, att_u32 bar, int tid)
+{
+#if LOADS
+    const int r0 = tid >> 3, ch = tid & 7;
+    int lim = S - row0 - r0;                   /* rows left from this pass on */
+    const att_u16 *src = g + ((size_t)bh * S + row0 + r0) * D + ch * 8;
+    att_u32 d = dst + r0 * 128 + ((ch ^ (r0 & 7)) << 4);
+#pragma unroll 1   /* a rolled loop: the producer's few registers */
+    for (int i = 0; i < ROWS / 16; ++i, src += 16 * D, d += 2048, lim -= 16) {
+#pragma unroll
+        for (int c = 0; c < D / 64; ++c)   /* ignore-src: zeros, the source is not read */
+            asm volatile("{\n.reg .pred p;\nsetp.le.s32 p, %2, 0;\n"
+                         "cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n"
+                         :: "r"(d + c * ROWS * 128), "l"(src + c * 64), "r"(lim) : "memory");
+    }
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(bar) : "memory");
+    (void)map;
+#else
+    ws_expect(bar, ROWS * D * 2);
+#pragma unroll
+    for (int c = 0; c < D / 64; ++c)
+        ws_tma(dst + c * ROWS * 128, map, c * 64, row0, bh, bar);
+    (void)g;
+    (void)S;
+    (void)tid;
+#endif
+}
+
+/* wait for a full K or V slot that wgmma will read */
+static __device__ __forceinline__ void ws_wait_full(att_u32 bar, att_u32 parity)
+{
+    ws_wait(bar, parity);
+#if LOADS   /* cp.async wrote it through the generic proxy */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 template <int N>
 static __device__ __forceinline__ void ws_keep_r(att_u32 *p)
 {
@@ -1022,7 +1106,8 @@ static __device__ __forceinline__ void ws_wg_commit(void)
 
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap tmK,
-            const __grid_constant__ AttTmap tmV, att_u16 *__restrict__ O, int S, int BH, float scale)
+            const __grid_constant__ AttTmap tmV, att_u16 *__restrict__ O, int S, int BH, float scale,
+            const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K, const att_u16 *__restrict__ V)
 {
 #if ATT_WSP
     extern __shared__ __align__(128) unsigned char att_smem[];
@@ -1075,11 +1160,11 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     const att_u32 emptyQ = bars + 8 + 8 * 4 * STAGES;
 
     if (tid == 0) {
-        ws_bar_init(barQ, 1);
+        ws_bar_init(barQ, WS_FULL);
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            ws_bar_init(fullK(s), 1);
-            ws_bar_init(fullV(s), 1);
+            ws_bar_init(fullK(s), WS_FULL);
+            ws_bar_init(fullV(s), WS_FULL);
             ws_bar_init(emptyK(s), 128 * CONSUMERS);
             ws_bar_init(emptyV(s), 128 * CONSUMERS);
         }
@@ -1091,41 +1176,35 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     if (wg == 0) {
         /* ---------------- producer */
 #if REGSPLIT
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(CONSUMERS == 3 ? 32 : 24));
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(WS_PREG));
 #endif
-        if (warp == 0 && lane == 0) {
+        if (LOADS || (warp == 0 && lane == 0)) {   /* cp.async: the whole warpgroup; TMA: one thread */
           int kv = 0;                           /* KV tiles loaded so far: ring slot and phase */
           for (int t = t0, j = 0; t < ntiles; t += tstep, ++j) {
             int m0, bh;
             coords(t, m0, bh);
             const int nt = n_kv(m0);
             ws_wait(emptyQ, (j & 1) ^ 1);       /* the consumers hold the last Q in registers */
-            ws_expect(barQ, BLOCK_M * D * 2);
-#pragma unroll
-            for (int c = 0; c < D / 64; ++c)
-                ws_tma(sQ + c * BLOCK_M * 128, &tmQ, c * 64, m0, bh, barQ);
+            ws_load<BLOCK_M>(sQ, &tmQ, Q, m0, bh, S, barQ, tid);
             for (int n = 0; n < nt; ++n, ++kv) {
                 const int s = kv % STAGES;
                 const att_u32 ph = (kv / STAGES) & 1;
                 ws_wait(emptyK(s), ph ^ 1);
-                ws_expect(fullK(s), WS_KV_BYTES);
-#pragma unroll
-                for (int c = 0; c < D / 64; ++c)
-                    ws_tma(sK + s * WS_KV_BYTES + c * WS_BN * 128, &tmK, c * 64, n * WS_BN, bh, fullK(s));
+                ws_load<WS_BN>(sK + s * WS_KV_BYTES, &tmK, K, n * WS_BN, bh, S, fullK(s), tid);
                 ws_wait(emptyV(s), ph ^ 1);
-                ws_expect(fullV(s), WS_KV_BYTES);
-#pragma unroll
-                for (int c = 0; c < D / 64; ++c)
-                    ws_tma(sV + s * WS_KV_BYTES + c * WS_BN * 128, &tmV, c * 64, n * WS_BN, bh, fullV(s));
+                ws_load<WS_BN>(sV + s * WS_KV_BYTES, &tmV, V, n * WS_BN, bh, S, fullV(s), tid);
             }
           }
+#if LOADS   /* exit with no copy (and its barrier arrival) in flight */
+          asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
         }
         return;
     }
 
     /* ---------------- consumers */
 #if REGSPLIT
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(CONSUMERS == 3 ? 160 : 240));
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(WS_CREG));
 #endif
     const int cw = wg - 1;                      /* consumer warpgroup */
     const int wq = warp & 3;                    /* warp in the warpgroup */
@@ -1285,7 +1364,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     float alpha[2];
 #if WS_OV
     if (ntc > 0) {
-        ws_wait(fullK(g0 % STAGES), (g0 / STAGES) & 1);
+        ws_wait_full(fullK(g0 % STAGES), (g0 / STAGES) & 1);
         pp_sync();
         qk_issue(sc, g0 % STAGES);
         pp_arrive(0);
@@ -1297,8 +1376,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     }
     for (int n = 1; n < ntc; ++n) {
         const int s = (g0 + n) % STAGES, sp = (g0 + n - 1) % STAGES;
-        ws_wait(fullK(s), ((g0 + n) / STAGES) & 1);
-        ws_wait(fullV(sp), ((g0 + n - 1) / STAGES) & 1);
+        ws_wait_full(fullK(s), ((g0 + n) / STAGES) & 1);
+        ws_wait_full(fullV(sp), ((g0 + n - 1) / STAGES) & 1);
         pp_sync();
         qk_issue(sc, s);
         pv_issue(pa, sp);
@@ -1316,7 +1395,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     }
     if (ntc > 0) {
         const int sp = (g0 + ntc - 1) % STAGES;
-        ws_wait(fullV(sp), ((g0 + ntc - 1) / STAGES) & 1);
+        ws_wait_full(fullV(sp), ((g0 + ntc - 1) / STAGES) & 1);
         pp_sync();
         pv_issue(pa, sp);
         pp_arrive(ntc);
@@ -1329,7 +1408,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     for (int n = 0; n < ntc; ++n) {
         const int s = (g0 + n) % STAGES;
         const att_u32 ph = ((g0 + n) / STAGES) & 1;
-        ws_wait(fullK(s), ph);
+        ws_wait_full(fullK(s), ph);
         qk_issue(sc, s);
         ws_wg_wait<0>();
         att_keep<WS_BN / 2>(sc);
@@ -1337,7 +1416,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         softmax(sc, n, alpha);
         rescale(alpha);
         pack(sc, pa);
-        ws_wait(fullV(s), ph);
+        ws_wait_full(fullV(s), ph);
         pv_issue(pa, s);
         ws_wg_wait<0>();
         att_keep<D / 2>(acc);
