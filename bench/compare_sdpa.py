@@ -16,23 +16,29 @@ Correctness: every contender's output is compared with an fp32 reference
 elementwise |out - ref| <= atol + rtol * |ref| must hold (NaN fails).
 A failing contender is reported FAIL and not timed.
 
-Timing (the shared baseline method, /work/shared/baselines/sdpa_graph_bench.py,
-with the host's launch latency taken out): per contender, 3 warm-up calls on a side stream, then one CUDA graph
-(torch.cuda.CUDAGraph) of --calls back-to-back calls, 3 warm-up replays.
+Timing (the method of /work/shared/baselines/sdpa_graph_bench.py, with two
+changes): per contender, 3 warm-up calls on a side stream, then one CUDA
+graph (torch.cuda.CUDAGraph) of back-to-back calls, 3 warm-up replays.
 Each graph is checked once: its output is poisoned with NaN, the graph is
 replayed, and the output must pass the correctness check again (this proves
 the CuPy launches were captured). Then --replays rounds: in each round
 every contender, in a freshly shuffled order, gets one replay timed with
-CUDA events. Reported time = median over the replays / --calls.
-Before each timed replay a GPU sleep of about --preroll-us (default 100)
-is queued, so that the start event and the graph launch are both queued
-before the GPU reaches them: the replay is timed without the host's
-launch latency (Python, cudaGraphLaunch), which otherwise lands inside
-the events (about 9 us a replay on an H200, +2.5% at 50 calls of an
-8 us kernel). --preroll-us 0 is the shared method unchanged.
-A contender's figure also depends on the others: measured alone
-(--only evoeng) the same kernel is 1.5-2.5% faster than in the rotation
-on an H200 (bench/README.md, "compare_sdpa").
+CUDA events. Reported time = median over the replays / the graph's calls.
+Change 1, the graph's length: by default each contender's graph holds as
+many calls as last about --replay-ms (0.5 ms, the length of evoeng's
+samples; from a 10-call probe graph); --calls N fixes the count (the
+shared method: 50). A burst of several ms of a heavy kernel trips the
+H200's power cap and runs up to 13% slower (bench/burst_study.sh), so
+the two tools only agree when they time bursts of the same length.
+Change 2, the hold: each timed replay waits on the stream for a word of
+device-mapped host memory (cuStreamWaitValue32) that is set only once the
+start event, the replay and the end event are queued, as evoeng times
+(src/gpu/bench.h), so the host's launch latency (Python, cudaGraphLaunch:
+about 9 us a replay on an H200) is not timed. --no-hold queues a GPU
+sleep of about --preroll-us (default 100) instead; --no-hold --preroll-us 0
+--calls 50 is the shared method unchanged.
+A contender's figure also depends on the others: in the rotation a kernel
+reads 0-2% slower than alone (--only evoeng) on an H200 (bench/README.md).
 --only NAME[,NAME] times only those contenders (evoeng, flash, cudnn);
 the others are reported n/a, "not selected".
 
@@ -44,9 +50,9 @@ on with the rest.
 torch, CuPy or numpy needed); it also exercises the table and --out JSON.
 
 Usage: compare_sdpa.py EXPORT.json [EXPORT2.json ...] [--replays 15]
-       [--calls 50] [--out results.json] [--seed 0] [--atol 1e-2]
-       [--rtol 1e-2] [--preroll-us 100] [--only evoeng,flash,cudnn]
-       [--warm-replays 0] [--gap-ms 0] [--dry-run]
+       [--calls N | --replay-ms 0.5] [--out results.json] [--seed 0]
+       [--atol 1e-2] [--rtol 1e-2] [--no-hold] [--preroll-us 100]
+       [--only evoeng,flash,cudnn] [--warm-replays 0] [--gap-ms 0] [--dry-run]
 Exit: 0 all exports processed (contenders may still be n/a or FAIL),
       1 an export could not be processed at all, 2 usage error.
 """

@@ -7,7 +7,7 @@
 # (2) interleaved A/B timing (evoeng bench --against) of WS configurations
 # against the best FA2-path configuration (WGMMA=1, BLOCK_M=64,
 # BLOCK_N=128, WARPS=4, STAGES=3) at the large shapes, and one-knob A/Bs
-# inside the WS path (OVERLAP, PINGPONG, REGSPLIT, CONSUMERS, STAGES, PERSIST,
+# inside the WS path (OVERLAP, PINGPONG, REGSPLIT (at 2 consumers: 3 need it), CONSUMERS, STAGES, PERSIST,
 # LOADS).
 # Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|all]
 set -u
@@ -62,7 +62,7 @@ if [ "$what" = knobs ] || [ "$what" = all ]; then
     for k in ${WS_KNOB_SHAPES:-0 2}; do   # indices into shapes
         dims=${shapes[$k]}
         for pair in "$(ws 2 128 2 1 1) $(ws 2 128 2 0 1)" "$(ws 2 128 2 1 1 1) $(ws 2 128 2 1 1)" \
-                    "$(ws 3 128 2 0 1) $(ws 3 128 2 0 0)" "$(ws 3 128 2 0 1) $(ws 2 128 2 0 1)" \
+                    "$(ws 2 128 2 0 1) $(ws 2 128 2 0 0)" "$(ws 3 128 2 0 1) $(ws 2 128 2 0 1)" \
                     "$(ws 3 128 3 0 1) $(ws 3 128 2 0 1)" "$(ws 3 64 2 1 1 1) $(ws 3 64 2 1 1)" \
                     "$(ws 3 128 2 0 1 0 1) $(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1 1 1) $(ws 2 128 2 1 1 1)" \
                     "$(ws 2 128 2 1 1 1 1 1) $(ws 2 128 2 1 1 1 1)" "$(ws 3 128 2 0 1 0 0 1) $(ws 3 128 2 0 1)"; do
