@@ -37,6 +37,10 @@ start event, the replay and the end event are queued, as evoeng times
 about 9 us a replay on an H200) is not timed. --no-hold queues a GPU
 sleep of about --preroll-us (default 100) instead; --no-hold --preroll-us 0
 --calls 50 is the shared method unchanged.
+--diff times graphs of N and 2N calls per contender and reports
+(T(2N) - T(N)) / N: a fixed cost of a replay (4-12 us held on an H200)
+cancels, which brings S2048 within 0.1-0.8% of evoeng, but in the rotation
+at the seed shape it read 3.6-5.7% above evoeng (bench/README.md).
 A contender's figure also depends on the others: in the rotation a kernel
 reads 0-2% slower than alone (--only evoeng) on an H200 (bench/README.md).
 --only NAME[,NAME] times only those contenders (evoeng, flash, cudnn);
@@ -50,7 +54,7 @@ on with the rest.
 torch, CuPy or numpy needed); it also exercises the table and --out JSON.
 
 Usage: compare_sdpa.py EXPORT.json [EXPORT2.json ...] [--replays 15]
-       [--calls N | --replay-ms 0.5] [--out results.json] [--seed 0]
+       [--calls N | --replay-ms 0.5] [--diff] [--out results.json] [--seed 0]
        [--atol 1e-2] [--rtol 1e-2] [--no-hold] [--preroll-us 100]
        [--only evoeng,flash,cudnn] [--warm-replays 0] [--gap-ms 0] [--dry-run]
 Exit: 0 all exports processed (contenders may still be n/a or FAIL),
@@ -682,7 +686,8 @@ class Bench:
                   flush=True)
         return self._hold
 
-    def time_replay(self, g, calls):
+    def time_replay(self, g):
+        """One held (or pre-rolled) replay of g timed with CUDA events: its us."""
         torch = self.torch
         e0 = torch.cuda.Event(enable_timing=True)
         e1 = torch.cuda.Event(enable_timing=True)
@@ -713,7 +718,7 @@ class Bench:
             g.replay()
             e1.record()
         torch.cuda.synchronize()
-        return e0.elapsed_time(e1) * 1000.0 / calls
+        return e0.elapsed_time(e1) * 1000.0
 
     # -- one export
     def run_export(self, exp, rng):
@@ -797,20 +802,27 @@ class Bench:
             c = row["contenders"][name]
             try:
                 calls = self.calls_for(fns[name])
-                g, out = self.build_graph(fns[name], calls)
-                out.fill_(float("nan"))
-                torch.cuda.synchronize()
-                g.replay()
-                torch.cuda.synchronize()
-                ok, mx, nbad = self.check(out, ref)
-                if not ok:
+                lengths = (calls, 2 * calls) if self.args.diff else (calls,)
+                built = []
+                for n in lengths:
+                    g, out = self.build_graph(fns[name], n)
+                    out.fill_(float("nan"))
+                    torch.cuda.synchronize()
+                    g.replay()
+                    torch.cuda.synchronize()
+                    ok, mx, nbad = self.check(out, ref)
+                    if not ok:
+                        break
+                    built.append((g, n))
+                if len(built) < len(lengths):
                     c.update(status="FAIL", reason=f"graph replay output wrong ({nbad} bad elements, max abs err "
                                                    f"{mx:.3g}): the launches were not captured?")
                     print(f"{LABELS[name]}: graph check FAIL: {c['reason']}", flush=True)
                     continue
-                graphs[name] = (g, calls)
+                graphs[name] = built
                 c["calls"] = calls
-                print(f"{LABELS[name]}: graph of {calls} calls captured, replay check ok", flush=True)
+                print(f"{LABELS[name]}: graph{'s' if len(built) > 1 else ''} of "
+                      f"{' and '.join(str(n) for n in lengths)} calls captured, replay check ok", flush=True)
             except Exception as e:
                 msg = str(e).strip()
                 c.update(status="n/a", reason=f"graph capture: {type(e).__name__}: "
@@ -822,15 +834,31 @@ class Bench:
                 except Exception:
                     pass
 
-        # Alternating timed replays.
+        # Alternating timed replays: T(N) / N; with --diff every round times
+        # each contender's graphs of N and 2N calls back to back (in a random
+        # order) and takes (T(2N) - T(N)) / N, so a fixed cost of a replay (its
+        # launch: 4-12 us held on an H200) cancels.
         times = {name: [] for name in graphs}
+        overhead = {name: [] for name in graphs}
         if graphs:
             try:
-                for _ in range(self.args.replays):
-                    order = list(graphs)
-                    rng.shuffle(order)
-                    for name in order:
-                        times[name].append(self.time_replay(*graphs[name]))
+                stream = torch.cuda.Stream() if self.args.side_stream else torch.cuda.current_stream()
+                stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(stream):
+                    for _ in range(self.args.replays):
+                        order = list(graphs)
+                        rng.shuffle(order)
+                        for name in order:
+                            built = list(graphs[name])
+                            rng.shuffle(built)
+                            t = {n: self.time_replay(g) for g, n in built}
+                            n1 = min(t)
+                            if len(t) > 1:
+                                times[name].append((t[2 * n1] - t[n1]) / n1)
+                                overhead[name].append(2 * t[n1] - t[2 * n1])
+                            else:
+                                times[name].append(t[n1] / n1)
+                torch.cuda.current_stream().wait_stream(stream)
             except Exception as e:
                 print(f"timing failed: {type(e).__name__}: {e}", flush=True)
                 traceback.print_exc()
@@ -841,7 +869,12 @@ class Bench:
                 continue
             s = sorted(ts)
             c.update(us=s[len(s) // 2], min_us=s[0], max_us=s[-1], times_us=ts)
-            print(f"{LABELS[name]}: {c['us']:.2f} us/call (median of {len(ts)} replays x {c['calls']} calls; "
+            how = f"{c['calls']} calls"
+            if overhead[name]:
+                o = sorted(overhead[name])
+                c["replay_overhead_us"] = o[len(o) // 2]
+                how = f"2 x {c['calls']} minus {c['calls']} calls; a replay's fixed cost {o[len(o) // 2]:.1f} us"
+            print(f"{LABELS[name]}: {c['us']:.2f} us/call (median of {len(ts)} rounds, {how}; "
                   f"min {s[0]:.2f}, max {s[-1]:.2f})", flush=True)
         del graphs, tensors, ref, fns
         torch.cuda.synchronize()
@@ -863,6 +896,12 @@ def main(argv):
     ap.add_argument("--replay-ms", type=float, default=0.5, metavar="MS",
                     help="without --calls: size each contender's graph so that one replay lasts about MS ms "
                          "(default 0.5, the length of evoeng's timing samples)")
+    ap.add_argument("--diff", action="store_true",
+                    help="time graphs of N and 2N calls per contender and report (T(2N) - T(N)) / N, which "
+                         "cancels a replay's fixed cost (closer to evoeng at large shapes, noisier in the "
+                         "rotation at small ones: bench/README.md)")
+    ap.add_argument("--side-stream", action="store_true",
+                    help="replay the timed graphs on a stream of their own instead of PyTorch's default stream")
     ap.add_argument("--no-hold", dest="hold", action="store_false",
                     help="time behind the --preroll-us sleep instead of evoeng's hold (a stream wait on a "
                          "host-mapped word, released once the replay is queued)")
@@ -907,7 +946,7 @@ def main(argv):
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "python": platform.python_version(),
             "replays": args.replays, "calls": args.calls, "replay_ms": args.replay_ms, "seed": args.seed,
-            "hold": args.hold, "preroll_us": args.preroll_us, "only": args.only,
+            "hold": args.hold, "diff": args.diff, "side_stream": args.side_stream, "preroll_us": args.preroll_us, "only": args.only,
             "atol": args.atol, "rtol": args.rtol,
             "method": "CUDA graph per contender of `calls` back-to-back calls (null: as many as last about "
                       "`replay_ms`; each contender's count is in its `calls`); each timed replay is held "

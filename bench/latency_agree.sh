@@ -21,6 +21,8 @@
 #        s2048.db of bench/throughput.sh); their best is used. Unset or
 #        missing: the default params (a generation-0 run of one candidate
 #        makes the export).
+#      SEED_EXPORT, S2048_EXPORT: JSON exports to use instead (e.g. those
+#        of bench/sdpa_shapes.sh); they win over the stores.
 #      LIMIT_PCT (default 3).
 # Only kernels rendered from the task's template are supported (bench
 # rebuilds them from their params).
@@ -35,16 +37,21 @@ export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 rows=()
-for spec in "seed:${SEED_DB:-}:--dim B=4 --dim H=8 --dim S=512 --dim D=64" \
-            "s2048:${S2048_DB:-}:--dim B=4 --dim H=8 --dim S=2048 --dim D=64"; do
-    IFS=: read -r tag db dims <<< "$spec"
+for spec in "seed:${SEED_DB:-}:${SEED_EXPORT:-}:--dim B=4 --dim H=8 --dim S=512 --dim D=64" \
+            "s2048:${S2048_DB:-}:${S2048_EXPORT:-}:--dim B=4 --dim H=8 --dim S=2048 --dim D=64"; do
+    IFS=: read -r tag db given dims <<< "$spec"
     exp=$out/$tag.export.json
     echo "=== $tag ($dims)"
-    if [ -n "$db" ] && [ ! -f "$db" ]; then
+    if [ -n "$given" ]; then
+        cp "$given" "$exp" || { rows+=("$tag error export"); continue; }
+        what="export $given"
+    elif [ -n "$db" ] && [ ! -f "$db" ]; then
         echo "warning: $db does not exist (a fresh machine?): using the default params"
         db=
     fi
-    if [ -n "$db" ]; then
+    if [ -n "$given" ]; then
+        :
+    elif [ -n "$db" ]; then
         what="best of $db"
         "$E" export --best --format json --db "$db" -o "$exp" || { rows+=("$tag error export"); continue; }
     else

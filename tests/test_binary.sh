@@ -130,9 +130,9 @@ then
     expect 2 "compare_sdpa.py refuses a replay length of 0 ms" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --replay-ms 0
     expect 2 "compare_sdpa.py refuses --calls 0" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --calls 0
     expect 0 "compare_sdpa.py --dry-run writes its method to --out" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --out "$tmp/dry.json"
-    if "$PY" -c "import json,sys; m=json.load(open(sys.argv[1]))['meta']; sys.exit(0 if m['hold'] is True and m['calls'] is None and m['replay_ms'] == 0.5 else 1)" "$tmp/dry.json"; then
-        echo "ok   compare_sdpa.py's default: held replays, graphs of about 0.5 ms"; pass=$((pass + 1))
-    else echo "FAIL compare_sdpa.py's --out meta does not say hold / replay_ms / calls"; fails=$((fails + 1)); fi
+    if "$PY" -c "import json,sys; m=json.load(open(sys.argv[1]))['meta']; sys.exit(0 if m['hold'] is True and m['diff'] is False and m['calls'] is None and m['replay_ms'] == 0.5 else 1)" "$tmp/dry.json"; then
+        echo "ok   compare_sdpa.py's default: held replays, graphs of about 0.5 ms, not differenced"; pass=$((pass + 1))
+    else echo "FAIL compare_sdpa.py's --out meta does not say hold / diff / replay_ms / calls"; fails=$((fails + 1)); fi
     expect 0 "show the exported candidate as JSON" -- "$EVOENG" show 32 --json --db "$tmp/h200.db"
     grep_out out '"gate_stage": "full"' "show --json gives the gate stage"
 
