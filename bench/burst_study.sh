@@ -17,9 +17,9 @@
 # Env: EVOENG (default build/src/evoeng), SAMPLE_LIST, COMPARES.
 # Exit: 0 done (a failed step shows as n/a in its row), 2 usage.
 set -u
-out=${1:?usage: burst_study.sh OUTDIR EXPORT.json ...}
+[ $# -ge 2 ] || { echo "usage: burst_study.sh OUTDIR EXPORT.json ..." >&2; exit 2; }
+out=$1
 shift
-[ $# -gt 0 ] || { echo "usage: burst_study.sh OUTDIR EXPORT.json ..." >&2; exit 2; }
 E=${EVOENG:-$PWD/build/src/evoeng}
 T=${EVO_SOURCE_ROOT:-$PWD}/templates/attention/task.json
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
