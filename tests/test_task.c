@@ -497,6 +497,20 @@ static void test_shipped_tasks(void)
         free(msg);
         free(path);
     }
+    /* The attention template comes in three files; the task's template
+     * text is the one source they make, with #line directives naming each. */
+    char *path = xasprintf("%s/templates/attention/task.json", root ? root : ".");
+    Task *t = NULL;
+    if (task_load(path, &t, &err) == 0) {
+        const char *text = task_template_text(t);
+        CHECK(strstr(text, "#include \"attention_") == NULL);
+        CHECK(strstr(text, "#line 1 \"attention_fa2.cuh\"\n") && strstr(text, "#line 1 \"attention_ws.cuh\"\n"));
+        CHECK(strstr(text, "attn_fwd(") && strstr(text, "attn_fwd_ws(") && strstr(text, "attn_combine("));
+        task_free(&t);
+    } else {
+        CHECK_MSG(0, "%s", err.msg);
+    }
+    free(path);
 }
 
 int main(void)

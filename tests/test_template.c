@@ -1,10 +1,12 @@
-/* Unit tests for template: exact rendering, stable hashes, #ifndef
- * defaults overridden by the prepended #defines (checked with the C
- * preprocessor when one is available), knob discovery. */
+/* Unit tests for template: local includes inlined, exact rendering, stable
+ * hashes, #ifndef defaults overridden by the prepended #defines (checked
+ * with the C preprocessor when one is available), knob discovery. */
 #include "testhelp.h"
 #include "template.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const tpl =
@@ -155,8 +157,67 @@ static void test_knobs(void)
     free(k);
 }
 
+static void put(const char *dir, const char *name, const char *text)
+{
+    char *path = path_join(dir, name);
+    EvoErr err;
+    CHECK(file_write(path, text, strlen(text), &err) == 0);
+    free(path);
+}
+
+/* Local includes are inlined with #line directives; <...> includes,
+ * includes of files that are not there and anything after the quote stay;
+ * nesting works, a cycle and an unreadable part are errors naming the line. */
+static void test_expand(void)
+{
+    char dir[] = "/tmp/evo_tpl_XXXXXX";
+    EvoErr err;
+    char *out = NULL;
+    CHECK(mkdtemp(dir) != NULL);
+    put(dir, "part.cuh", "int part;\n  #  include \"inner.cuh\"  \nint after_inner;");
+    put(dir, "inner.cuh", "int inner;\n");
+    CHECK(template_expand("int a;\n#include \"part.cuh\"\n#include <cuda.h>\n#include \"absent.h\"\n"
+                          "#include \"part.cuh\" // no\nint z;\n",
+                          "dir/main.cu", dir, &out, &err) == 0);
+    CHECK_STR(out, "int a;\n"
+                   "#line 1 \"part.cuh\"\n"
+                   "int part;\n"
+                   "#line 1 \"inner.cuh\"\n"
+                   "int inner;\n"
+                   "#line 3 \"part.cuh\"\n"
+                   "int after_inner;\n"
+                   "#line 3 \"main.cu\"\n"
+                   "#include <cuda.h>\n#include \"absent.h\"\n#include \"part.cuh\" // no\nint z;\n");
+    free(out);
+
+    CHECK(template_expand("", NULL, dir, &out, &err) == 0);
+    CHECK_STR(out, "");
+    free(out);
+
+    put(dir, "loop_a.cuh", "#include \"loop_b.cuh\"\n");
+    put(dir, "loop_b.cuh", "int b;\n#include \"loop_a.cuh\"\n");
+    CHECK(template_expand("x\n#include \"loop_a.cuh\"\n", "t.cu", dir, &out, &err) < 0);
+    CHECK(out == NULL);
+    CHECK(strstr(err.msg, "loop_b.cuh line 2") && strstr(err.msg, "'loop_a.cuh' includes itself"));
+
+    char *sub = path_join(dir, "unreadable.cuh");
+    CHECK(mkdir(sub, 0700) == 0);   /* a directory: access() passes, reading fails */
+    CHECK(template_expand("#include \"unreadable.cuh\"\n", "t.cu", dir, &out, &err) < 0);
+    CHECK(strstr(err.msg, "t.cu line 1: cannot read 'unreadable.cuh'") != NULL);
+    rmdir(sub);
+    free(sub);
+    for (const char *const *n = (const char *const[]){"part.cuh", "inner.cuh", "loop_a.cuh", "loop_b.cuh", NULL}; *n;
+         n++) {
+        char *f = path_join(dir, *n);
+        unlink(f);
+        free(f);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
+    RUN(test_expand);
     RUN(test_render_exact);
     RUN(test_render_errors);
     RUN(test_hash_stable);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write the stub scenario of the GPU LLM demo from templates/attention/attention.cu.
+"""Write the stub scenario of the GPU LLM demo from templates/attention/attention.cu
+(with its parts attention_fa2.cuh and attention_ws.cuh inlined, as evoeng does).
 
   python3 bench/llm_gpu_demo/make_scenario.py
 
@@ -41,14 +42,30 @@ def must_sub(text, pattern, new):
     return out
 
 
+def expand(path, stack=()):
+    """The template as evoeng reads it (src/task/template.h, template_expand):
+    each line `#include "NAME"` of a file NAME beside it replaced by
+    `#line 1 "NAME"`, that file's text and `#line <next> "<file>"`."""
+    d, name = os.path.split(path)
+    out = []
+    for n, line in enumerate(open(path).read().splitlines(keepends=True), 1):
+        m = re.fullmatch(r'[ \t]*#[ \t]*include[ \t]*"([^"/\\\r]+)"[ \t\r]*\n?', line)
+        if m and os.path.exists(os.path.join(d, m.group(1))) and m.group(1) not in stack:
+            sub = expand(os.path.join(d, m.group(1)), stack + (name,))
+            out.append('#line 1 "%s"\n%s%s#line %d "%s"\n' % (m.group(1), sub, "" if sub.endswith("\n") else "\n",
+                                                              n + 1, name))
+        else:
+            out.append(line)
+    return "".join(out)
+
+
 def answer(code, rationale):
     return "Here is an improved kernel.\n\n```cuda\n%s```\n\n%s\n" % (code if code.endswith("\n") else code + "\n",
                                                                      rationale)
 
 
 def main():
-    with open(SRC) as f:
-        base = f.read()
+    base = expand(SRC)
     variants = {}
     variants["reply_tile.md"] = answer(
         must_sub(base, r"#ifndef BLOCK_N\n#define BLOCK_N \d+", "#ifndef BLOCK_N\n#define BLOCK_N 32  /* demo: new default */"),

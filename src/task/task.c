@@ -10,6 +10,7 @@
  * happens later, per configuration and shape (task_resolve.c).
  */
 #include "task_priv.h"
+#include "template.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -341,12 +342,21 @@ static int load_buffers(Loader *L, json_t *root)
 }
 
 
+/* Read a template or reference source, with its local includes inlined
+ * (template_expand): *text is the one source that is rendered. */
 static int load_source(Loader *L, const char *p, const char *rel, char **path, char **text)
 {
     EvoErr e;
+    char *raw = NULL;
     *path = path_join(L->t->dir, rel);
-    if (file_read(*path, text, NULL, &e) < 0)
+    if (file_read(*path, &raw, NULL, &e) < 0)
         return tl_err(L, p, "cannot read '%s': %s", rel, e.msg);
+    char *dir = path_dirname(*path);
+    int rc = template_expand(raw, rel, dir, text, &e);
+    free(dir);
+    free(raw);
+    if (rc)
+        return tl_err(L, p, "%s", e.msg);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int template_is_ident(const char *s)
 {
@@ -52,6 +53,96 @@ int template_render(const char *template_text, const char *file, const char *con
 fail:
     sb_free(&sb);
     return -1;
+}
+
+/* NAME of a line that is exactly `#include "NAME"` (blanks allowed around
+ * it), copied into name[cap]; 0 when the line is something else. */
+static int local_include(const char *line, size_t len, char *name, size_t cap)
+{
+    const char *p = line, *end = line + len;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p == end || *p++ != '#')
+        return 0;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if ((size_t)(end - p) < 8 || strncmp(p, "include", 7) != 0)
+        return 0;
+    p += 7;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p == end || *p++ != '"')
+        return 0;
+    const char *q = memchr(p, '"', (size_t)(end - p));
+    if (!q || q == p || (size_t)(q - p) >= cap)
+        return 0;
+    for (const char *r = q + 1; r < end; r++)
+        if (*r != ' ' && *r != '\t' && *r != '\r')
+            return 0;
+    memcpy(name, p, (size_t)(q - p));
+    name[q - p] = '\0';
+    return !strpbrk(name, "/\\");
+}
+
+static int expand(StrBuf *sb, const char *text, const char *file, const char *dir, const char **stack, int depth,
+                  EvoErr *err)
+{
+    int lineno = 0;
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char name[256], *path = NULL, *sub = NULL;
+        lineno++;
+        if (local_include(p, len, name, sizeof(name)) && !strpbrk(name, "\"\r") &&
+            (path = path_join(dir, name)) && access(path, R_OK) == 0) {
+            for (int i = 0; i < depth; i++)
+                if (strcmp(stack[i], name) == 0) {
+                    free(path);
+                    return err_set(err, "%s line %d: '%s' includes itself (through %s)", file, lineno, name,
+                                   stack[depth - 1]);
+                }
+            if (depth >= 8) {
+                free(path);
+                return err_set(err, "%s line %d: includes nested more than 8 deep", file, lineno);
+            }
+            EvoErr e;
+            if (file_read(path, &sub, NULL, &e) < 0) {
+                free(path);
+                return err_set(err, "%s line %d: cannot read '%s': %s", file, lineno, name, e.msg);
+            }
+            stack[depth] = name;
+            sb_printf(sb, "#line 1 \"%s\"\n", name);
+            int rc = expand(sb, sub, name, dir, stack, depth + 1, err);
+            free(sub);
+            free(path);
+            if (rc)
+                return -1;
+            if (sb->len == 0 || sb->s[sb->len - 1] != '\n')
+                sb_putc(sb, '\n');
+            sb_printf(sb, "#line %d \"%s\"\n", lineno + 1, file);
+        } else {
+            free(path);
+            sb_appendn(sb, p, nl ? len + 1 : len);
+        }
+        p = nl ? nl + 1 : p + len;
+    }
+    return 0;
+}
+
+int template_expand(const char *text, const char *file, const char *dir, char **out, EvoErr *err)
+{
+    StrBuf sb = {0};
+    const char *stack[8];
+    const char *base = file ? file : "template";
+    const char *slash = strrchr(base, '/');
+    *out = NULL;
+    stack[0] = slash ? slash + 1 : base;
+    if (expand(&sb, text ? text : "", stack[0], dir ? dir : ".", stack, 1, err)) {
+        sb_free(&sb);
+        return -1;
+    }
+    *out = sb_take(&sb);
+    return 0;
 }
 
 void template_hash(const char *src, char hex[65])

@@ -31,6 +31,22 @@
 int template_render(const char *template_text, const char *file, const char *const *names,
                     const int64_t *values, int n, char **out, EvoErr *err);
 
+/* Inline a template's local includes: every line that is exactly
+ * `#include "NAME"` (optional blanks around the directive, nothing after the
+ * closing quote but blanks), where NAME has no '/' or '\' and a file NAME
+ * exists in dir, is replaced by `#line 1 "NAME"`, that file's text (a final
+ * newline added if missing) and `#line <the next line> "<file>"`, so
+ * compiler messages name the part and its line; recursively, up to 8
+ * levels. Other lines, `#include <...>`, and quoted includes of files not
+ * in dir are kept as they are, so NVRTC still sees them. The result is the
+ * single source the template stands for: rendering, hashing, exports and
+ * the LLM's prompts all use it (an exported kernel needs no other file).
+ * file names the including file in those directives (its last path
+ * component; NULL: "template").
+ * *out is a fresh string. Returns 0, or -1 with err ("FILE line N: ...")
+ * when an included file cannot be read or includes itself again. */
+int template_expand(const char *text, const char *file, const char *dir, char **out, EvoErr *err);
+
 /* 1 when s is a C identifier (so a valid macro name); 0 for NULL. */
 int template_is_ident(const char *s);
 

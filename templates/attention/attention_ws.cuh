@@ -1,0 +1,537 @@
+/* ================================================================
+ * Warp-specialised Hopper path (WS = 1, sm_90a): FlashAttention-3 style.
+ *
+ * Block = 1 producer warpgroup + CONSUMERS consumer warpgroups
+ * (THREADS = 128 * (CONSUMERS + 1)); BLOCK_M = 64 * CONSUMERS query rows,
+ * 64 per consumer warpgroup.  One thread of the producer issues TMA bulk
+ * tensor copies (cp.async.bulk.tensor.3d over the [B*H, S, D] tensors, one
+ * 64-column 128-byte-swizzled box per 64 head-dim columns) of Q once and of
+ * the K and V tiles into a STAGES-deep ring; each slot has a "full"
+ * mbarrier (completed by the copy's transaction bytes) and an "empty" one
+ * (every consumer thread arrives once it no longer reads the slot), for K
+ * and V separately, so K's slot is freed as soon as Q K^T is done.
+ * Consumers run both products as wgmma (Q and P as register A operands,
+ * K as K-major and V as MN-major smem B operands) with the online softmax
+ * in registers.  The key tile is WS_BN (BLOCK_N, or 64 where BLOCK_N = 128
+ * would spill at this D; WS_OV likewise).  REGSPLIT = 1 moves registers from the producer to the
+ * consumers with setmaxnreg.  OVERLAP = 1 pipelines inside a warpgroup:
+ * the Q K^T of tile n and the P V of tile n - 1 are issued together and
+ * the softmax of tile n runs while P V is still on the tensor cores.
+ * PINGPONG = 1 (with OVERLAP, 2 or 3 consumers) orders the consumer
+ * warpgroups' GEMM issues round-robin through named barriers 1..CONSUMERS:
+ * a warpgroup issues its Q K^T and P V only in its turn and then passes
+ * the turn on, so one warpgroup's softmax runs while another's GEMMs hold
+ * the tensor cores.  Every warpgroup takes nt + 1 turns (tiles it skips
+ * under the causal mask included), so the turns always pair up.
+ * Causal: only the tiles on a warpgroup's diagonal are masked; tiles past a
+ * warpgroup's last row are skipped by that warpgroup (it only releases
+ * their slots).  Smem: 1024-byte aligned sub-tiles [rows][64] halves with
+ * the TMA 128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r & 7)).
+ * LOADS = 1 replaces the TMA copies by cp.async: all 128 producer threads
+ * copy 16-byte chunks (cp.async.cg) into the same swizzled layout; rows at
+ * or past S are zero-filled through the ignore-src predicate, which leaves
+ * their source address unread (it may point past the tensor).  Then each
+ * thread does cp.async.mbarrier.arrive.noinc on the slot's "full" barrier,
+ * an arrival made once that thread's copies have landed: full barriers
+ * count 128 arrivals instead of one arrival plus transaction bytes.  noinc
+ * was chosen over commit/wait_group + arrive so the producer never waits
+ * for its own copies and goes on to the next slot at once, like the TMA
+ * producer (it waits for them only before it exits).  cp.async writes
+ * through the generic proxy and wgmma reads through the async proxy, so a
+ * consumer fences (fence.proxy.async) after waiting on a full K or V
+ * barrier (Q is read by ldmatrix: no fence).  A thread's rows are
+ * r0 + 16 i, all with the swizzle of row r0, so its copy loop (kept
+ * rolled) only steps a source pointer and a smem address: it fits the 24
+ * (32 with 3 consumers) registers the producer keeps under REGSPLIT,
+ * except in the persistent loop with 2 consumers, which spills at 24:
+ * there the producer keeps 32 and the consumers get 232 instead of 240
+ * (WS_PREG, WS_CREG).
+ * ================================================================ */
+
+#define WS_THREADS (128 * (CONSUMERS + 1))
+/* Register budget per consumer thread (task.json's WS_CAP / WS_REG): with
+ * REGSPLIT setmaxnreg gives 240 (160 with 3 consumers), else the launch
+ * bound's share.  Where a configuration's tile would not fit at this D
+ * (e.g. 3 consumers at D = 128) the key tile shrinks to 64 and the
+ * overlap (a second score tile live) is dropped, so one configuration
+ * stays valid at every head dim. */
+#define WS_CAP (REGSPLIT ? (CONSUMERS == 3 ? 160 : 240) \
+                         : ((65536 / WS_THREADS / 8 * 8) < 255 ? (65536 / WS_THREADS / 8 * 8) : 255))
+#define WS_EST0(bn, ov) (3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
+#define WS_PS (PERSIST && WS_EST0(64, 0) + D / 8 <= WS_CAP)   /* the persistent loop: ~D/8 more */
+#define WS_EST(bn, ov) (WS_EST0(bn, ov) + D / 8 * WS_PS)
+#define WS_BN ((BLOCK_N == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : BLOCK_N)
+#define WS_OV (OVERLAP && WS_EST(WS_BN, 1) <= WS_CAP)
+#define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
+#define WS_KV_BYTES (WS_BN * D * 2)            /* one K (or V) tile */
+#define WS_FULL (LOADS ? 128 : 1)              /* arrivals on a full barrier */
+/* setmaxnreg under REGSPLIT: producer and consumer registers per thread,
+ * within the launch's 168 (2 consumers) or 128 (3) per thread.  The
+ * persistent cp.async producer (LOADS && WS_PS, 2 consumers) spills at 24
+ * and keeps 32; its consumers get 232.  WS_CAP still says 240 there: every
+ * such configuration the constraints allow compiles without spills at
+ * 232 (ptxas; the persistent term of the estimate is loose by more), and
+ * the LOADS twins keep the same key tile and overlap. */
+#define WS_PREG ((CONSUMERS == 3 || (LOADS && WS_PS)) ? 32 : 24)
+#define WS_CREG (CONSUMERS == 3 ? 160 : (WS_PREG == 32 ? 232 : 240))
+
+struct alignas(64) AttTmap { unsigned long long v[16]; };
+
+#if ATT_WSP
+static_assert(BLOCK_M == 64 * CONSUMERS, "WS: 64 query rows per consumer warpgroup");
+static_assert(D % 64 == 0, "WS: D must be a multiple of 64");
+static_assert(WS_BN == 64 || WS_BN == 128, "WS: WS_BN 64 or 128");
+
+static __device__ __forceinline__ void ws_bar_init(att_u32 bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+
+static __device__ __forceinline__ void ws_wait(att_u32 bar, att_u32 parity)
+{
+    att_u32 done;
+    do {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+
+static __device__ __forceinline__ void ws_arrive(att_u32 bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+
+static __device__ __forceinline__ void ws_expect(att_u32 bar, att_u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+
+/* rows [y, y + box) of head z, columns [x, x + 64), into the swizzled tile at dst */
+static __device__ __forceinline__ void ws_tma(att_u32 dst, const AttTmap *map, int x, int y, int z, att_u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
+}
+
+/* Load rows [row0, row0 + ROWS) of head bh of a [B*H, S, D] tensor into the
+ * swizzled sub-tiles at dst (D / 64 of them, ROWS * 128 bytes apart) and
+ * signal bar when they have landed.  LOADS = 0: thread 0 of the producer
+ * issues one TMA box per sub-tile (map) and sets the transaction bytes;
+ * rows past S are zero-filled by TMA.  LOADS = 1: producer thread tid
+ * (0..127) copies chunk tid % 8 of rows tid / 8 + 16 i of every sub-tile
+ * from g with cp.async (rows >= S zero-filled through ignore-src, their
+ * source address not read) and arrives on bar through
+ * cp.async.mbarrier.arrive.noinc. */
+template <int ROWS>
+static __device__ __forceinline__ void ws_load(att_u32 dst, const AttTmap *map, const att_u16 *g, int row0,
+                                               int bh, int S, att_u32 bar, int tid)
+{
+#if LOADS
+    const int r0 = tid >> 3, ch = tid & 7;
+    int lim = S - row0 - r0;                   /* rows left from this pass on */
+    const att_u16 *src = g + ((size_t)bh * S + row0 + r0) * D + ch * 8;
+    att_u32 d = dst + r0 * 128 + ((ch ^ (r0 & 7)) << 4);
+#pragma unroll 1   /* a rolled loop: the producer's few registers */
+    for (int i = 0; i < ROWS / 16; ++i, src += 16 * D, d += 2048, lim -= 16) {
+#pragma unroll
+        for (int c = 0; c < D / 64; ++c)   /* ignore-src: zeros, the source is not read */
+            asm volatile("{\n.reg .pred p;\nsetp.le.s32 p, %2, 0;\n"
+                         "cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n"
+                         :: "r"(d + c * ROWS * 128), "l"(src + c * 64), "r"(lim) : "memory");
+    }
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(bar) : "memory");
+    (void)map;
+#else
+    ws_expect(bar, ROWS * D * 2);
+#pragma unroll
+    for (int c = 0; c < D / 64; ++c)
+        ws_tma(dst + c * ROWS * 128, map, c * 64, row0, bh, bar);
+    (void)g;
+    (void)S;
+    (void)tid;
+#endif
+}
+
+/* wait for a full K or V slot that wgmma will read */
+static __device__ __forceinline__ void ws_wait_full(att_u32 bar, att_u32 parity)
+{
+    ws_wait(bar, parity);
+#if LOADS   /* cp.async wrote it through the generic proxy */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+template <int N>
+static __device__ __forceinline__ void ws_keep_r(att_u32 *p)
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+r"(p[i]) :: "memory");
+}
+
+template <int N>
+static __device__ __forceinline__ void ws_wg_wait(void)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+
+static __device__ __forceinline__ void ws_wg_commit(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
+attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap tmK,
+            const __grid_constant__ AttTmap tmV, att_u16 *__restrict__ O, int S, int BH, float scale,
+            const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K, const att_u16 *__restrict__ V)
+{
+#if ATT_WSP
+    extern __shared__ __align__(128) unsigned char att_smem[];
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int wg = tid >> 7;
+    /* Tiles (query block m0 of head bh): one per CTA, or with PERSIST the
+     * CTA walks tiles blockIdx.x, + gridDim.x, ...; causal tiles go
+     * longest first (the last query blocks of every head, then the ones
+     * before), non-causal ones head by head (K and V of a head stay in L2). */
+    const int nmb = (S + BLOCK_M - 1) / BLOCK_M;
+#if WS_PS
+    const int ntiles = nmb * BH, tstep = gridDim.x, t0 = blockIdx.x;
+#else
+    const int ntiles = 1, tstep = 1, t0 = 0;
+#endif
+    auto coords = [&](int t, int &m0, int &bh) {
+#if WS_PS && CAUSAL
+        m0 = (nmb - 1 - t / BH) * BLOCK_M;
+        bh = t % BH;
+#elif WS_PS
+        m0 = (t % nmb) * BLOCK_M;
+        bh = t / nmb;
+#elif CAUSAL
+        m0 = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;   /* heavy blocks first */
+        bh = blockIdx.y;
+#else
+        m0 = blockIdx.x * BLOCK_M;
+        bh = blockIdx.y;
+#endif
+        (void)t;
+    };
+    auto n_kv = [&](int m0) {   /* KV tiles of query block m0 */
+#if CAUSAL
+        return (min(S, m0 + BLOCK_M) + WS_BN - 1) / WS_BN;
+#else
+        return (S + WS_BN - 1) / WS_BN;
+#endif
+        (void)m0;
+    };
+
+    const att_u32 sQ = (att_smem_addr(att_smem) + 1023u) & ~1023u;
+    const att_u32 sK = sQ + BLOCK_M * D * 2;
+    const att_u32 sV = sK + STAGES * WS_KV_BYTES;
+    const att_u32 bars = sV + STAGES * WS_KV_BYTES;   /* barQ, fullK[], fullV[], emptyK[], emptyV[], emptyQ */
+    const att_u32 barQ = bars;
+    auto fullK = [&](int s) { return bars + 8 + 8 * s; };
+    auto fullV = [&](int s) { return bars + 8 + 8 * (STAGES + s); };
+    auto emptyK = [&](int s) { return bars + 8 + 8 * (2 * STAGES + s); };
+    auto emptyV = [&](int s) { return bars + 8 + 8 * (3 * STAGES + s); };
+    const att_u32 emptyQ = bars + 8 + 8 * 4 * STAGES;
+
+    if (tid == 0) {
+        ws_bar_init(barQ, WS_FULL);
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            ws_bar_init(fullK(s), WS_FULL);
+            ws_bar_init(fullV(s), WS_FULL);
+            ws_bar_init(emptyK(s), 128 * CONSUMERS);
+            ws_bar_init(emptyV(s), 128 * CONSUMERS);
+        }
+        ws_bar_init(emptyQ, 128 * CONSUMERS);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        /* ---------------- producer */
+#if REGSPLIT
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(WS_PREG));
+#endif
+        if (LOADS || (warp == 0 && lane == 0)) {   /* cp.async: the whole warpgroup; TMA: one thread */
+          int kv = 0;                           /* KV tiles loaded so far: ring slot and phase */
+          for (int t = t0, j = 0; t < ntiles; t += tstep, ++j) {
+            int m0, bh;
+            coords(t, m0, bh);
+            const int nt = n_kv(m0);
+            ws_wait(emptyQ, (j & 1) ^ 1);       /* the consumers hold the last Q in registers */
+            ws_load<BLOCK_M>(sQ, &tmQ, Q, m0, bh, S, barQ, tid);
+            for (int n = 0; n < nt; ++n, ++kv) {
+                const int s = kv % STAGES;
+                const att_u32 ph = (kv / STAGES) & 1;
+                ws_wait(emptyK(s), ph ^ 1);
+                ws_load<WS_BN>(sK + s * WS_KV_BYTES, &tmK, K, n * WS_BN, bh, S, fullK(s), tid);
+                ws_wait(emptyV(s), ph ^ 1);
+                ws_load<WS_BN>(sV + s * WS_KV_BYTES, &tmV, V, n * WS_BN, bh, S, fullV(s), tid);
+            }
+          }
+#if LOADS   /* exit with no copy (and its barrier arrival) in flight */
+          asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+        }
+        return;
+    }
+
+    /* ---------------- consumers */
+#if REGSPLIT
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(WS_CREG));
+#endif
+    const int cw = wg - 1;                      /* consumer warpgroup */
+    const int wq = warp & 3;                    /* warp in the warpgroup */
+    const int g = lane >> 2, t4 = lane & 3;
+    const int wrow = cw * 64 + wq * 16;         /* warp's first row in the CTA tile */
+    const float sl = scale * 1.4426950408889634f;
+#if WS_PP
+    if (cw == CONSUMERS - 1)                    /* warpgroup 0 takes the first ping-pong turn */
+        asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+#endif
+    int g0 = 0;                                 /* KV tiles consumed before this tile: ring position */
+    for (int t = t0, j = 0; t < ntiles; t += tstep, ++j) {
+    int m0, bh;
+    coords(t, m0, bh);
+    const int nt = n_kv(m0);
+    const bool last = t + tstep >= ntiles;
+    /* tiles this warpgroup computes (the rest of the CTA's it only releases) */
+#if CAUSAL
+    const int wg_end = min(S, m0 + cw * 64 + 64);
+    const int ntc = min(nt, (wg_end + WS_BN - 1) / WS_BN);
+#else
+    const int ntc = nt;
+#endif
+
+    float acc[D / 2];
+    float m_run[2] = {ATT_NEG_INF, ATT_NEG_INF}, l_run[2] = {0.f, 0.f};
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) acc[i] = 0.f;
+
+    /* Q fragments (mma.sync A layout per warp) from the swizzled Q tile */
+    att_u32 qf[D / 16][4];
+    ws_wait(barQ, j & 1);
+    {
+        const int r = wrow + (lane & 15);
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+            const int ch = kk * 2 + (lane >> 4);
+            const att_u32 a = sQ + (ch >> 3) * BLOCK_M * 128 + r * 128 + (((ch & 7) ^ (r & 7)) << 4);
+            att_ldsm4(a, qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
+        }
+    }
+    ws_arrive(emptyQ);
+
+    /* issue S = Q K^T for the K tile in slot s (no wait) */
+    auto qk_issue = [&](float *sc, int s) {
+        const att_u32 kb = sK + s * WS_KV_BYTES;
+        constexpr int QN = WS_BN == 64 ? 32 : WS_BN;   /* see the WGMMA path's note on n64 */
+        att_keep<WS_BN / 2>(sc);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+            for (int c = 0; c < WS_BN / QN; ++c)
+                AttWg<QN, 0>::mma(sc + c * QN / 2, qf[kk],
+                                  att_desc(kb + (kk >> 2) * WS_BN * 128 + c * QN * 128 + (kk & 3) * 32, 16, 1024),
+                                  kk > 0);
+        ws_wg_commit();
+    };
+    /* issue O += P V for the V tile in slot s (no wait) */
+    auto pv_issue = [&](att_u32 (*pa)[4], int s) {
+        const att_u32 vb = sV + s * WS_KV_BYTES;
+        att_keep<D / 2>(acc);
+        att_wg_fence();
+#pragma unroll
+        for (int kk = 0; kk < WS_BN / 16; ++kk)
+#pragma unroll
+            for (int c = 0; c < D / 64; ++c)
+                AttWg<64, 1>::mma(acc + c * 32, pa[kk], att_desc(vb + c * WS_BN * 128 + kk * 16 * 128, 1024, 1024), 1);
+        ws_wg_commit();
+    };
+    /* mask + online softmax of the raw scores of tile n in place (P = exp);
+     * returns the accumulator rescale factors in alpha */
+    auto softmax = [&](float *sc, int n, float *alpha) {
+        const int n0 = n * WS_BN;
+#if CAUSAL
+        const bool need_mask = (n0 + WS_BN > S) || (n0 + WS_BN - 1 > m0 + cw * 64);
+#else
+        const bool need_mask = n0 + WS_BN > S;
+#endif
+        if (need_mask) {
+            const int kbase = n0 + 2 * t4;
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+#if CAUSAL
+                const int lim = min(S, m0 + wrow + g + 8 * r + 1) - kbase;
+#else
+                const int lim = S - kbase;
+#endif
+#pragma unroll
+                for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        if (nt8 * 8 + e >= lim) sc[nt8 * 4 + 2 * r + e] = ATT_NEG_INF;
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            float mx = ATT_NEG_INF;
+#pragma unroll
+            for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
+                mx = fmaxf(mx, fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = fmaxf(m_run[r], mx * sl);
+            const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
+            alpha[r] = att_exp(m_run[r] - m_use);
+            m_run[r] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float p = att_exp(fmaf(sc[nt8 * 4 + 2 * r + e], sl, -m_use));
+                    sc[nt8 * 4 + 2 * r + e] = p;
+                    sum += p;
+                }
+            l_run[r] = l_run[r] * alpha[r] + sum;
+        }
+    };
+    auto rescale = [&](const float *alpha) {
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+            acc[dt * 4 + 0] *= alpha[0];
+            acc[dt * 4 + 1] *= alpha[0];
+            acc[dt * 4 + 2] *= alpha[1];
+            acc[dt * 4 + 3] *= alpha[1];
+        }
+    };
+    auto pack = [&](const float *sc, att_u32 (*pa)[4]) {
+#pragma unroll
+        for (int kk = 0; kk < WS_BN / 16; ++kk) {
+            pa[kk][0] = att_pack(sc[(2 * kk) * 4 + 0], sc[(2 * kk) * 4 + 1]);
+            pa[kk][1] = att_pack(sc[(2 * kk) * 4 + 2], sc[(2 * kk) * 4 + 3]);
+            pa[kk][2] = att_pack(sc[(2 * kk + 1) * 4 + 0], sc[(2 * kk + 1) * 4 + 1]);
+            pa[kk][3] = att_pack(sc[(2 * kk + 1) * 4 + 2], sc[(2 * kk + 1) * 4 + 3]);
+        }
+    };
+
+    /* ping-pong turns: bar.sync on this warpgroup's barrier waits for the
+     * previous warpgroup's bar.arrive (256 threads: both warpgroups) */
+    auto pp_sync = [&]() {
+#if WS_PP
+        asm volatile("bar.sync %0, 256;\n" :: "r"(1 + cw) : "memory");
+#endif
+    };
+    auto pp_arrive = [&](int round) {   /* the last turn of the last warpgroup passes nothing on */
+#if WS_PP
+        if (!(cw == CONSUMERS - 1 && round == nt && last))
+            asm volatile("bar.arrive %0, 256;\n" :: "r"(1 + (cw + 1) % CONSUMERS) : "memory");
+#endif
+        (void)round;
+        (void)last;
+    };
+
+    float sc[WS_BN / 2];
+    att_u32 pa[WS_BN / 16][4];
+    float alpha[2];
+#if WS_OV
+    if (ntc > 0) {
+        ws_wait_full(fullK(g0 % STAGES), (g0 / STAGES) & 1);
+        pp_sync();
+        qk_issue(sc, g0 % STAGES);
+        pp_arrive(0);
+        ws_wg_wait<0>();
+        att_keep<WS_BN / 2>(sc);
+        ws_arrive(emptyK(g0 % STAGES));
+        softmax(sc, 0, alpha);
+        pack(sc, pa);
+    }
+    for (int n = 1; n < ntc; ++n) {
+        const int s = (g0 + n) % STAGES, sp = (g0 + n - 1) % STAGES;
+        ws_wait_full(fullK(s), ((g0 + n) / STAGES) & 1);
+        ws_wait_full(fullV(sp), ((g0 + n - 1) / STAGES) & 1);
+        pp_sync();
+        qk_issue(sc, s);
+        pv_issue(pa, sp);
+        pp_arrive(n);
+        ws_wg_wait<1>();                        /* Q K^T of tile n done */
+        att_keep<WS_BN / 2>(sc);
+        ws_arrive(emptyK(s));
+        softmax(sc, n, alpha);
+        ws_wg_wait<0>();                        /* P V of tile n - 1 done */
+        att_keep<D / 2>(acc);
+        ws_keep_r<WS_BN / 4>(&pa[0][0]);
+        ws_arrive(emptyV(sp));
+        rescale(alpha);
+        pack(sc, pa);
+    }
+    if (ntc > 0) {
+        const int sp = (g0 + ntc - 1) % STAGES;
+        ws_wait_full(fullV(sp), ((g0 + ntc - 1) / STAGES) & 1);
+        pp_sync();
+        pv_issue(pa, sp);
+        pp_arrive(ntc);
+        ws_wg_wait<0>();
+        att_keep<D / 2>(acc);
+        ws_keep_r<WS_BN / 4>(&pa[0][0]);
+        ws_arrive(emptyV(sp));
+    }
+#else
+    for (int n = 0; n < ntc; ++n) {
+        const int s = (g0 + n) % STAGES;
+        const att_u32 ph = ((g0 + n) / STAGES) & 1;
+        ws_wait_full(fullK(s), ph);
+        qk_issue(sc, s);
+        ws_wg_wait<0>();
+        att_keep<WS_BN / 2>(sc);
+        ws_arrive(emptyK(s));
+        softmax(sc, n, alpha);
+        rescale(alpha);
+        pack(sc, pa);
+        ws_wait_full(fullV(s), ph);
+        pv_issue(pa, s);
+        ws_wg_wait<0>();
+        att_keep<D / 2>(acc);
+        ws_keep_r<WS_BN / 4>(&pa[0][0]);
+        ws_arrive(emptyV(s));
+    }
+#endif
+    /* tiles past this warpgroup's rows (causal): release their slots */
+    for (int n = ntc; n < nt; ++n) {
+        const int s = (g0 + n) % STAGES;
+        const att_u32 ph = ((g0 + n) / STAGES) & 1;
+        ws_wait(fullK(s), ph);
+        ws_arrive(emptyK(s));
+        ws_wait(fullV(s), ph);
+        ws_arrive(emptyV(s));
+        pp_sync();                              /* keep the ping-pong turns paired */
+        pp_arrive(n + 1);
+    }
+
+    /* ---- epilogue: normalise, store fp16 rows */
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float l = l_run[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int row = m0 + wrow + g + 8 * r;
+        if (row < S) {
+            const float inv = l > 0.f ? 1.f / l : 0.f;
+            att_u32 *dst = (att_u32 *)(O + ((size_t)bh * S + row) * D + 2 * t4);
+#pragma unroll
+            for (int dt = 0; dt < D / 8; ++dt)
+                dst[dt * 4] = att_pack(acc[dt * 4 + 2 * r] * inv, acc[dt * 4 + 2 * r + 1] * inv);
+        }
+    }
+    g0 += nt;
+    }   /* tiles */
+#endif
+}
