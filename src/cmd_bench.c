@@ -256,6 +256,10 @@ EvoExit cmd_bench(const Settings *s)
     Task *t = NULL;
     GpuEval *ge = NULL;
     char *src = NULL;
+    if (bench_env_check(&err)) {
+        errorf("%s", err.msg);
+        return EVO_EXIT_USAGE;
+    }
     EvoExit rc = runctx_load_task(s, &t);
     if (rc != EVO_EXIT_OK)
         return rc;

@@ -232,6 +232,10 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     GpuEval *ge = NULL;
     LlmOp *llm = NULL;
     char *cfg = NULL, *devj = NULL, *src = NULL, *task_abs = NULL;
+    if (bench_env_check(&err)) {
+        errorf("%s", err.msg);
+        return EVO_EXIT_USAGE;
+    }
     EvoExit rc = open_llm(s, &llm);
     if (rc != EVO_EXIT_OK)
         return rc;

@@ -46,6 +46,13 @@ expect 1 "show of a missing candidate" -- "$EVOENG" show 3 --db "$tmp/x.db"
 grep_out err "no candidate 3" "show names the missing candidate"
 expect 2 "unknown option" -- "$EVOENG" status --frobnicate
 grep_out err "^evoeng: unknown option '--frobnicate'" "usage errors go to stderr with the prefix"
+# the timing variables of the environment are checked before anything else (no GPU needed)
+expect 2 "a bad EVOENG_SAMPLE_MS is a usage error" -- env EVOENG_SAMPLE_MS=fast "$EVOENG" bench "$EVO_SOURCE_ROOT/templates/attention/task.json" --db "$tmp/env.db"
+grep_out err "EVOENG_SAMPLE_MS='fast': expected the least length of a timing sample in ms, from 0.05 to 1000" "it names the variable, the value and the range"
+expect 2 "an out-of-range EVOENG_SAMPLE_MS is a usage error" -- env EVOENG_SAMPLE_MS=0.001 "$EVOENG" run --generations 1 --db "$tmp/env.db"
+expect 2 "a bad EVOENG_TIMING_HOLD is a usage error" -- env EVOENG_TIMING_HOLD=yes "$EVOENG" run --generations 1 --db "$tmp/env.db"
+grep_out err "EVOENG_TIMING_HOLD='yes': expected 0" "it names the hold variable"
+if [ -e "$tmp/env.db" ]; then echo "FAIL a rejected run created its store"; fails=$((fails + 1)); else echo "ok   a rejected run creates no store"; pass=$((pass + 1)); fi
 expect 2 "unknown command" -- "$EVOENG" frobnicate
 expect 2 "no command" -- "$EVOENG"
 printf 'not a database at all, just text\n%.0s' 1 2 3 4 5 6 7 8 9 >"$tmp/junk.db"

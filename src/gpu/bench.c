@@ -76,19 +76,37 @@ int bench_settled(const BenchStats *ratio, double threshold)
     return ratio->n > 0 && rel <= threshold && ratio->cv <= threshold;
 }
 
+/* EVOENG_SAMPLE_MS as a number of ms in [0.05, 1000]: 1 and *ms, 0 when
+ * unset or empty, -1 when set to anything else. */
+static int env_sample_ms(double *ms)
+{
+    const char *v = getenv("EVOENG_SAMPLE_MS");
+    char *end;
+    if (!v || !*v)
+        return 0;
+    *ms = strtod(v, &end);
+    return *end == '\0' && *ms >= 0.05 && *ms <= 1000 ? 1 : -1;
+}
+
+int bench_env_check(EvoErr *err)
+{
+    double ms;
+    const char *hold = getenv("EVOENG_TIMING_HOLD");
+    if (env_sample_ms(&ms) < 0)
+        return err_set(err, "EVOENG_SAMPLE_MS='%s': expected the least length of a timing sample in ms, "
+                            "from 0.05 to 1000 (default 0.5)", getenv("EVOENG_SAMPLE_MS"));
+    if (hold && *hold && strcmp(hold, "0") != 0 && strcmp(hold, "1") != 0)
+        return err_set(err, "EVOENG_TIMING_HOLD='%s': expected 0 (time without the hold) or 1 (the default)", hold);
+    return 0;
+}
+
 void bench_options_default(BenchOptions *o)
 {
+    double ms;
     memset(o, 0, sizeof(*o));
     o->warmup = 3;
     o->samples = 25;
-    o->min_sample_ms = 0.5;
-    const char *sms = getenv("EVOENG_SAMPLE_MS");
-    if (sms && *sms) {
-        char *end;
-        double v = strtod(sms, &end);
-        if (*end == '\0' && v >= 0.05 && v <= 1000)
-            o->min_sample_ms = v;
-    }
+    o->min_sample_ms = env_sample_ms(&ms) > 0 ? ms : 0.5;
     o->graph = 1;
     const char *hold = getenv("EVOENG_TIMING_HOLD");
     o->hold = !(hold && strcmp(hold, "0") == 0);

@@ -79,7 +79,12 @@ typedef struct BenchOptions {
     uint64_t seed;            /* input seed and A/B order seed (default 1) */
 } BenchOptions;
 
+/* The defaults above, with EVOENG_SAMPLE_MS and EVOENG_TIMING_HOLD applied
+ * where they are set and valid (bench_env_check reports the others). */
 void bench_options_default(BenchOptions *o);
+/* 0 when the timing variables of the environment are unset or valid;
+ * -1 with err naming the variable, its value and what it expects. */
+int bench_env_check(EvoErr *err);
 json_t *bench_options_to_json(const BenchOptions *o);
 void    bench_options_from_json(const json_t *j, BenchOptions *o);
 
