@@ -704,19 +704,16 @@ class Bench:
                                                 ctypes.c_uint(0))   # CU_STREAM_WAIT_VALUE_GEQ
             if rc != 0:
                 raise RuntimeError(f"cuStreamWaitValue32: CUresult {rc}")
-            try:
-                e0.record()
-                g.replay()
-                e1.record()
-            finally:
-                h["word"].value = h["seq"]   # release the stream, whatever happened
-        else:
-            if self.args.preroll_us > 0:
-                # ~2 GHz at most on the GPUs this runs on: at least preroll_us of GPU time
-                torch.cuda._sleep(int(self.args.preroll_us * 2000))
+        elif self.args.preroll_us > 0:
+            # ~2 GHz at most on the GPUs this runs on: at least preroll_us of GPU time
+            torch.cuda._sleep(int(self.args.preroll_us * 2000))
+        try:
             e0.record()
             g.replay()
             e1.record()
+        finally:
+            if h is not None:
+                h["word"].value = h["seq"]   # release the stream, whatever happened
         torch.cuda.synchronize()
         return e0.elapsed_time(e1) * 1000.0
 

@@ -45,16 +45,11 @@ for spec in "seed:${SEED_DB:-}:${SEED_EXPORT:-}:--dim B=4 --dim H=8 --dim S=512 
     if [ -n "$given" ]; then
         cp "$given" "$exp" || { rows+=("$tag error export"); continue; }
         what="export $given"
-    elif [ -n "$db" ] && [ ! -f "$db" ]; then
-        echo "warning: $db does not exist (a fresh machine?): using the default params"
-        db=
-    fi
-    if [ -n "$given" ]; then
-        :
-    elif [ -n "$db" ]; then
+    elif [ -n "$db" ] && [ -f "$db" ]; then
         what="best of $db"
         "$E" export --best --format json --db "$db" -o "$exp" || { rows+=("$tag error export"); continue; }
     else
+        [ -n "$db" ] && echo "warning: $db does not exist (a fresh machine?): using the default params"
         what="default params"
         gdb=$out/$tag-default.db
         rm -f "$gdb" "$gdb-wal" "$gdb-shm"

@@ -324,10 +324,11 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     install_signals();
     EvolveSummary sum;
     int fail = evolve_run(st, task, dev, ops, ev_ctx, &ec, resume_id, &sum, &err);
-    EvoExit stopped = lost_rank() ? EVO_EXIT_LOST : stop_flag ? EVO_EXIT_INTERRUPT : EVO_EXIT_OK;
-    if (lost_rank() && sum.run_id)
+    int lost = lost_rank();
+    EvoExit stopped = lost ? EVO_EXIT_LOST : stop_flag ? EVO_EXIT_INTERRUPT : EVO_EXIT_OK;
+    if (lost && sum.run_id)
         errorf("run %lld is interrupted: MPI rank %d was lost; continue with: evoeng resume %lld --db %s "
-               "(on fewer ranks, or without mpirun)", (long long)sum.run_id, lost_rank(), (long long)sum.run_id, s->db);
+               "(on fewer ranks, or without mpirun)", (long long)sum.run_id, lost, (long long)sum.run_id, s->db);
     if (fail) {
         errorf("%s", err.msg);
         if (sum.run_id)

@@ -88,28 +88,40 @@ static int env_sample_ms(double *ms)
     return *end == '\0' && *ms >= 0.05 && *ms <= 1000 ? 1 : -1;
 }
 
+/* EVOENG_TIMING_HOLD: 1 and *off = 1 for "0", 1 and *off = 0 for "1", 0
+ * when unset or empty, -1 for anything else. */
+static int env_hold_off(int *off)
+{
+    const char *v = getenv("EVOENG_TIMING_HOLD");
+    if (!v || !*v)
+        return 0;
+    *off = strcmp(v, "0") == 0;
+    return *off || strcmp(v, "1") == 0 ? 1 : -1;
+}
+
 int bench_env_check(EvoErr *err)
 {
     double ms;
-    const char *hold = getenv("EVOENG_TIMING_HOLD");
+    int off;
     if (env_sample_ms(&ms) < 0)
         return err_set(err, "EVOENG_SAMPLE_MS='%s': expected the least length of a timing sample in ms, "
                             "from 0.05 to 1000 (default 0.5)", getenv("EVOENG_SAMPLE_MS"));
-    if (hold && *hold && strcmp(hold, "0") != 0 && strcmp(hold, "1") != 0)
-        return err_set(err, "EVOENG_TIMING_HOLD='%s': expected 0 (time without the hold) or 1 (the default)", hold);
+    if (env_hold_off(&off) < 0)
+        return err_set(err, "EVOENG_TIMING_HOLD='%s': expected 0 (time without the hold) or 1 (the default)",
+                       getenv("EVOENG_TIMING_HOLD"));
     return 0;
 }
 
 void bench_options_default(BenchOptions *o)
 {
     double ms;
+    int off = 0;
     memset(o, 0, sizeof(*o));
     o->warmup = 3;
     o->samples = 25;
     o->min_sample_ms = env_sample_ms(&ms) > 0 ? ms : 0.5;
     o->graph = 1;
-    const char *hold = getenv("EVOENG_TIMING_HOLD");
-    o->hold = !(hold && strcmp(hold, "0") == 0);
+    o->hold = !(env_hold_off(&off) != 0 && off);   /* only "0" turns it off */
     o->shared = 1;
     o->pairs = 15;
     o->retries = 3;

@@ -20,14 +20,20 @@ int template_is_ident(const char *s)
     return 1;
 }
 
+/* The last path component of file, or "template" for NULL: the name that
+ * #line directives give. */
+static const char *file_base(const char *file)
+{
+    const char *base = file ? file : "template";
+    const char *slash = strrchr(base, '/');
+    return slash ? slash + 1 : base;
+}
+
 int template_render(const char *template_text, const char *file, const char *const *names,
                     const int64_t *values, int n, char **out, EvoErr *err)
 {
     StrBuf sb = {0};
-    const char *base = file ? file : "template";
-    const char *slash = strrchr(base, '/');
-    if (slash)
-        base = slash + 1;
+    const char *base = file_base(file);
     *out = NULL;
     if (strpbrk(base, "\"\n\r\\")) {
         err_set(err, "template_render: file name '%s' holds a quote, backslash or newline", base);
@@ -56,7 +62,9 @@ fail:
 }
 
 /* NAME of a line that is exactly `#include "NAME"` (blanks allowed around
- * it), copied into name[cap]; 0 when the line is something else. */
+ * it), copied into name[cap]; 0 when the line is something else or NAME
+ * holds a path separator or a carriage return (not a file beside the
+ * template, or not a name a #line directive can carry). */
 static int local_include(const char *line, size_t len, char *name, size_t cap)
 {
     const char *p = line, *end = line + len;
@@ -81,7 +89,7 @@ static int local_include(const char *line, size_t len, char *name, size_t cap)
             return 0;
     memcpy(name, p, (size_t)(q - p));
     name[q - p] = '\0';
-    return !strpbrk(name, "/\\");
+    return !strpbrk(name, "/\\\r");
 }
 
 static int expand(StrBuf *sb, const char *text, const char *file, const char *dir, const char **stack, int depth,
@@ -93,8 +101,7 @@ static int expand(StrBuf *sb, const char *text, const char *file, const char *di
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         char name[256], *path = NULL, *sub = NULL;
         lineno++;
-        if (local_include(p, len, name, sizeof(name)) && !strpbrk(name, "\"\r") &&
-            (path = path_join(dir, name)) && access(path, R_OK) == 0) {
+        if (local_include(p, len, name, sizeof(name)) && (path = path_join(dir, name)) && access(path, R_OK) == 0) {
             for (int i = 0; i < depth; i++)
                 if (strcmp(stack[i], name) == 0) {
                     free(path);
@@ -133,10 +140,8 @@ int template_expand(const char *text, const char *file, const char *dir, char **
 {
     StrBuf sb = {0};
     const char *stack[8];
-    const char *base = file ? file : "template";
-    const char *slash = strrchr(base, '/');
     *out = NULL;
-    stack[0] = slash ? slash + 1 : base;
+    stack[0] = file_base(file);
     if (expand(&sb, text ? text : "", stack[0], dir ? dir : ".", stack, 1, err)) {
         sb_free(&sb);
         return -1;
