@@ -43,6 +43,14 @@ cancels, which brings S2048 within 0.1-0.8% of evoeng, but in the rotation
 at the seed shape it read 3.6-5.7% above evoeng (bench/README.md).
 A contender's figure also depends on the others: in the rotation a kernel
 reads 0-2% slower than alone (--only evoeng) on an H200 (bench/README.md).
+It also depends on this process's history: at the seed shape on an H200,
+evoeng's kernel timed in graphs reads 2-3% slower once it (or FA2 and
+cuDNN) has been launched outside a graph, with the same cubin, data and
+method (bench/README.md, "Latency agreement"). --graph-only never
+launches evoeng's kernel outside a graph (its eager check becomes a
+checked replay of a one-call graph); alone, that agrees with evoeng and
+with bench/bare_time.py within 0.6%. The SDPA contenders still need eager
+warm-up (cuDNN cannot be captured cold), so in the rotation it does not help.
 --only NAME[,NAME] times only those contenders (evoeng, flash, cudnn);
 the others are reported n/a, "not selected".
 
@@ -628,7 +636,7 @@ class Bench:
         torch = self.torch
         if self.args.calls:
             return self.args.calls
-        g, _ = self.build_graph(fn, 10)
+        g, _ = self.build_graph(fn, 10, warm=not getattr(fn, "graph_only", False))
         e0 = torch.cuda.Event(enable_timing=True)
         e1 = torch.cuda.Event(enable_timing=True)
         best = math.inf
@@ -641,13 +649,14 @@ class Bench:
         del g
         return max(1, min(1000, math.ceil(self.args.replay_ms * 1000.0 / best))) if 0 < best < math.inf else 1
 
-    def build_graph(self, fn, calls):
-        """Warm up on a side stream, capture `calls` calls; return (graph, output of the last call)."""
+    def build_graph(self, fn, calls, warm=True):
+        """Warm up on a side stream (warm: eager calls), capture `calls` calls;
+        return (graph, output of the last call)."""
         torch = self.torch
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
-            for _ in range(3):
+            for _ in range(3 if warm else 0):
                 fn()
         torch.cuda.current_stream().wait_stream(s)
         torch.cuda.synchronize()
@@ -770,7 +779,14 @@ class Bench:
             fn = self.evo_fn(exp, kfns, tensors)
             out = tensors[exp["roles"]["O"]]
             out.fill_(float("nan"))
-            fn()
+            if self.args.graph_only:
+                # never launched outside a graph: checked on a one-call graph's replay
+                fn.graph_only = True
+                g1, _ = self.build_graph(fn, 1, warm=False)
+                g1.replay()
+                del g1
+            else:
+                fn()
             torch.cuda.synchronize()
             ok, mx, nbad = self.check(out, ref)
             c["max_abs_err"] = mx
@@ -802,7 +818,7 @@ class Bench:
                 lengths = (calls, 2 * calls) if self.args.diff else (calls,)
                 built = []
                 for n in lengths:
-                    g, out = self.build_graph(fns[name], n)
+                    g, out = self.build_graph(fns[name], n, warm=not getattr(fns[name], "graph_only", False))
                     out.fill_(float("nan"))
                     torch.cuda.synchronize()
                     g.replay()
@@ -897,6 +913,9 @@ def main(argv):
                     help="time graphs of N and 2N calls per contender and report (T(2N) - T(N)) / N, which "
                          "cancels a replay's fixed cost (closer to evoeng at large shapes, noisier in the "
                          "rotation at small ones: bench/README.md)")
+    ap.add_argument("--graph-only", action="store_true",
+                    help="never launch evoeng's kernel outside a CUDA graph (no eager check or warm-up calls: "
+                         "its output is checked on graph replays; the SDPA contenders need eager warm-up)")
     ap.add_argument("--side-stream", action="store_true",
                     help="replay the timed graphs on a stream of their own instead of PyTorch's default stream")
     ap.add_argument("--no-hold", dest="hold", action="store_false",
@@ -943,7 +962,7 @@ def main(argv):
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "host": platform.node(), "python": platform.python_version(),
             "replays": args.replays, "calls": args.calls, "replay_ms": args.replay_ms, "seed": args.seed,
-            "hold": args.hold, "diff": args.diff, "side_stream": args.side_stream, "preroll_us": args.preroll_us, "only": args.only,
+            "hold": args.hold, "diff": args.diff, "side_stream": args.side_stream, "graph_only": args.graph_only, "preroll_us": args.preroll_us, "only": args.only,
             "atol": args.atol, "rtol": args.rtol,
             "method": "CUDA graph per contender of `calls` back-to-back calls (null: as many as last about "
                       "`replay_ms`; each contender's count is in its `calls`); each timed replay is held "

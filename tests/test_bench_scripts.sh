@@ -22,6 +22,29 @@ for f in "$ROOT"/bench/*.py "$ROOT"/bench/*/*.py; do
     else bad "py_compile ${f#"$ROOT"/}: $(head -3 "$tmp/err")"; fi
 done
 
+# bare_time.py: usage errors and a bad export exit 2 before touching a driver;
+# the kernel text it fills inputs with is found in src/gpu/devkern.c
+"$PY" "$ROOT/bench/bare_time.py" "$tmp/none.json" >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "cannot read JSON" "$tmp/out"; then ok "bare_time.py, a missing export: exit 2"
+else bad "bare_time.py, a missing export: exit $rc: $(head -3 "$tmp/out")"; fi
+echo '{"plan": {"shape": "B=4"}}' >"$tmp/badexp.json"
+"$PY" "$ROOT/bench/bare_time.py" "$tmp/badexp.json" >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "no 'source'" "$tmp/out"; then ok "bare_time.py, an export without a source: exit 2"
+else bad "bare_time.py, an export without a source: exit $rc: $(head -3 "$tmp/out")"; fi
+"$PY" "$ROOT/bench/bare_time.py" "$tmp/badexp.json" --calls 0 >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "\-\-calls" "$tmp/out"; then ok "bare_time.py --calls 0: exit 2"
+else bad "bare_time.py --calls 0: exit $rc"; fi
+if (cd "$ROOT/bench" && PYTHONPYCACHEPREFIX="$tmp/pyc" "$PY" -c "
+import bare_time as b
+t = b.devkern_source()
+assert 'evo_fill' in t and t.count('{') == t.count('}') and '\\\\n' not in t, t[:200]
+assert b.seed_key(1, b.seed_salt('Q')) != b.seed_key(1, b.seed_salt('K'))
+") >"$tmp/out" 2>&1; then ok "bare_time.py finds evo_fill's text in src/gpu/devkern.c"
+else bad "bare_time.py devkern_source: $(tail -3 "$tmp/out")"; fi
+
 # burst_study.sh: a usage error without an export
 bash "$ROOT/bench/burst_study.sh" "$tmp/bs" >"$tmp/out" 2>&1
 rc=$?

@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""bare_time.py: time an evoeng export from a bare process (libcuda and
+libnvrtc through ctypes; no PyTorch, no CuPy), as a cross-check of the
+latency evoeng reports.
+
+What it does, mirroring evoeng's timing (src/gpu/bench.c):
+  - compiles the export's source with libnvrtc for its target and loads the
+    cubin (cuModuleLoadData);
+  - fills the plan's input buffers on the GPU with evoeng's own generator
+    (evo_fill, compiled from the kernel text in src/gpu/devkern.c, seed 1),
+    in one cuMemAlloc block with 64 KiB guards between buffers;
+  - captures graphs of N back-to-back runs of the launch plan (driver API,
+    thread-local capture) for every N of --calls (default: N lasting about
+    --replay-ms, 0.5 ms like evoeng's samples, and 4N);
+  - times each replay held (cuStreamWaitValue32 on a host-mapped word,
+    released once the start event, the replay and the end event are
+    queued), replays of all lengths shuffled in every round;
+  - prints the median per-call time at each N and the slope between the
+    shortest and longest graph (the per-call time without a replay's fixed
+    cost). The kernel is never launched outside a graph.
+
+Why: in a process that also runs PyTorch/CuPy work (bench/compare_sdpa.py),
+the same cubin on the same data was measured 2-3% slower at the seed shape
+once other launches had run (bench/README.md, "Latency agreement"); this
+script is the reference without that history.
+
+Usage: bare_time.py EXPORT.json [--calls N,M | --replay-ms 0.5] [--rounds 30] [--json]
+Exit: 0 timed, 1 no driver or a CUDA/NVRTC failure, 2 usage or a bad export.
+"""
+import argparse
+import ctypes
+import json
+import os
+import random
+import re
+import tempfile
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare_sdpa as cs  # noqa: E402  (export loading, NVRTC, tensor-map tables)
+
+M64 = (1 << 64) - 1
+GUARD = 64 * 1024
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+# evoeng's input generator, keyed as src/gpu/gate.c gate_seed_key and
+# src/task/task_access.c task_seed_salt (keep in step)
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def seed_salt(name):
+    h = 14695981039346656037
+    for ch in name.encode():
+        h = ((h ^ ch) * 1099511628211) & M64
+    return h
+
+
+def seed_key(seed, salt):
+    st = (seed * 0xD1B54A32D192ED03) & M64
+    return st ^ mix64((st + 0x9E3779B97F4A7C15) & M64) ^ ((salt * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & M64)
+
+
+def devkern_source():
+    """The worker's kernel text (a C string literal in src/gpu/devkern.c)."""
+    src = open(os.path.join(ROOT, "src", "gpu", "devkern.c"), encoding="utf-8").read()
+    body = src[src.index("kernel_src[] ="):]
+    body = body[:body.index(";\n")]
+    return "".join(bytes(x, "utf-8").decode("unicode_escape") for x in re.findall(r'"((?:[^"\\]|\\.)*)"', body))
+
+
+class Cuda:
+    def __init__(self):
+        self.cu = ctypes.CDLL("libcuda.so.1")
+
+    def __call__(self, fn, *args):
+        rc = getattr(self.cu, fn)(*args)
+        if rc != 0:
+            raise RuntimeError(f"{fn}: CUresult {rc}")
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("export")
+    ap.add_argument("--calls", default="", help="graph lengths, comma-separated (default: as many calls as "
+                    "last --replay-ms, and 4 times that)")
+    ap.add_argument("--replay-ms", type=float, default=0.5, help="length of the shorter graph's replay when "
+                    "--calls is not given (default 0.5: evoeng's sample length)")
+    ap.add_argument("--rounds", type=int, default=30, help="timed replays of each graph (default 30)")
+    ap.add_argument("--seed", type=int, default=1, help="input seed (evoeng bench's default: 1)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    a = ap.parse_args(argv)
+    try:
+        ns = sorted({int(x) for x in a.calls.split(",")}) if a.calls else []
+        if a.calls and (not ns or ns[0] < 1 or ns[-1] > 100000):
+            raise ValueError
+    except ValueError:
+        ap.error("--calls: expected positive integers up to 100000, e.g. 32,256")
+    if not 0.01 <= a.replay_ms <= 100:
+        ap.error("--replay-ms must be between 0.01 and 100")
+    if a.rounds < 3:
+        ap.error("--rounds must be at least 3")
+    try:
+        exp = cs.load_export(a.export)
+    except cs.ExportError as e:
+        print(f"bare_time: {e}", file=sys.stderr)
+        return 2
+    V = ctypes.c_void_p
+    try:
+        cu = Cuda()
+        cu("cuInit", 0)
+        dev, ctx, s, cap = ctypes.c_int(), V(), V(), V()
+        cu("cuDeviceGet", ctypes.byref(dev), 0)
+        cu("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
+        cu("cuCtxSetCurrent", ctx)
+        cu("cuStreamCreate", ctypes.byref(s), 0)
+        cu("cuStreamCreate", ctypes.byref(cap), 0)
+
+        def module(cubin_path, names):
+            m = V()
+            cu("cuModuleLoadData", ctypes.byref(m), open(cubin_path, "rb").read())
+            out = {}
+            for n in names:
+                f = V()
+                cu("cuModuleGetFunction", ctypes.byref(f), m, n.encode())
+                out[n] = f
+            return out
+        outdir = tempfile.mkdtemp(prefix="bare_time-")
+        fill = module(cs.nvrtc_cubin(devkern_source(), "sm_90", outdir), ["evo_fill"])["evo_fill"]
+        fns = module(cs.nvrtc_cubin(exp["source"], exp.get("target") or "sm_90", outdir),
+                     sorted({l["entry"] for l in exp["launches"]}))
+        for l in exp["launches"]:
+            if l.get("smem", 0) > 48 * 1024:   # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+                cu("cuFuncSetAttribute", fns[l["entry"]], 8, l["smem"])
+
+        # buffers: one block, guards around each (evoeng's resident work set)
+        off, offs = 0, {}
+        for b in exp["buffers"]:
+            off += GUARD
+            offs[b["name"]] = off
+            off += (max(b["count"], 1) * cs.DTYPE_BYTES[b["dtype"]] + 255) // 256 * 256 + GUARD
+        blk = ctypes.c_uint64()
+        cu("cuMemAlloc_v2", ctypes.byref(blk), ctypes.c_size_t(off))
+        ptr = {n: blk.value + o for n, o in offs.items()}
+        cu("cuMemsetD8_v2", ctypes.c_uint64(blk.value), 0, ctypes.c_size_t(off))
+        keep = []
+        dt_code = {"f16": 0, "bf16": 1, "f32": 2, "i32": 3}   # evo_fill's dt
+        for b in exp["buffers"]:
+            if b["role"] != "input" or b["count"] == 0:
+                continue
+            # the attention export's inputs are normal(0, 1) (templates/attention/task.json)
+            args = [ctypes.c_uint64(ptr[b["name"]]), ctypes.c_uint64(b["count"]), ctypes.c_int(dt_code[b["dtype"]]),
+                    ctypes.c_int(0), ctypes.c_double(0.0), ctypes.c_double(1.0),
+                    ctypes.c_uint64(seed_key(a.seed, seed_salt(b["name"])))]
+            arr = (V * len(args))(*[ctypes.addressof(x) for x in args])
+            cu("cuLaunchKernel", fill, 256, 1, 1, 256, 1, 1, 0, s, arr, None)
+            keep.append((args, arr))
+        cu("cuStreamSynchronize", s)
+
+        ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
+        plan = []
+        for l in exp["launches"]:
+            ps = []
+            for arg in l["args"]:
+                kind, val = next(iter(arg.items()))
+                if kind == "tensor_map":
+                    dtype = next(b["dtype"] for b in exp["buffers"] if b["name"] == val["buffer"])
+                    raw = (ctypes.c_ubyte * 192)()
+                    tm = (ctypes.c_ubyte * 128).from_buffer(raw, (-ctypes.addressof(raw)) % 64)
+                    u64, u32 = ctypes.c_uint64 * 5, ctypes.c_uint32 * 5
+                    cu("cuTensorMapEncodeTiled", ctypes.byref(tm), cs.TMAP_DTYPE[dtype], len(val["dims"]),
+                       V(ptr[val["buffer"]]), u64(*val["dims"]), u64(*val["strides"]), u32(*val["box"]),
+                       u32(*val["element_strides"]), 0, cs.TMAP_SWIZZLE[val["swizzle"]], cs.TMAP_L2[val["l2_promotion"]],
+                       1 if val["oob_fill"] == "nan" else 0)
+                    keep.append(raw)
+                    ps.append(ctypes.addressof(tm))
+                else:
+                    v = ctypes.c_uint64(ptr[val]) if kind == "buffer" else ctype[kind](val)
+                    keep.append(v)
+                    ps.append(ctypes.addressof(v))
+            arr = (V * max(len(ps), 1))(*ps)
+            keep.append(arr)
+            plan.append((fns[l["entry"]], l["grid"], l["block"], l.get("smem", 0), arr))
+
+        graphs = {}
+
+        def build(n):
+            if n not in graphs:
+                cu("cuStreamBeginCapture_v2", cap, 1)   # CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+                for _ in range(n):
+                    for f, g, b, smem, arr in plan:
+                        cu("cuLaunchKernel", f, g[0], g[1], g[2], b[0], b[1], b[2], smem, cap, arr, None)
+                gr, ex = V(), V()
+                cu("cuStreamEndCapture", cap, ctypes.byref(gr))
+                cu("cuGraphInstantiateWithFlags", ctypes.byref(ex), gr, ctypes.c_ulonglong(0))
+                cu("cuGraphDestroy", gr)
+                graphs[n] = ex
+            return graphs[n]
+
+        hp, hd = V(), ctypes.c_uint64()
+        cu("cuMemHostAlloc", ctypes.byref(hp), ctypes.c_size_t(64), 3)   # portable | device-mapped
+        cu("cuMemHostGetDevicePointer_v2", ctypes.byref(hd), hp, 0)
+        word = ctypes.c_uint32.from_address(hp.value)
+        word.value = 0
+        e0, e1 = V(), V()
+        cu("cuEventCreate", ctypes.byref(e0), 0)
+        cu("cuEventCreate", ctypes.byref(e1), 0)
+        seq = [0]
+
+        def replay(n):
+            seq[0] += 1
+            cu("cuStreamWaitValue32_v2", s, hd, ctypes.c_uint32(seq[0]), 0)   # CU_STREAM_WAIT_VALUE_GEQ
+            try:
+                cu("cuEventRecord", e0, s)
+                cu("cuGraphLaunch", graphs[n], s)
+                cu("cuEventRecord", e1, s)
+            finally:
+                word.value = seq[0]
+            cu("cuEventSynchronize", e1)
+            ms = ctypes.c_float()
+            cu("cuEventElapsedTime", ctypes.byref(ms), e0, e1)
+            return ms.value * 1000.0
+        if not ns:   # as many calls as last --replay-ms (evoeng's sample length), and 4x that
+            build(4)
+            for _ in range(2):
+                replay(4)
+            t = min(replay(4) for _ in range(3)) / 4
+            n1 = max(1, min(25000, int(-(-a.replay_ms * 1000.0 // t))))
+            ns = [n1, 4 * n1]
+        for n in ns:
+            build(n)
+            for _ in range(3):
+                replay(n)
+        times = {n: [] for n in ns}
+        rng = random.Random(a.seed)
+        for _ in range(a.rounds):
+            order = list(ns)
+            rng.shuffle(order)
+            for n in order:
+                times[n].append(replay(n))
+    except (RuntimeError, OSError) as e:
+        print(f"bare_time: {e}", file=sys.stderr)
+        return 1
+    med = {n: sorted(v)[len(v) // 2] for n, v in times.items()}
+    per_call = {n: med[n] / n for n in ns}
+    slope = (med[ns[-1]] - med[ns[0]]) / (ns[-1] - ns[0]) if len(ns) > 1 else None
+    if a.json:
+        print(json.dumps({"export": a.export, "params": exp.get("params"), "per_call_us": per_call,
+                          "replay_us": med, "slope_us": slope, "rounds": a.rounds, "seed": a.seed}))
+    else:
+        for n in ns:
+            print(f"{n:6d} calls: {med[n]:10.2f} us a replay, {per_call[n]:8.3f} us a call")
+        if slope is not None:
+            print(f"slope {ns[0]}->{ns[-1]}: {slope:.3f} us a call "
+                  f"(fixed cost of a replay {med[ns[0]] - ns[0] * slope:.2f} us)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
