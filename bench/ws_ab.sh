@@ -2,13 +2,14 @@
 # The attention template's warp-specialised Hopper path (WS=1) on the GPU
 # machine: (1) the correctness gate (every task shape, 3 seeds) of the WS
 # configurations named in WS_GATE (default: a spread over CONSUMERS,
-# BLOCK_N, STAGES, OVERLAP, REGSPLIT, LOADS; WS_GATE=all: every valid one,
-# PERSIST over WS_PERSIST and LOADS over WS_LOADS, both default "0 1"),
+# BLOCK_N, STAGES, OVERLAP, REGSPLIT, LOADS, O_STAGE; WS_GATE=all: every
+# valid one, PERSIST over WS_PERSIST, LOADS over WS_LOADS and O_STAGE over
+# WS_OSTAGE, each default "0 1"),
 # (2) interleaved A/B timing (evoeng bench --against) of WS configurations
 # against the best FA2-path configuration (WGMMA=1, BLOCK_M=64,
 # BLOCK_N=128, WARPS=4, STAGES=3) at the large shapes, and one-knob A/Bs
 # inside the WS path (OVERLAP, PINGPONG, REGSPLIT (at 2 consumers: 3 need it), CONSUMERS, STAGES, PERSIST,
-# LOADS).
+# LOADS, O_STAGE: 16-byte output stores after a quad transpose, 1, against 4-byte fragment stores, 0).
 # Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|all]
 set -u
 out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|all]}
@@ -18,19 +19,20 @@ E=${EVOENG:-build/src/evoeng}
 T=templates/attention/task.json
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 BEST="WGMMA=1,BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3"
-ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0}"; }
+ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1}"; }
 if [ "${WS_GATE:-}" = all ]; then
     gate=()
     for c in 1 2 3; do for n in 64 128; do for s in 1 2 3; do for o in 0 1; do for r in 0 1; do
-        for p in ${WS_PERSIST:-0 1}; do for l in ${WS_LOADS:-0 1}; do
-            gate+=("$(ws $c $n $s $o $r 0 $p $l)")
-            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p $l)")
-        done; done
+        for p in ${WS_PERSIST:-0 1}; do for l in ${WS_LOADS:-0 1}; do for e in ${WS_OSTAGE:-0 1}; do
+            gate+=("$(ws $c $n $s $o $r 0 $p $l $e)")
+            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p $l $e)")
+        done; done; done
     done; done; done; done; done
 else
     gate=("$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1)" "$(ws 1 64 1 0 0)" "$(ws 2 64 3 1 0)"
           "$(ws 3 64 3 1 1)" "$(ws 1 128 2 1 0)" "$(ws 2 128 1 0 1)" "$(ws 2 128 2 1 1 1)" "$(ws 3 64 2 1 1 1)" "$(ws 3 128 2 0 1 0 1)" "$(ws 2 128 2 1 1 1 1)"
-          "$(ws 3 128 1 1 1 0 0 1)" "$(ws 2 128 2 1 1 1 1 1)" "$(ws 1 64 2 1 0 0 1 1)")
+          "$(ws 3 128 1 1 1 0 0 1)" "$(ws 2 128 2 1 1 1 1 1)" "$(ws 1 64 2 1 0 0 1 1)"
+          "$(ws 3 128 2 0 1 0 0 0 0)" "$(ws 2 128 2 1 1 1 1 0 0)" "$(ws 1 64 1 0 0 0 0 0 0)" "$(ws 2 64 3 1 0 0 1 1 0)")
 fi
 if [ "$what" = gate ] || [ "$what" = all ]; then
     echo "=== correctness gate, every shape, 3 seeds"
@@ -47,10 +49,11 @@ if [ "$what" = gate ] || [ "$what" = all ]; then
     echo "gate: $(grep -c '^PASS' "$out/gate_raw.txt") passed, $(grep -c '^FAIL' "$out/gate_raw.txt") failed, $(grep -c '^INVALID' "$out/gate_raw.txt") invalid (skipped) of ${#gate[@]}" | tee -a "$out/gate.txt"
 fi
 shapes=("--dim B=4 --dim H=8 --dim S=2048" "--dim B=4 --dim H=8 --dim S=2048 --dim CAUSAL=1"
-        "--dim B=8 --dim H=16 --dim S=512" "--dim B=8 --dim H=16 --dim S=512 --dim CAUSAL=1")
+        "--dim B=8 --dim H=16 --dim S=512" "--dim B=8 --dim H=16 --dim S=512 --dim CAUSAL=1"
+        "--dim B=4 --dim H=8 --dim S=2048 --dim D=128" "--dim B=8 --dim H=16 --dim S=512 --dim D=128")
 if [ "$what" = ab ] || [ "$what" = all ]; then
     echo "=== A/B: WS (A) against the FA2-path best (B)"
-    for dims in "${shapes[@]}"; do
+    for dims in "${shapes[@]:0:4}"; do
         for c in ${WS_AB:-"$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1)" "$(ws 2 128 2 1 1 1)"}; do
             echo "--- $dims $c" | tee -a "$out/ab.txt"
             $E bench $T $dims --params "$c" --against "$BEST" 2>&1 | grep -E "verdict|latency|TFLOP|vs against|error|fail" | tee -a "$out/ab.txt"
@@ -59,13 +62,14 @@ if [ "$what" = ab ] || [ "$what" = all ]; then
 fi
 if [ "$what" = knobs ] || [ "$what" = all ]; then
     echo "=== one-knob A/Bs inside the WS path"
-    for k in ${WS_KNOB_SHAPES:-0 2}; do   # indices into shapes
+    for k in ${WS_KNOB_SHAPES:-0 2}; do   # indices into shapes (4, 5: D=128)
         dims=${shapes[$k]}
         for pair in "$(ws 2 128 2 1 1) $(ws 2 128 2 0 1)" "$(ws 2 128 2 1 1 1) $(ws 2 128 2 1 1)" \
                     "$(ws 2 128 2 0 1) $(ws 2 128 2 0 0)" "$(ws 3 128 2 0 1) $(ws 2 128 2 0 1)" \
                     "$(ws 3 128 3 0 1) $(ws 3 128 2 0 1)" "$(ws 3 64 2 1 1 1) $(ws 3 64 2 1 1)" \
                     "$(ws 3 128 2 0 1 0 1) $(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1 1 1) $(ws 2 128 2 1 1 1)" \
-                    "$(ws 2 128 2 1 1 1 1 1) $(ws 2 128 2 1 1 1 1)" "$(ws 3 128 2 0 1 0 0 1) $(ws 3 128 2 0 1)"; do
+                    "$(ws 2 128 2 1 1 1 1 1) $(ws 2 128 2 1 1 1 1)" "$(ws 3 128 2 0 1 0 0 1) $(ws 3 128 2 0 1)" \
+                    "$(ws 3 128 2 0 1) $(ws 3 128 2 0 1 0 0 0 0)" "$(ws 2 128 2 1 1 1 1) $(ws 2 128 2 1 1 1 1 0 0)"; do
             set -- $pair
             echo "--- $dims A=$1 B=$2" | tee -a "$out/knobs.txt"
             $E bench $T $dims --params "$1" --against "$2" 2>&1 | grep -E "verdict|latency|TFLOP|vs against|error|fail" | tee -a "$out/knobs.txt"

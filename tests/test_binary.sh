@@ -88,6 +88,14 @@ for p in WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGES=2,OVERLAP=1,LOADS=1 \
     expect 0 "check the WS path with cp.async loads ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
     grep_out out "LOADS=1  (--params)" "check compiles the LOADS=1 configuration"
 done
+# O_STAGE on the WS path: 1 (the default) stores 16 bytes a lane after a
+# quad transpose of the accumulator pairs, 0 the 4-byte fragment stores;
+# both compile on every unit without a spill.
+for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,O_STAGE=0 \
+         WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,BLOCK_N=64,STAGES=1,O_STAGE=1; do
+    expect 0 "check the WS path's epilogue ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
+    grep_out out "O_STAGE=${p##*O_STAGE=},CLUSTER=0.*WS=1.*(--params)" "check compiles the WS configuration with O_STAGE=${p##*O_STAGE=}"
+done
 expect 1 "LOADS=1 without WS is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params LOADS=1 --sample 0
 grep_out err "LOADS belong to the WS path" "the constraint that fails is named"
 expect 1 "WS on sm_80 is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_80 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2 --sample 0

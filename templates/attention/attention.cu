@@ -67,8 +67,10 @@
  *   OVERLAP      1 (needs STAGES >= 2): software pipeline, QK^T of the next
  *                tile is issued before the softmax of the current one (two
  *                score buffers in registers)
- *   O_STAGE      1: stage the fp16 output tile through shared memory for
- *                16-byte coalesced stores; 0: store fragments directly
+ *   O_STAGE      1: 16-byte coalesced output stores: the FA2 path stages
+ *                the fp16 tile through shared memory, the WS path
+ *                transposes the accumulator pairs across each quad with
+ *                shuffles (no shared memory); 0: store 4-byte fragments
  *   WGMMA        1 (sm_90a, D = 64, one m16 tile per warp, warps in whole
  *                warpgroups, SWIZZLE): both products run as Hopper
  *                warpgroup MMAs (wgmma.mma_async m64nNk16) reading K and V

@@ -523,13 +523,45 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const int row = m0 + wrow + g + 8 * r;
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+#if O_STAGE
+        /* 16-byte stores: per group of four 8-column blocks, a 4x4 transpose
+         * of the packed pairs across the quad (two shfl_xor butterflies; a
+         * thread keeps the slots whose bit m matches its own) leaves thread
+         * t4 with block 4b + t4 whole. Every lane shuffles, whatever its row. */
+#pragma unroll
+        for (int b = 0; b < D / 32; ++b) {
+            att_u32 q[4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+                q[i] = att_pack(acc[(4 * b + i) * 4 + 2 * r] * inv, acc[(4 * b + i) * 4 + 2 * r + 1] * inv);
+#pragma unroll
+            for (int m = 1; m <= 2; m <<= 1) {
+                const bool hi = (t4 & m) != 0;
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    if (i & m)
+                        continue;
+                    const att_u32 got = __shfl_xor_sync(0xffffffffu, hi ? q[i] : q[i | m], m);
+                    if (hi)
+                        q[i] = got;
+                    else
+                        q[i | m] = got;
+                }
+            }
+            if (row < S)
+                asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};\n"
+                             :: "l"(O + ((size_t)bh * S + row) * D + (4 * b + t4) * 8),
+                                "r"(q[0]), "r"(q[1]), "r"(q[2]), "r"(q[3]) : "memory");
+        }
+#else
         if (row < S) {
-            const float inv = l > 0.f ? 1.f / l : 0.f;
             att_u32 *dst = (att_u32 *)(O + ((size_t)bh * S + row) * D + 2 * t4);
 #pragma unroll
             for (int dt = 0; dt < D / 8; ++dt)
                 dst[dt * 4] = att_pack(acc[dt * 4 + 2 * r] * inv, acc[dt * 4 + 2 * r + 1] * inv);
         }
+#endif
     }
     g0 += nt;
     }   /* tiles */
