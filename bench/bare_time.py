@@ -82,6 +82,73 @@ class Cuda:
             raise RuntimeError(f"{fn}: CUresult {rc}")
 
 
+def encode_tensor_map(cu, spec, dtype, dptr):
+    """A CUtensorMap over device address dptr as the export's tensor_map
+    argument spec describes (cuTensorMapEncodeTiled through cu, a Cuda):
+    (the buffer that owns it, the address of the 64-byte aligned map)."""
+    raw = (ctypes.c_ubyte * 192)()
+    tm = (ctypes.c_ubyte * 128).from_buffer(raw, (-ctypes.addressof(raw)) % 64)
+    u64, u32 = ctypes.c_uint64 * 5, ctypes.c_uint32 * 5
+    cu("cuTensorMapEncodeTiled", ctypes.byref(tm), cs.TMAP_DTYPE[dtype], len(spec["dims"]),
+       ctypes.c_void_p(dptr), u64(*spec["dims"]), u64(*spec["strides"]), u32(*spec["box"]),
+       u32(*spec["element_strides"]), 0, cs.TMAP_SWIZZLE[spec["swizzle"]], cs.TMAP_L2[spec["l2_promotion"]],
+       1 if spec["oob_fill"] == "nan" else 0)
+    return raw, ctypes.addressof(tm)
+
+
+def launch_args(cu, exp, ptr, keep):
+    """Per launch of the export's plan: (entry, grid, block, smem, the
+    argument array for cuLaunchKernel) with buffers at the device addresses
+    in ptr (name -> address); every object the arrays point to is appended
+    to keep, which must outlive the launches and graph captures."""
+    ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
+    out = []
+    for l in exp["launches"]:
+        ps = []
+        for arg in l["args"]:
+            kind, val = next(iter(arg.items()))
+            if kind == "tensor_map":
+                dtype = next(b["dtype"] for b in exp["buffers"] if b["name"] == val["buffer"])
+                raw, addr = encode_tensor_map(cu, val, dtype, ptr[val["buffer"]])
+                keep.append(raw)
+                ps.append(addr)
+            else:
+                v = ctypes.c_uint64(ptr[val]) if kind == "buffer" else ctype[kind](val)
+                keep.append(v)
+                ps.append(ctypes.addressof(v))
+        arr = (ctypes.c_void_p * max(len(ps), 1))(*ps)
+        keep.append(arr)
+        out.append((l["entry"], l["grid"], l["block"], l.get("smem", 0), arr))
+    return out
+
+
+def interleave(keys, sample, rounds, seed, warm=3):
+    """sample(k) for every key: warm times each, then `rounds` rounds, each
+    in a fresh shuffled order (random.Random(seed)); {key: [results]}."""
+    for k in keys:
+        for _ in range(warm):
+            sample(k)
+    out = {k: [] for k in keys}
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        order = list(keys)
+        rng.shuffle(order)
+        for k in order:
+            out[k].append(sample(k))
+    return out
+
+
+def hold_word(cu):
+    """evoeng's hold: a word of pinned, device-mapped host memory, zeroed:
+    (its ctypes uint32, its device address)."""
+    hp, hd = ctypes.c_void_p(), ctypes.c_uint64()
+    cu("cuMemHostAlloc", ctypes.byref(hp), ctypes.c_size_t(64), 3)   # portable | device-mapped
+    cu("cuMemHostGetDevicePointer_v2", ctypes.byref(hd), hp, 0)
+    word = ctypes.c_uint32.from_address(hp.value)
+    word.value = 0
+    return word, hd
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("export")
@@ -160,30 +227,7 @@ def main(argv):
             keep.append((args, arr))
         cu("cuStreamSynchronize", s)
 
-        ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
-        plan = []
-        for l in exp["launches"]:
-            ps = []
-            for arg in l["args"]:
-                kind, val = next(iter(arg.items()))
-                if kind == "tensor_map":
-                    dtype = next(b["dtype"] for b in exp["buffers"] if b["name"] == val["buffer"])
-                    raw = (ctypes.c_ubyte * 192)()
-                    tm = (ctypes.c_ubyte * 128).from_buffer(raw, (-ctypes.addressof(raw)) % 64)
-                    u64, u32 = ctypes.c_uint64 * 5, ctypes.c_uint32 * 5
-                    cu("cuTensorMapEncodeTiled", ctypes.byref(tm), cs.TMAP_DTYPE[dtype], len(val["dims"]),
-                       V(ptr[val["buffer"]]), u64(*val["dims"]), u64(*val["strides"]), u32(*val["box"]),
-                       u32(*val["element_strides"]), 0, cs.TMAP_SWIZZLE[val["swizzle"]], cs.TMAP_L2[val["l2_promotion"]],
-                       1 if val["oob_fill"] == "nan" else 0)
-                    keep.append(raw)
-                    ps.append(ctypes.addressof(tm))
-                else:
-                    v = ctypes.c_uint64(ptr[val]) if kind == "buffer" else ctype[kind](val)
-                    keep.append(v)
-                    ps.append(ctypes.addressof(v))
-            arr = (V * max(len(ps), 1))(*ps)
-            keep.append(arr)
-            plan.append((fns[l["entry"]], l["grid"], l["block"], l.get("smem", 0), arr))
+        plan = [(fns[e], g, b, smem, arr) for e, g, b, smem, arr in launch_args(cu, exp, ptr, keep)]
 
         graphs = {}
 
@@ -200,11 +244,7 @@ def main(argv):
                 graphs[n] = ex
             return graphs[n]
 
-        hp, hd = V(), ctypes.c_uint64()
-        cu("cuMemHostAlloc", ctypes.byref(hp), ctypes.c_size_t(64), 3)   # portable | device-mapped
-        cu("cuMemHostGetDevicePointer_v2", ctypes.byref(hd), hp, 0)
-        word = ctypes.c_uint32.from_address(hp.value)
-        word.value = 0
+        word, hd = hold_word(cu)
         e0, e1 = V(), V()
         cu("cuEventCreate", ctypes.byref(e0), 0)
         cu("cuEventCreate", ctypes.byref(e1), 0)
@@ -232,15 +272,7 @@ def main(argv):
             ns = [n1, 4 * n1]
         for n in ns:
             build(n)
-            for _ in range(3):
-                replay(n)
-        times = {n: [] for n in ns}
-        rng = random.Random(a.seed)
-        for _ in range(a.rounds):
-            order = list(ns)
-            rng.shuffle(order)
-            for n in order:
-                times[n].append(replay(n))
+        times = interleave(ns, replay, a.rounds, a.seed)
     except (RuntimeError, OSError) as e:
         print(f"bare_time: {e}", file=sys.stderr)
         return 1

@@ -57,23 +57,9 @@ def main():
         else:
             tens[b["name"]] = torch.zeros(n, device="cuda", dtype=dt)
     # data levels, each in its own evoeng-like block
-    M64 = (1 << 64) - 1
-
-    def mix64(z):
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-        return z ^ (z >> 31)
-
-    def salt(name):
-        h = 14695981039346656037
-        for ch in name.encode():
-            h = ((h ^ ch) * 1099511628211) & M64
-        return h
-
-    def seed_key(seed, sl):
-        st = (seed * 0xD1B54A32D192ED03) & M64
-        return st ^ mix64((st + 0x9E3779B97F4A7C15) & M64) ^ ((sl * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & M64)
-
+    import bare_time   # the generator keys, tensor maps and the hold word (bench/bare_time.py)
+    from bare_time import seed_key, seed_salt as salt
+    bcu = bare_time.Cuda()
     import re
     src = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "gpu", "devkern.c")).read()
     body = src[src.index("kernel_src[] ="):]
@@ -160,37 +146,10 @@ def main():
             print(f"module {k}: {e} registers {nreg.value}")
 
     # ---- launch argument blocks per alloc
-    ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
     keep = []
 
     def params_for(alloc):
-        out = []
-        for l in exp["launches"]:
-            ps = []
-            for arg in l["args"]:
-                kind, val = next(iter(arg.items()))
-                if kind == "tensor_map":
-                    dtype = next(b["dtype"] for b in exp["buffers"] if b["name"] == val["buffer"])
-                    raw = (ctypes.c_ubyte * 192)()
-                    o = (-ctypes.addressof(raw)) % 64
-                    tm = (ctypes.c_ubyte * 128).from_buffer(raw, o)
-                    u64, u32 = ctypes.c_uint64 * 5, ctypes.c_uint32 * 5
-                    ck(cu.cuTensorMapEncodeTiled(
-                        ctypes.byref(tm), ctypes.c_int(cs.TMAP_DTYPE[dtype]), ctypes.c_uint32(len(val["dims"])),
-                        V(ptrs[alloc][val["buffer"]]), u64(*val["dims"]), u64(*val["strides"]), u32(*val["box"]),
-                        u32(*val["element_strides"]), ctypes.c_int(0), ctypes.c_int(cs.TMAP_SWIZZLE[val["swizzle"]]),
-                        ctypes.c_int(cs.TMAP_L2[val["l2_promotion"]]),
-                        ctypes.c_int(1 if val["oob_fill"] == "nan" else 0)), "cuTensorMapEncodeTiled")
-                    keep.append(raw)
-                    ps.append(ctypes.addressof(tm))
-                else:
-                    v = ctypes.c_uint64(ptrs[alloc][val]) if kind == "buffer" else ctype[kind](val)
-                    keep.append(v)
-                    ps.append(ctypes.addressof(v))
-            arr = (V * max(len(ps), 1))(*ps)
-            keep.append(arr)
-            out.append((l["entry"], l["grid"], l["block"], l.get("smem", 0), arr))
-        return out
+        return bare_time.launch_args(bcu, exp, ptrs[alloc], keep)
     params = {al: params_for(al) for al in ptrs}
 
     def launch_all(module, alloc, stream):
@@ -204,12 +163,7 @@ def main():
         st, cp = V(), V()
         ck(cu.cuStreamCreate(ctypes.byref(st), 0), "cuStreamCreate")
         ck(cu.cuStreamCreate(ctypes.byref(cp), 0), "cuStreamCreate")
-        hp_ = V()
-        ck(cu.cuMemHostAlloc(ctypes.byref(hp_), ctypes.c_size_t(64), ctypes.c_uint(3)), "cuMemHostAlloc")
-        hd_ = ctypes.c_uint64()
-        ck(cu.cuMemHostGetDevicePointer_v2(ctypes.byref(hd_), hp_, 0), "cuMemHostGetDevicePointer")
-        w_ = ctypes.c_uint32.from_address(hp_.value)
-        w_.value = 0
+        w_, hd_ = bare_time.hold_word(bcu)
         a0, a1 = V(), V()
         cu.cuEventCreate(ctypes.byref(a0), 0)
         cu.cuEventCreate(ctypes.byref(a1), 0)
@@ -236,16 +190,7 @@ def main():
             f = ctypes.c_float()
             cu.cuEventElapsedTime(ctypes.byref(f), a0, a1)
             return f.value * 1000
-        for n in ns:
-            for _ in range(3):
-                one(n)
-        tt = {n: [] for n in ns}
-        rg = random.Random(1)
-        for _ in range(a.rounds):
-            order = list(ns)
-            rg.shuffle(order)
-            for n in order:
-                tt[n].append(one(n))
+        tt = bare_time.interleave(ns, one, a.rounds, 1)
         med = {n: sorted(v)[len(v) // 2] for n, v in tt.items()}
         print(f"sweep at {where}: " + ", ".join(f"{n} calls {med[n] / n:.3f}" for n in ns) +
               f"; slope {(med[ns[-1]] - med[ns[0]]) / (ns[-1] - ns[0]):.3f} us/call", flush=True)
@@ -316,12 +261,7 @@ def main():
     if os.environ.get("CALLS_LIST"):
         sweep("after graphs")
     # hold
-    hp = V()
-    ck(cu.cuMemHostAlloc(ctypes.byref(hp), ctypes.c_size_t(64), ctypes.c_uint(3)), "cuMemHostAlloc")
-    hd = ctypes.c_uint64()
-    ck(cu.cuMemHostGetDevicePointer_v2(ctypes.byref(hd), hp, 0), "cuMemHostGetDevicePointer")
-    word = ctypes.c_uint32.from_address(hp.value)
-    word.value = 0
+    word, hd = bare_time.hold_word(bcu)
     seq = [0]
     e0, e1 = V(), V()
     cu.cuEventCreate(ctypes.byref(e0), 0)
@@ -353,60 +293,13 @@ def main():
         return f.value * 1000 / calls
 
     if os.environ.get("CALLS_LIST"):
-        ns = [int(x) for x in os.environ["CALLS_LIST"].split(",")]
-        ex_by_n = {}
-        for n in ns:
-            gr = V()
-            ck(cu.cuStreamBeginCapture_v2(cap, ctypes.c_int(1)), "cuStreamBeginCapture")
-            for _ in range(n):
-                launch_all("nvrtc", "block", cap.value)
-            ck(cu.cuStreamEndCapture(cap, ctypes.byref(gr)), "cuStreamEndCapture")
-            ex = V()
-            ck(cu.cuGraphInstantiateWithFlags(ctypes.byref(ex), gr, ctypes.c_ulonglong(0)), "cuGraphInstantiate")
-            ex_by_n[n] = ex
-        tt = {n: [] for n in ns}
-
-        def one(n):
-            seq[0] += 1
-            ck(cu.cuStreamWaitValue32_v2(own, ctypes.c_uint64(hd.value), ctypes.c_uint32(seq[0]), ctypes.c_uint(0)), "w")
-            cu.cuEventRecord(e0, own)
-            ck(cu.cuGraphLaunch(ex_by_n[n], own), "cuGraphLaunch")
-            cu.cuEventRecord(e1, own)
-            word.value = seq[0]
-            ck(cu.cuEventSynchronize(e1), "sync")
-            f = ctypes.c_float()
-            cu.cuEventElapsedTime(ctypes.byref(f), e0, e1)
-            return f.value * 1000
-        for n in ns:
-            for _ in range(3):
-                one(n)
-        rng = random.Random(1)
-        for _ in range(a.rounds):
-            order = list(ns)
-            rng.shuffle(order)
-            for n in order:
-                tt[n].append(one(n))
-        med = {n: sorted(v)[len(v) // 2] for n, v in tt.items()}
-        for n in ns:
-            print(f"calls {n:5d}: replay median {med[n]:9.2f} us, per call {med[n] / n:7.3f} us")
-        n0 = ns[0]
-        for n in ns[1:]:
-            print(f"slope {n0}->{n}: {(med[n] - med[n0]) / (n - n0):7.3f} us/call, fixed {med[n0] - n0 * (med[n] - med[n0]) / (n - n0):6.2f} us")
+        sweep("late")
         return
     combos = [(k, s) for k in graphs for s in streams]
     if os.environ.get("MODES"):
         combos = [(k, s, m) for k, s in [((("nvrtc", "block", "driver"), "own")), (("cupy", "torch", "driver"), "legacy")]
                   for m in ("plain", "preroll", "gap1ms")]
-    for c in combos:           # warm
-        for _ in range(3):
-            sample(*c)
-    res = {c: [] for c in combos}
-    rng = random.Random(0)
-    for _ in range(a.rounds):
-        order = list(combos)
-        rng.shuffle(order)
-        for c in order:
-            res[c].append(sample(*c))
+    res = bare_time.interleave(combos, lambda c: sample(*c), a.rounds, 0)
     if os.environ.get("MODES"):
         for c in combos:
             v = sorted(res[c])
