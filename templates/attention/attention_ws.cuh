@@ -523,12 +523,12 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const int row = m0 + wrow + g + 8 * r;
-        const float inv = l > 0.f ? 1.f / l : 0.f;
 #if O_STAGE
         /* 16-byte stores: per group of four 8-column blocks, a 4x4 transpose
          * of the packed pairs across the quad (two shfl_xor butterflies; a
          * thread keeps the slots whose bit m matches its own) leaves thread
          * t4 with block 4b + t4 whole. Every lane shuffles, whatever its row. */
+        const float inv = l > 0.f ? 1.f / l : 0.f;
 #pragma unroll
         for (int b = 0; b < D / 32; ++b) {
             att_u32 q[4];
@@ -555,7 +555,10 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                                 "r"(q[0]), "r"(q[1]), "r"(q[2]), "r"(q[3]) : "memory");
         }
 #else
+        /* 4-byte fragment stores: the code from before O_STAGE was a WS knob
+         * (the same cubins), inv inside the row check included */
         if (row < S) {
+            const float inv = l > 0.f ? 1.f / l : 0.f;
             att_u32 *dst = (att_u32 *)(O + ((size_t)bh * S + row) * D + 2 * t4);
 #pragma unroll
             for (int dt = 0; dt < D / 8; ++dt)
