@@ -9,10 +9,12 @@
 # against the best FA2-path configuration (WGMMA=1, BLOCK_M=64,
 # BLOCK_N=128, WARPS=4, STAGES=3) at the large shapes, and one-knob A/Bs
 # inside the WS path (OVERLAP, PINGPONG, REGSPLIT (at 2 consumers: 3 need it), CONSUMERS, STAGES, PERSIST,
-# LOADS, O_STAGE: 16-byte output stores after a quad transpose, 1, against 4-byte fragment stores, 0).
-# Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|all]
+# LOADS, O_STAGE: 16-byte output stores after a quad transpose, 1, against 4-byte fragment stores, 0),
+# (3) 'ostage' (not part of 'all'): the O_STAGE A/B alone at the four large non-causal shapes
+# (B4 H8 S2048 and B8 H16 S512, D=64 and D=128).
+# Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|ostage|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|ostage|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
@@ -60,6 +62,11 @@ if [ "$what" = ab ] || [ "$what" = all ]; then
         done
     done
 fi
+# one interleaved A/B: knob_ab FILE DIMS A B
+knob_ab() {
+    echo "--- $2 A=$3 B=$4" | tee -a "$out/$1"
+    $E bench $T $2 --params "$3" --against "$4" 2>&1 | grep -E "verdict|latency|TFLOP|vs against|error|fail" | tee -a "$out/$1"
+}
 if [ "$what" = knobs ] || [ "$what" = all ]; then
     echo "=== one-knob A/Bs inside the WS path"
     for k in ${WS_KNOB_SHAPES:-0 2}; do   # indices into shapes (4, 5: D=128)
@@ -71,8 +78,15 @@ if [ "$what" = knobs ] || [ "$what" = all ]; then
                     "$(ws 2 128 2 1 1 1 1 1) $(ws 2 128 2 1 1 1 1)" "$(ws 3 128 2 0 1 0 0 1) $(ws 3 128 2 0 1)" \
                     "$(ws 3 128 2 0 1) $(ws 3 128 2 0 1 0 0 0 0)" "$(ws 2 128 2 1 1 1 1) $(ws 2 128 2 1 1 1 1 0 0)"; do
             set -- $pair
-            echo "--- $dims A=$1 B=$2" | tee -a "$out/knobs.txt"
-            $E bench $T $dims --params "$1" --against "$2" 2>&1 | grep -E "verdict|latency|TFLOP|vs against|error|fail" | tee -a "$out/knobs.txt"
+            knob_ab knobs.txt "$dims" "$1" "$2"
+        done
+    done
+fi
+if [ "$what" = ostage ]; then
+    echo "=== O_STAGE 1 against 0 inside the WS path, D=64 and D=128"
+    for k in 0 2 4 5; do
+        for c in "$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1 1 1)" "$(ws 2 128 2 1 1)"; do
+            knob_ab ostage.txt "${shapes[$k]}" "$c" "${c%,O_STAGE=1},O_STAGE=0"
         done
     done
 fi
