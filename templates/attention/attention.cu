@@ -79,14 +79,6 @@
  *                operand) with Q and P as register A operands; tiles are
  *                1024-byte aligned.  At D != 64, or compiled for a target
  *                other than sm_90a, the mma.sync path is used.
- *   EXP_POLY     (WS path) quarters of the softmax exponentials computed
- *                by a degree-3 polynomial on the FMA pipe instead of the
- *                MUFU ex2 unit: 0, 1 (key columns 8c..8c+7 with c % 4 == 0)
- *                or 2 (c % 4 < 2).  At D = 64 the MUFU is as busy as the
- *                tensor cores (16 384 ex2 per 128x128 tile: 1024 cycles,
- *                like its two GEMMs); the polynomial trades MUFU cycles
- *                for FMA-pipe issue slots.  Relative error <= 7.5e-5
- *                (fp16's half ulp is 4.9e-4)
  *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
@@ -163,9 +155,6 @@
 #endif
 #ifndef LOADS
 #define LOADS 0
-#endif
-#ifndef EXP_POLY
-#define EXP_POLY 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)

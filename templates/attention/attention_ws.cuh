@@ -57,10 +57,7 @@
  * stays valid at every head dim. */
 #define WS_CAP (REGSPLIT ? (CONSUMERS == 3 ? 160 : 240) \
                          : ((65536 / WS_THREADS / 8 * 8) < 255 ? (65536 / WS_THREADS / 8 * 8) : 255))
-/* EXP_POLY's temporaries: ptxas spills 8-16 bytes at 3 consumers (160) with
- * EXP_POLY = 2 and the estimate's tile choice; 2 consumers (240) have room */
-#define WS_EP (6 * EXP_POLY * (CONSUMERS / 3))
-#define WS_EST0(bn, ov) (3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8 + WS_EP)
+#define WS_EST0(bn, ov) (3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
 #define WS_PS (PERSIST && WS_EST0(64, 0) + D / 8 <= WS_CAP)   /* the persistent loop: ~D/8 more */
 #define WS_EST(bn, ov) (WS_EST0(bn, ov) + D / 8 * WS_PS)
 #define WS_BN ((BLOCK_N == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : BLOCK_N)
@@ -165,22 +162,6 @@ static __device__ __forceinline__ void ws_wait_full(att_u32 bar, att_u32 parity)
 #if LOADS   /* cp.async wrote it through the generic proxy */
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
-}
-
-/* 2^x for x <= 0 on the FMA pipe (EXP_POLY): x = n + f, n = rint(x) by
- * the 1.5 * 2^23 shifter (n lands in t's low mantissa bits), f in
- * [-0.5, 0.5], 2^f by a degree-3 fit of relative error <= 7.5e-5 (fitted
- * to the relative error, float32 Horner); n is added to the exponent field
- * (t << 23 keeps just n's bits).  x is clamped at -125 (masked -inf
- * scores), where 2^x ~ 2.4e-38 stands for ex2's 0: it rounds to 0 in fp16
- * and adds nothing to a row sum that is at least 1. */
-static __device__ __forceinline__ float ws_exp2_poly(float x)
-{
-    x = fmaxf(x, -125.f);
-    const float t = __fadd_rn(x, 12582912.f);
-    const float f = __fsub_rn(x, __fsub_rn(t, 12582912.f));
-    const float p = fmaf(fmaf(fmaf(0.055171531f, f, 0.242611006f), f, 0.693260968f), f, 0.999928057f);
-    return __uint_as_float(__float_as_uint(p) + (__float_as_uint(t) << 23));
 }
 
 template <int N>
@@ -416,8 +397,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    const float x = fmaf(sc[nt8 * 4 + 2 * r + e], sl, -m_use);
-                    const float p = (nt8 % 4 < EXP_POLY) ? ws_exp2_poly(x) : att_exp(x);
+                    const float p = att_exp(fmaf(sc[nt8 * 4 + 2 * r + e], sl, -m_use));
                     sc[nt8 * 4 + 2 * r + e] = p;
                     sum += p;
                 }
