@@ -79,7 +79,12 @@
  *                operand) with Q and P as register A operands; tiles are
  *                1024-byte aligned.  At D != 64, or compiled for a target
  *                other than sm_90a, the mma.sync path is used.
- *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS: the warp-specialised path
+ *   LAZY         (WS path) 1: a warp's running row maxima move only when
+ *                one would grow by more than 2^8; until then the softmax
+ *                keeps the stale maxima (P <= 2^8) and skips the
+ *                accumulator rescale (D / 2 multiplies a thread per key
+ *                tile) and its exponentials; 0: every tile rescales
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
@@ -155,6 +160,9 @@
 #endif
 #ifndef LOADS
 #define LOADS 0
+#endif
+#ifndef LAZY
+#define LAZY 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)

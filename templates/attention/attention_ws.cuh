@@ -356,8 +356,15 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_wg_commit();
     };
     /* mask + online softmax of the raw scores of tile n in place (P = exp);
-     * returns the accumulator rescale factors in alpha */
-    auto softmax = [&](float *sc, int n, float *alpha) {
+     * puts the accumulator rescale factors in alpha and returns whether
+     * the accumulators need them (LAZY = 0: always).  LAZY = 1: the
+     * running maxima of a warp's rows move only when one of them would
+     * grow by more than 2^8 (ws_lazy_grows); until then P is exp2 against
+     * the stale maximum, so P <= 2^8 (fp16 holds it exactly enough, the
+     * row sums stay far from overflow), alpha is 1 and the accumulators
+     * are not touched: the normalisation by l at the end is the same
+     * ratio.  The first tile of a row always moves it (from -inf). */
+    auto softmax = [&](float *sc, int n, float *alpha) -> bool {
         const int n0 = n * WS_BN;
 #if CAUSAL
         const bool need_mask = (n0 + WS_BN > S) || (n0 + WS_BN - 1 > m0 + cw * 64);
@@ -380,17 +387,27 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                         if (nt8 * 8 + e >= lim) sc[nt8 * 4 + 2 * r + e] = ATT_NEG_INF;
             }
         }
+        float mx[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            float mx = ATT_NEG_INF;
+            mx[r] = ATT_NEG_INF;
 #pragma unroll
             for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
-                mx = fmaxf(mx, fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float m_new = fmaxf(m_run[r], mx * sl);
+                mx[r] = fmaxf(mx[r], fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2)) * sl;
+        }
+#if LAZY
+        /* -inf + 8 is -inf: a row's first finite maximum always moves it */
+        const bool move = __any_sync(0xffffffffu, mx[0] > m_run[0] + 8.f || mx[1] > m_run[1] + 8.f);
+#else
+        const bool move = true;
+#endif
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float m_new = move ? fmaxf(m_run[r], mx[r]) : m_run[r];
             const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
-            alpha[r] = att_exp(m_run[r] - m_use);
+            alpha[r] = move ? att_exp(m_run[r] - m_use) : 1.f;
             m_run[r] = m_new;
             float sum = 0.f;
 #pragma unroll
@@ -401,8 +418,9 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                     sc[nt8 * 4 + 2 * r + e] = p;
                     sum += p;
                 }
-            l_run[r] = l_run[r] * alpha[r] + sum;
+            l_run[r] = move ? l_run[r] * alpha[r] + sum : l_run[r] + sum;
         }
+        return move;
     };
     auto rescale = [&](const float *alpha) {
 #pragma unroll
@@ -442,6 +460,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     float sc[WS_BN / 2];
     att_u32 pa[WS_BN / 16][4];
     float alpha[2];
+    bool mv = true;                             /* the last softmax moved a maximum */
 #if WS_OV
     if (ntc > 0) {
         ws_wait_full(fullK(g0 % STAGES), (g0 / STAGES) & 1);
@@ -451,7 +470,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_wg_wait<0>();
         att_keep<WS_BN / 2>(sc);
         ws_arrive(emptyK(g0 % STAGES));
-        softmax(sc, 0, alpha);
+        mv = softmax(sc, 0, alpha);
         pack(sc, pa);
     }
     for (int n = 1; n < ntc; ++n) {
@@ -465,12 +484,13 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_wg_wait<1>();                        /* Q K^T of tile n done */
         att_keep<WS_BN / 2>(sc);
         ws_arrive(emptyK(s));
-        softmax(sc, n, alpha);
+        mv = softmax(sc, n, alpha);
         ws_wg_wait<0>();                        /* P V of tile n - 1 done */
         att_keep<D / 2>(acc);
         ws_keep_r<WS_BN / 4>(&pa[0][0]);
         ws_arrive(emptyV(sp));
-        rescale(alpha);
+        if (mv)
+            rescale(alpha);
         pack(sc, pa);
     }
     if (ntc > 0) {
@@ -493,8 +513,9 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_wg_wait<0>();
         att_keep<WS_BN / 2>(sc);
         ws_arrive(emptyK(s));
-        softmax(sc, n, alpha);
-        rescale(alpha);
+        mv = softmax(sc, n, alpha);
+        if (mv)
+            rescale(alpha);
         pack(sc, pa);
         ws_wait_full(fullV(s), ph);
         pv_issue(pa, s);
