@@ -357,13 +357,15 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     };
     /* mask + online softmax of the raw scores of tile n in place (P = exp);
      * puts the accumulator rescale factors in alpha and returns whether
-     * the accumulators need them (LAZY = 0: always).  LAZY = 1: the
-     * running maxima of a warp's rows move only when one of them would
-     * grow by more than 2^8 (ws_lazy_grows); until then P is exp2 against
-     * the stale maximum, so P <= 2^8 (fp16 holds it exactly enough, the
-     * row sums stay far from overflow), alpha is 1 and the accumulators
-     * are not touched: the normalisation by l at the end is the same
-     * ratio.  The first tile of a row always moves it (from -inf). */
+     * the accumulators need them (LAZY = 0: always).  LAZY = 1: a row's
+     * running maximum moves only when one of the 8 rows of the warp that
+     * vote with it (same r) would grow by more than 2^8; until then P is
+     * exp2 against the stale maximum, so P <= 2^8 (fp16 holds it, the row
+     * sums stay far from overflow), alpha is 1 and, where no row of the
+     * thread moved, the accumulators are not touched: the normalisation
+     * by l at the end is the same ratio.  The first tile of a row always
+     * moves it (from -inf).  LAZY = 0 compiles to the cubins from before
+     * LAZY was a knob. */
     auto softmax = [&](float *sc, int n, float *alpha) -> bool {
         const int n0 = n * WS_BN;
 #if CAUSAL
@@ -387,25 +389,19 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                         if (nt8 * 8 + e >= lim) sc[nt8 * 4 + 2 * r + e] = ATT_NEG_INF;
             }
         }
-        float mx[2];
+        bool moved = false;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            mx[r] = ATT_NEG_INF;
+            float mx = ATT_NEG_INF;
 #pragma unroll
             for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
-                mx[r] = fmaxf(mx[r], fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2)) * sl;
-        }
-#if LAZY
-        /* -inf + 8 is -inf: a row's first finite maximum always moves it */
-        const bool move = __any_sync(0xffffffffu, mx[0] > m_run[0] + 8.f || mx[1] > m_run[1] + 8.f);
-#else
-        const bool move = true;
-#endif
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const float m_new = move ? fmaxf(m_run[r], mx[r]) : m_run[r];
+                mx = fmaxf(mx, fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            /* LAZY: -inf + 8 is -inf, so a row's first finite maximum moves it */
+            const bool move = LAZY ? __any_sync(0xffffffffu, mx * sl > m_run[r] + 8.f) : true;
+            moved |= move;
+            const float m_new = move ? fmaxf(m_run[r], mx * sl) : m_run[r];
             const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
             alpha[r] = move ? att_exp(m_run[r] - m_use) : 1.f;
             m_run[r] = m_new;
@@ -420,7 +416,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                 }
             l_run[r] = move ? l_run[r] * alpha[r] + sum : l_run[r] + sum;
         }
-        return move;
+        return moved;
     };
     auto rescale = [&](const float *alpha) {
 #pragma unroll
