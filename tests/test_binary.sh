@@ -105,14 +105,6 @@ for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LA
     expect 0 "check the WS path's lazy rescale ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
     grep_out out "LAZY=1  (--params)" "check compiles the WS configuration with LAZY=1"
 done
-# Q_IN_REGS=0 on the WS path: Q K^T reads Q from shared memory (wgmma
-# with both operands there); 3 consumers at D=64 then keep the overlap of a
-# 128-key tile; compiles on every unit without a spill (setmaxnreg 160).
-for p in WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,Q_IN_REGS=0 \
-         WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PERSIST=1,LOADS=1,Q_IN_REGS=0; do
-    expect 0 "check the WS path with Q in shared memory ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "Q_IN_REGS=0,.*WS=1,.*(--params)" "check compiles the WS configuration with Q_IN_REGS=0"
-done
 expect 1 "LAZY without WS is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params LAZY=1 --sample 0
 grep_out err "LAZY belong to the WS path" "the constraint that fails is named"
 expect 1 "LOADS=1 without WS is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params LOADS=1 --sample 0

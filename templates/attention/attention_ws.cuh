@@ -57,7 +57,7 @@
  * stays valid at every head dim. */
 #define WS_CAP (REGSPLIT ? (CONSUMERS == 3 ? 160 : 240) \
                          : ((65536 / WS_THREADS / 8 * 8) < 255 ? (65536 / WS_THREADS / 8 * 8) : 255))
-#define WS_EST0(bn, ov) (D / 2 + D / 4 * Q_IN_REGS + 3 * (bn) / 4 + 20 * (ov) + 8)
+#define WS_EST0(bn, ov) (3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
 #define WS_PS (PERSIST && WS_EST0(64, 0) + D / 8 <= WS_CAP)   /* the persistent loop: ~D/8 more */
 #define WS_EST(bn, ov) (WS_EST0(bn, ov) + D / 8 * WS_PS)
 #define WS_BN ((BLOCK_N == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : BLOCK_N)
@@ -264,7 +264,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             int m0, bh;
             coords(t, m0, bh);
             const int nt = n_kv(m0);
-            ws_wait(emptyQ, (j & 1) ^ 1);       /* the consumers are done with the last Q */
+            ws_wait(emptyQ, (j & 1) ^ 1);       /* the consumers hold the last Q in registers */
             ws_load<BLOCK_M>(sQ, &tmQ, Q, m0, bh, S, barQ, tid);
             for (int n = 0; n < nt; ++n, ++kv) {
                 const int s = kv % STAGES;
@@ -314,10 +314,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc[i] = 0.f;
 
-    /* Q fragments (mma.sync A layout per warp) from the swizzled Q tile;
-     * Q_IN_REGS = 0: Q K^T reads Q from the tile (wgmma with both operands
-     * in shared memory), which is released only after the tile's last Q K^T */
-#if Q_IN_REGS
+    /* Q fragments (mma.sync A layout per warp) from the swizzled Q tile */
     att_u32 qf[D / 16][4];
     ws_wait(barQ, j & 1);
     {
@@ -330,9 +327,6 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         }
     }
     ws_arrive(emptyQ);
-#else
-    ws_wait_full(barQ, j & 1);                  /* read by wgmma: the async proxy */
-#endif
 
     /* issue S = Q K^T for the K tile in slot s (no wait) */
     auto qk_issue = [&](float *sc, int s) {
@@ -344,16 +338,9 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         for (int kk = 0; kk < D / 16; ++kk)
 #pragma unroll
             for (int c = 0; c < WS_BN / QN; ++c)
-#if Q_IN_REGS
                 AttWg<QN, 0>::mma(sc + c * QN / 2, qf[kk],
                                   att_desc(kb + (kk >> 2) * WS_BN * 128 + c * QN * 128 + (kk & 3) * 32, 16, 1024),
                                   kk > 0);
-#else
-                AttWg<QN, 0>::mma_ss(sc + c * QN / 2,
-                                     att_desc(sQ + (kk >> 2) * BLOCK_M * 128 + cw * 64 * 128 + (kk & 3) * 32, 16, 1024),
-                                     att_desc(kb + (kk >> 2) * WS_BN * 128 + c * QN * 128 + (kk & 3) * 32, 16, 1024),
-                                     kk > 0);
-#endif
         ws_wg_commit();
     };
     /* issue O += P V for the V tile in slot s (no wait) */
@@ -533,9 +520,6 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_keep_r<WS_BN / 4>(&pa[0][0]);
         ws_arrive(emptyV(s));
     }
-#endif
-#if !Q_IN_REGS   /* every Q K^T of the tile has completed */
-    ws_arrive(emptyQ);
 #endif
     /* tiles past this warpgroup's rows (causal): release their slots */
     for (int n = ntc; n < nt; ++n) {
