@@ -84,11 +84,7 @@
  *                keeps the stale maxima (P <= 2^8) and skips the
  *                accumulator rescale (D / 2 multiplies a thread per key
  *                tile) and its exponentials; 0: every tile rescales
- *   PREFETCH     (WS path, TMA loads) 1: the producer thread prefetches
- *                the three tensor maps (prefetch.tensormap) before it sets
- *                up the barriers, so the first TMA copies do not wait for
- *                the descriptors; 0: no prefetch
- *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, PREFETCH: the warp-specialised path
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
@@ -167,9 +163,6 @@
 #endif
 #ifndef LAZY
 #define LAZY 0
-#endif
-#ifndef PREFETCH
-#define PREFETCH 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)

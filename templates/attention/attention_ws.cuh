@@ -240,11 +240,6 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     const att_u32 emptyQ = bars + 8 + 8 * 4 * STAGES;
 
     if (tid == 0) {
-#if PREFETCH   /* the three tensor maps, while the barriers are set up */
-        asm volatile("prefetch.tensormap [%0];\n" :: "l"(&tmQ) : "memory");
-        asm volatile("prefetch.tensormap [%0];\n" :: "l"(&tmK) : "memory");
-        asm volatile("prefetch.tensormap [%0];\n" :: "l"(&tmV) : "memory");
-#endif
         ws_bar_init(barQ, WS_FULL);
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
