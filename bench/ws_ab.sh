@@ -17,27 +17,23 @@
 # configuration that won its row of the side-by-side table: the seed shape,
 # B4 H8 S2048 (non-causal and causal) and B8 H16 S512, D=64 and D=128.
 # WS_LAZY (default "0") is the LAZY values of the WS_GATE=all list.
-# (5) 'release' (not part of 'all'): RELEASE 1 (one lane of each consumer
-# warp arrives on the empty barriers) against 0 (all 128 threads of a
-# warpgroup), at each shape's table winner.  WS_RELEASE (default "0") is
-# the RELEASE values of the WS_GATE=all list.
-# Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|release|all]
+# Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|release|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
 T=templates/attention/task.json
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 BEST="WGMMA=1,BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3"
-ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1},LAZY=${10:-0},RELEASE=${11:-0}"; }
+ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1},LAZY=${10:-0}"; }
 if [ "${WS_GATE:-}" = all ]; then
     gate=()
     for c in 1 2 3; do for n in 64 128; do for s in 1 2 3; do for o in 0 1; do for r in 0 1; do
-        for p in ${WS_PERSIST:-0 1}; do for l in ${WS_LOADS:-0 1}; do for e in ${WS_OSTAGE:-0 1}; do for z in ${WS_LAZY:-0}; do for a in ${WS_RELEASE:-0}; do
-            gate+=("$(ws $c $n $s $o $r 0 $p $l $e $z $a)")
-            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p $l $e $z $a)")
-        done; done; done; done; done
+        for p in ${WS_PERSIST:-0 1}; do for l in ${WS_LOADS:-0 1}; do for e in ${WS_OSTAGE:-0 1}; do for z in ${WS_LAZY:-0}; do
+            gate+=("$(ws $c $n $s $o $r 0 $p $l $e $z)")
+            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p $l $e $z)")
+        done; done; done; done
     done; done; done; done; done
 else
     gate=("$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1)" "$(ws 1 64 1 0 0)" "$(ws 2 64 3 1 0)"
@@ -105,14 +101,5 @@ if [ "$what" = lazy ]; then
                 "2:$(ws 2 128 3 1 1 0 1)" "4:$(ws 2 128 3 1 1 1 1)" "5:$(ws 2 128 3 1 1 1 1)" "0:$(ws 3 128 2 0 1)"; do
         k=${pair%%:*} c=${pair#*:}
         knob_ab lazy.txt "${k:+${shapes[$k]}}" "${c%,LAZY=0},LAZY=1" "$c"
-    done
-fi
-if [ "$what" = release ]; then
-    echo "=== RELEASE 1 against 0 inside the WS path, each shape's table winner"
-    for pair in ":$(ws 2 128 1 1 0)" "0:$(ws 3 128 3 1 1 0 1 0 1 1)" "1:$(ws 3 128 3 1 1 0 1 0 1 1)" \
-                "2:$(ws 3 128 2 1 1 1 1)" "3:$(ws 2 128 2 1 1 1 1)" "4:$(ws 2 128 3 1 1 1 1)" \
-                "5:$(ws 2 128 3 1 1 1 1)" "0:$(ws 2 128 2 1 1 1 1)"; do
-        k=${pair%%:*} c=${pair#*:}
-        knob_ab release.txt "${k:+${shapes[$k]}}" "${c%,RELEASE=0},RELEASE=1" "$c"
     done
 fi

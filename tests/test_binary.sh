@@ -75,9 +75,9 @@ expect 0 "check the attention task for sm_90" -- "$EVOENG" check "$EVO_SOURCE_RO
 grep_out out "valid after constraints" "check prints the space before and after constraints"
 grep_out out "(default)" "check prints the compile table with the default"
 expect 0 "check the WGMMA path of the attention template (NVRTC target sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WGMMA=1,BLOCK_N=64 --sample 0
-grep_out out "WGMMA=1,WS=0,CONSUMERS=2,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,RELEASE=0  (--params)" "check compiles the --params configuration"
+grep_out out "WGMMA=1,WS=0,CONSUMERS=2,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0  (--params)" "check compiles the --params configuration"
 expect 0 "check the warp-specialised path (WS=1, TMA tensor maps, sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2 --sample 0
-grep_out out "WS=1,CONSUMERS=3,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,RELEASE=0  (--params)" "check compiles the WS configuration"
+grep_out out "WS=1,CONSUMERS=3,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0  (--params)" "check compiles the WS configuration"
 # LOADS=1: the WS producer loads with cp.async (all 128 producer threads) in
 # place of TMA; check compiles every (D, CAUSAL) unit of the task's shapes
 # and fails on any spill (the task allows 0), the producer's 24 or 32
@@ -86,7 +86,7 @@ for p in WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGES=2,OVERLAP=1,LOADS=1 \
          WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1 \
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=1,OVERLAP=1,LOADS=1; do
     expect 0 "check the WS path with cp.async loads ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "LOADS=1,LAZY=0,RELEASE=0  (--params)" "check compiles the LOADS=1 configuration"
+    grep_out out "LOADS=1,LAZY=0  (--params)" "check compiles the LOADS=1 configuration"
 done
 # O_STAGE on the WS path: 1 (the default) stores 16 bytes a lane after a
 # quad transpose of the accumulator pairs, 0 the 4-byte fragment stores;
@@ -103,19 +103,12 @@ for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LA
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=2,OVERLAP=1,LAZY=1 \
          WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,BLOCK_N=64,STAGES=1,LAZY=1; do
     expect 0 "check the WS path's lazy rescale ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "LAZY=1,RELEASE=0  (--params)" "check compiles the WS configuration with LAZY=1"
-done
-# RELEASE on the WS path: one lane a consumer warp arrives on the empty
-# barriers; compiles on every unit, TMA and cp.async loads.
-for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=1,OVERLAP=1,REGSPLIT=0,RELEASE=1 \
-         WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=2,PERSIST=1,LOADS=1,RELEASE=1; do
-    expect 0 "check the WS path with one arrival a warp ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "RELEASE=1  (--params)" "check compiles the WS configuration with RELEASE=1"
+    grep_out out "LAZY=1  (--params)" "check compiles the WS configuration with LAZY=1"
 done
 expect 1 "LAZY without WS is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params LAZY=1 --sample 0
-grep_out err "LAZY and RELEASE belong to the WS path" "the constraint that fails is named"
+grep_out err "LAZY belong to the WS path" "the constraint that fails is named"
 expect 1 "LOADS=1 without WS is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params LOADS=1 --sample 0
-grep_out err "LOADS, LAZY and RELEASE belong to the WS path" "the constraint that fails is named"
+grep_out err "LOADS and LAZY belong to the WS path" "the constraint that fails is named"
 expect 1 "WS on sm_80 is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_80 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2 --sample 0
 expect 1 "WGMMA on sm_80 is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_80 --params WGMMA=1 --sample 0
 grep_out err "breaks a constraint.*wgmma runs on sm_90a" "the constraint that fails is named"

@@ -84,9 +84,7 @@
  *                keeps the stale maxima (P <= 2^8) and skips the
  *                accumulator rescale (D / 2 multiplies a thread per key
  *                tile) and its exponentials; 0: every tile rescales
- *   RELEASE      (WS path) 1: one lane of each consumer warp arrives on
- *                the empty barriers (4 arrivals a warpgroup); 0: all 128
- *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, RELEASE: the warp-specialised path
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
@@ -165,9 +163,6 @@
 #endif
 #ifndef LAZY
 #define LAZY 0
-#endif
-#ifndef RELEASE
-#define RELEASE 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)

@@ -65,7 +65,6 @@
 #define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
 #define WS_KV_BYTES (WS_BN * D * 2)            /* one K (or V) tile */
 #define WS_FULL (LOADS ? 128 : 1)              /* arrivals on a full barrier */
-#define WS_REL (RELEASE ? 4 : 128)             /* a consumer warpgroup's arrivals on an empty one */
 /* setmaxnreg under REGSPLIT: producer and consumer registers per thread,
  * within the launch's 168 (2 consumers) or 128 (3) per thread.  The
  * persistent cp.async producer (LOADS && WS_PS, 2 consumers) spills at 24
@@ -153,22 +152,6 @@ static __device__ __forceinline__ void ws_load(att_u32 dst, const AttTmap *map, 
     (void)g;
     (void)S;
     (void)tid;
-#endif
-}
-
-/* A consumer is done with a slot (its wgmma reads have completed: the
- * warp passed wgmma.wait_group; or its ldmatrix of Q has returned).
- * RELEASE = 0: every thread arrives on the empty barrier; 1: lane 0 of
- * each warp, after the warp has converged, so a warpgroup arrives 4 times
- * instead of 128. */
-static __device__ __forceinline__ void ws_release(att_u32 bar)
-{
-#if RELEASE
-    __syncwarp();
-    if ((threadIdx.x & 31) == 0)
-        ws_arrive(bar);
-#else
-    ws_arrive(bar);
 #endif
 }
 
@@ -262,10 +245,10 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         for (int s = 0; s < STAGES; ++s) {
             ws_bar_init(fullK(s), WS_FULL);
             ws_bar_init(fullV(s), WS_FULL);
-            ws_bar_init(emptyK(s), WS_REL * CONSUMERS);
-            ws_bar_init(emptyV(s), WS_REL * CONSUMERS);
+            ws_bar_init(emptyK(s), 128 * CONSUMERS);
+            ws_bar_init(emptyV(s), 128 * CONSUMERS);
         }
-        ws_bar_init(emptyQ, WS_REL * CONSUMERS);
+        ws_bar_init(emptyQ, 128 * CONSUMERS);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
@@ -343,7 +326,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             att_ldsm4(a, qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
         }
     }
-    ws_release(emptyQ);
+    ws_arrive(emptyQ);
 
     /* issue S = Q K^T for the K tile in slot s (no wait) */
     auto qk_issue = [&](float *sc, int s) {
@@ -482,7 +465,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         pp_arrive(0);
         ws_wg_wait<0>();
         att_keep<WS_BN / 2>(sc);
-        ws_release(emptyK(g0 % STAGES));
+        ws_arrive(emptyK(g0 % STAGES));
         mv = softmax(sc, 0, alpha);
         pack(sc, pa);
     }
@@ -496,12 +479,12 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         pp_arrive(n);
         ws_wg_wait<1>();                        /* Q K^T of tile n done */
         att_keep<WS_BN / 2>(sc);
-        ws_release(emptyK(s));
+        ws_arrive(emptyK(s));
         mv = softmax(sc, n, alpha);
         ws_wg_wait<0>();                        /* P V of tile n - 1 done */
         att_keep<D / 2>(acc);
         ws_keep_r<WS_BN / 4>(&pa[0][0]);
-        ws_release(emptyV(sp));
+        ws_arrive(emptyV(sp));
         if (mv)
             rescale(alpha);
         pack(sc, pa);
@@ -515,7 +498,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_wg_wait<0>();
         att_keep<D / 2>(acc);
         ws_keep_r<WS_BN / 4>(&pa[0][0]);
-        ws_release(emptyV(sp));
+        ws_arrive(emptyV(sp));
     }
 #else
     for (int n = 0; n < ntc; ++n) {
@@ -525,7 +508,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         qk_issue(sc, s);
         ws_wg_wait<0>();
         att_keep<WS_BN / 2>(sc);
-        ws_release(emptyK(s));
+        ws_arrive(emptyK(s));
         mv = softmax(sc, n, alpha);
         if (mv)
             rescale(alpha);
@@ -535,7 +518,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_wg_wait<0>();
         att_keep<D / 2>(acc);
         ws_keep_r<WS_BN / 4>(&pa[0][0]);
-        ws_release(emptyV(s));
+        ws_arrive(emptyV(s));
     }
 #endif
     /* tiles past this warpgroup's rows (causal): release their slots */
@@ -543,9 +526,9 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         const int s = (g0 + n) % STAGES;
         const att_u32 ph = ((g0 + n) / STAGES) & 1;
         ws_wait(fullK(s), ph);
-        ws_release(emptyK(s));
+        ws_arrive(emptyK(s));
         ws_wait(fullV(s), ph);
-        ws_release(emptyV(s));
+        ws_arrive(emptyV(s));
         pp_sync();                              /* keep the ping-pong turns paired */
         pp_arrive(n + 1);
     }
