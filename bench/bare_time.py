@@ -37,7 +37,7 @@ import tempfile
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import compare_sdpa as cs  # noqa: E402  (export loading, NVRTC, tensor-map tables)
+import sdpa_export as cs  # noqa: E402  (export loading, NVRTC, tensor-map tables)
 
 M64 = (1 << 64) - 1
 GUARD = 64 * 1024
