@@ -17,23 +17,33 @@
 # configuration that won its row of the side-by-side table: the seed shape,
 # B4 H8 S2048 (non-causal and causal) and B8 H16 S512, D=64 and D=128.
 # WS_LAZY (default "0") is the LAZY values of the WS_GATE=all list.
-# Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|all]
+# (5) 'tail' (not part of 'all'): TAIL 1 (the persistent scheduler's last,
+# partly full wave cut into items of all consumer warpgroups but one)
+# against 0 at B4 H S2048 D64 with H = 6 (264 tiles of 192 rows: two full
+# waves on 132 SMs, no tail: a control), 7, 8 (352 tiles: 2.67 waves) and 9
+# (396: 3.0 waves, a control), with 3 consumers (the table winner) and with
+# 2 (ping-pong); and at the shapes where no tail fits (B8 H16 S512, D=128
+# S2048: controls). WS_TAIL (default "0") is the TAIL values of the
+# WS_GATE=all list. Until TAIL=1 has run on a GPU the task's constraint
+# "TAIL == 0" refuses it: drop that constraint (and add a gate shape whose
+# last wave TAIL cuts, e.g. B1 H40 S900 at D=64 and 128) before this mode.
+# Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|tail|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|tail|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
 T=templates/attention/task.json
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 BEST="WGMMA=1,BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3"
-ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1},LAZY=${10:-0}"; }
+ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1},LAZY=${10:-0},TAIL=${11:-0}"; }
 if [ "${WS_GATE:-}" = all ]; then
     gate=()
     for c in 1 2 3; do for n in 64 128; do for s in 1 2 3; do for o in 0 1; do for r in 0 1; do
-        for p in ${WS_PERSIST:-0 1}; do for l in ${WS_LOADS:-0 1}; do for e in ${WS_OSTAGE:-0 1}; do for z in ${WS_LAZY:-0}; do
-            gate+=("$(ws $c $n $s $o $r 0 $p $l $e $z)")
-            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p $l $e $z)")
-        done; done; done; done
+        for p in ${WS_PERSIST:-0 1}; do for l in ${WS_LOADS:-0 1}; do for e in ${WS_OSTAGE:-0 1}; do for z in ${WS_LAZY:-0}; do for tl in ${WS_TAIL:-0}; do
+            gate+=("$(ws $c $n $s $o $r 0 $p $l $e $z $tl)")
+            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p $l $e $z $tl)")
+        done; done; done; done; done
     done; done; done; done; done
 else
     gate=("$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1)" "$(ws 1 64 1 0 0)" "$(ws 2 64 3 1 0)"
@@ -44,13 +54,14 @@ fi
 if [ "$what" = gate ] || [ "$what" = all ]; then
     echo "=== correctness gate, every shape, 3 seeds"
     # one check per configuration, ${WS_PAR:-4} at a time, each with its own
-    # compile cache and a 120 s limit (a hang is a failure)
+    # compile cache (WS_CACHE=DIR: that one shared, e.g. filled ahead by
+    # check on a machine without a GPU) and a 120 s limit (a hang is a failure)
     one() {
-        log=$(EVOENG_CACHE_DIR=$EVOENG_CACHE_DIR/$$_$RANDOM timeout 120 $E check $T --gpu --sample 0 -j 4 --params "$1" 2>&1)
+        log=$(EVOENG_CACHE_DIR=${WS_CACHE:-$EVOENG_CACHE_DIR/$$_$RANDOM} timeout 120 $E check $T --gpu --sample 0 -j 4 --params "$1" 2>&1)
         if echo "$log" | grep -q "invalid"; then echo "INVALID $1"; return; fi
         if echo "$log" | grep -qE "gate: 1 passed, 0 failed"; then echo "PASS $1"; else echo "FAIL $1"; echo "$log" | tail -20; fi
     }
-    export -f one; export E T EVOENG_CACHE_DIR
+    export -f one; export E T EVOENG_CACHE_DIR WS_CACHE
     printf '%s\n' "${gate[@]}" | xargs -P "${WS_PAR:-4}" -I{} bash -c 'one "$@"' _ {} > "$out/gate_raw.txt" 2>&1
     grep -v "^INVALID" "$out/gate_raw.txt" | tee -a "$out/gate.txt"
     echo "gate: $(grep -c '^PASS' "$out/gate_raw.txt") passed, $(grep -c '^FAIL' "$out/gate_raw.txt") failed, $(grep -c '^INVALID' "$out/gate_raw.txt") invalid (skipped) of ${#gate[@]}" | tee -a "$out/gate.txt"
@@ -93,6 +104,17 @@ if [ "$what" = ostage ]; then
         for c in "$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1 1 1)" "$(ws 2 128 2 1 1)"; do
             knob_ab ostage.txt "${shapes[$k]}" "$c" "${c%,O_STAGE=1},O_STAGE=0"
         done
+    done
+fi
+if [ "$what" = tail ]; then
+    echo "=== TAIL 1 against 0 inside the WS path"
+    for h in 6 7 8 9; do
+        for c in "$(ws 3 128 3 0 1 0 1 0 1 1)" "$(ws 2 128 3 1 1 1 1 0 1 1)"; do
+            knob_ab tail.txt "--dim B=4 --dim H=$h --dim S=2048" "${c%,TAIL=0},TAIL=1" "$c"
+        done
+    done
+    for k in 2 4; do
+        knob_ab tail.txt "${shapes[$k]}" "$(ws 3 128 3 0 1 0 1 0 1 1 1)" "$(ws 3 128 3 0 1 0 1 0 1 1)"
     done
 fi
 if [ "$what" = lazy ]; then

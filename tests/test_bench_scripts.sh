@@ -22,6 +22,12 @@ for f in "$ROOT"/bench/*.py "$ROOT"/bench/*/*.py; do
     else bad "py_compile ${f#"$ROOT"/}: $(head -3 "$tmp/err")"; fi
 done
 
+# tail_sched.py: the WS path's TAIL schedule computes every row once
+"$PY" "$ROOT/bench/tail_sched.py" --check >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "440 cases: every row computed once" "$tmp/out"; then ok "tail_sched.py --check: every row once"
+else bad "tail_sched.py --check: exit $rc: $(head -3 "$tmp/out")"; fi
+
 # bare_time.py: usage errors and a bad export exit 2 before touching a driver;
 # the kernel text it fills inputs with is found in src/gpu/devkern.c
 "$PY" "$ROOT/bench/bare_time.py" "$tmp/none.json" >"$tmp/out" 2>&1

@@ -75,9 +75,9 @@ expect 0 "check the attention task for sm_90" -- "$EVOENG" check "$EVO_SOURCE_RO
 grep_out out "valid after constraints" "check prints the space before and after constraints"
 grep_out out "(default)" "check prints the compile table with the default"
 expect 0 "check the WGMMA path of the attention template (NVRTC target sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WGMMA=1,BLOCK_N=64 --sample 0
-grep_out out "WGMMA=1,WS=0,CONSUMERS=2,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0  (--params)" "check compiles the --params configuration"
+grep_out out "WGMMA=1,WS=0,CONSUMERS=2,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0  (--params)" "check compiles the --params configuration"
 expect 0 "check the warp-specialised path (WS=1, TMA tensor maps, sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2 --sample 0
-grep_out out "WS=1,CONSUMERS=3,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0  (--params)" "check compiles the WS configuration"
+grep_out out "WS=1,CONSUMERS=3,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0  (--params)" "check compiles the WS configuration"
 # LOADS=1: the WS producer loads with cp.async (all 128 producer threads) in
 # place of TMA; check compiles every (D, CAUSAL) unit of the task's shapes
 # and fails on any spill (the task allows 0), the producer's 24 or 32
@@ -86,7 +86,7 @@ for p in WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGES=2,OVERLAP=1,LOADS=1 \
          WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1 \
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=1,OVERLAP=1,LOADS=1; do
     expect 0 "check the WS path with cp.async loads ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "LOADS=1,LAZY=0  (--params)" "check compiles the LOADS=1 configuration"
+    grep_out out "LOADS=1,LAZY=0,TAIL=0  (--params)" "check compiles the LOADS=1 configuration"
 done
 # O_STAGE on the WS path: 1 (the default) stores 16 bytes a lane after a
 # quad transpose of the accumulator pairs, 0 the 4-byte fragment stores;
@@ -103,8 +103,35 @@ for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LA
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=2,OVERLAP=1,LAZY=1 \
          WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,BLOCK_N=64,STAGES=1,LAZY=1; do
     expect 0 "check the WS path's lazy rescale ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "LAZY=1  (--params)" "check compiles the WS configuration with LAZY=1"
+    grep_out out "LAZY=1,TAIL=0  (--params)" "check compiles the WS configuration with LAZY=1"
 done
+# TAIL (the persistent scheduler's last wave as items of all consumer
+# warpgroups but one): out of the search until it has run on a GPU (the
+# constraint TAIL == 0 says so); a copy of the task without that constraint
+# compiles it with 2 and 3 consumers, TMA and cp.async, ping-pong and not,
+# and refuses it without PERSIST or with one consumer.
+expect 1 "TAIL=1 is kept out of the search until it has run on a GPU" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2,PERSIST=1,TAIL=1 --sample 0
+grep_out err "TAIL=1 compiles without a spill in every valid configuration but has not run on a GPU yet" "the constraint that keeps TAIL out is named"
+TT="$tmp/tail_task.json"
+${PYTHON3:-python3} - "$EVO_SOURCE_ROOT/templates/attention" "$TT" <<'PYEOF'
+import json, os, sys
+d, out = sys.argv[1], sys.argv[2]
+t = json.load(open(os.path.join(d, "task.json")))
+t["constraints"] = [c for c in t["constraints"] if c["expr"] != "TAIL == 0"]
+t["template"] = os.path.join(d, t["template"])
+t["reference"]["source"] = os.path.join(d, t["reference"]["source"])
+json.dump(t, open(out, "w"))
+PYEOF
+for p in WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=3,PERSIST=1,LAZY=1,TAIL=1 \
+         WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=3,OVERLAP=1,PINGPONG=1,PERSIST=1,TAIL=1 \
+         WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=64,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1,TAIL=1 \
+         WS=1,CONSUMERS=2,BLOCK_M=128,REGSPLIT=0,STAGES=2,PERSIST=1,O_STAGE=0,TAIL=1; do
+    expect 0 "check the WS path's tail items ($p)" -- "$EVOENG" check "$TT" --arch sm_90 --params "$p" --sample 0
+    grep_out out "TAIL=1  (--params)" "check compiles the WS configuration with TAIL=1"
+done
+expect 1 "TAIL without PERSIST is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2,TAIL=1 --sample 0
+grep_out err "TAIL cuts the persistent scheduler" "the constraint that fails is named"
+expect 1 "TAIL with one consumer is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGES=2,PERSIST=1,TAIL=1 --sample 0
 expect 1 "LAZY without WS is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params LAZY=1 --sample 0
 grep_out err "LAZY belong to the WS path" "the constraint that fails is named"
 expect 1 "LOADS=1 without WS is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params LOADS=1 --sample 0

@@ -84,7 +84,17 @@
  *                keeps the stale maxima (P <= 2^8) and skips the
  *                accumulator rescale (D / 2 multiplies a thread per key
  *                tile) and its exponentials; 0: every tile rescales
- *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY: the warp-specialised path
+ *   TAIL         (WS path with PERSIST, non-causal, 2 or 3 consumers) 1: when
+ *                the query tiles leave a last wave partly full (e.g. 352
+ *                tiles of 192 rows on 132 SMs: 2.67 waves, run as 3), the
+ *                heads after the last full wave are cut into items of
+ *                (CONSUMERS - 1) * 64 rows instead, one warpgroup idle in
+ *                each, if that many items fit in one wave (then the last
+ *                wave costs about (CONSUMERS - 1) / CONSUMERS of a tile);
+ *                otherwise, and with causal masking, the same schedule as 0.
+ *                Not yet run on a GPU: task.json's constraint TAIL == 0
+ *                keeps it out of the search until it has (bench/ws_ab.sh tail)
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
@@ -163,6 +173,9 @@
 #endif
 #ifndef LAZY
 #define LAZY 0
+#endif
+#ifndef TAIL
+#define TAIL 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)

@@ -63,6 +63,7 @@
 #define WS_BN ((BLOCK_N == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : BLOCK_N)
 #define WS_OV (OVERLAP && WS_EST(WS_BN, 1) <= WS_CAP)
 #define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
+#define WS_TL (TAIL && WS_PS && !CAUSAL && CONSUMERS >= 2)   /* the tail of TAIL items */
 #define WS_KV_BYTES (WS_BN * D * 2)            /* one K (or V) tile */
 #define WS_FULL (LOADS ? 128 : 1)              /* arrivals on a full barrier */
 /* setmaxnreg under REGSPLIT: producer and consumer registers per thread,
@@ -199,11 +200,48 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
      * before), non-causal ones head by head (K and V of a head stay in L2). */
     const int nmb = (S + BLOCK_M - 1) / BLOCK_M;
 #if WS_PS
-    const int ntiles = nmb * BH, tstep = gridDim.x, t0 = blockIdx.x;
+    const int tstep = gridDim.x, t0 = blockIdx.x;
+    int ntiles = nmb * BH;
 #else
     const int ntiles = 1, tstep = 1, t0 = 0;
 #endif
-    auto coords = [&](int t, int &m0, int &bh) {
+#if WS_TL
+    /* TAIL: tiles [0, tf) fill whole waves; the rest of head th (from row
+     * tr) and the heads after it become items of TL_R rows (one warpgroup
+     * idle), tn0 of them in head th and tnr in each later head, when they
+     * fit in one wave; else tf = ntiles and nothing changes */
+    constexpr int TL_R = (CONSUMERS - 1) * 64;
+    auto tail_items = [&](int tf, int &th, int &tr, int &tn0, int &tnr) {   /* recomputed: fewer live registers */
+        th = tf / nmb;
+        tr = tf % nmb * BLOCK_M;
+        tn0 = (S - tr + TL_R - 1) / TL_R;
+        tnr = (S + TL_R - 1) / TL_R;
+        return tn0 + (BH - th - 1) * tnr;
+    };
+    int tf = ntiles / tstep * tstep;
+    {
+        int th, tr, tn0, tnr;
+        const int ni = tail_items(tf, th, tr, tn0, tnr);
+        if (tf < ntiles && ni <= tstep)
+            ntiles = tf + ni;
+        else
+            tf = ntiles;
+    }
+#endif
+    /* query block m0 of head bh, its rows (BLOCK_M, or TL_R for a TAIL item) */
+    auto coords = [&](int t, int &m0, int &bh, int &rows) {
+        rows = BLOCK_M;
+#if WS_TL
+        if (t >= tf) {
+            const int i = t - tf;
+            int th, tr, tn0, tnr;
+            tail_items(tf, th, tr, tn0, tnr);
+            rows = TL_R;
+            bh = i < tn0 ? th : th + 1 + (i - tn0) / tnr;
+            m0 = i < tn0 ? tr + i * TL_R : (i - tn0) % tnr * TL_R;
+            return;
+        }
+#endif
 #if WS_PS && CAUSAL
         m0 = (nmb - 1 - t / BH) * BLOCK_M;
         bh = t % BH;
@@ -261,8 +299,9 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         if (LOADS || (warp == 0 && lane == 0)) {   /* cp.async: the whole warpgroup; TMA: one thread */
           int kv = 0;                           /* KV tiles loaded so far: ring slot and phase */
           for (int t = t0, j = 0; t < ntiles; t += tstep, ++j) {
-            int m0, bh;
-            coords(t, m0, bh);
+            int m0, bh, rows;
+            coords(t, m0, bh, rows);
+            (void)rows;
             const int nt = n_kv(m0);
             ws_wait(emptyQ, (j & 1) ^ 1);       /* the consumers hold the last Q in registers */
             ws_load<BLOCK_M>(sQ, &tmQ, Q, m0, bh, S, barQ, tid);
@@ -297,14 +336,18 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #endif
     int g0 = 0;                                 /* KV tiles consumed before this tile: ring position */
     for (int t = t0, j = 0; t < ntiles; t += tstep, ++j) {
-    int m0, bh;
-    coords(t, m0, bh);
+    int m0, bh, rows;
+    coords(t, m0, bh, rows);
+    (void)rows;
     const int nt = n_kv(m0);
     const bool last = t + tstep >= ntiles;
-    /* tiles this warpgroup computes (the rest of the CTA's it only releases) */
+    /* tiles this warpgroup computes (the rest of the CTA's it only releases;
+     * a TAIL item's idle warpgroup releases them all) */
 #if CAUSAL
     const int wg_end = min(S, m0 + cw * 64 + 64);
     const int ntc = min(nt, (wg_end + WS_BN - 1) / WS_BN);
+#elif WS_TL
+    const int ntc = cw * 64 < rows ? nt : 0;
 #else
     const int ntc = nt;
 #endif
@@ -521,7 +564,15 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_arrive(emptyV(s));
     }
 #endif
-    /* tiles past this warpgroup's rows (causal): release their slots */
+    /* tiles past this warpgroup's rows (causal), or all of a TAIL item's
+     * idle one: release their slots; the idle one takes the first
+     * ping-pong turn too, so that every warpgroup takes nt + 1 */
+#if WS_TL
+    if (ntc == 0) {
+        pp_sync();
+        pp_arrive(0);
+    }
+#endif
     for (int n = ntc; n < nt; ++n) {
         const int s = (g0 + n) % STAGES;
         const att_u32 ph = ((g0 + n) / STAGES) & 1;
@@ -540,6 +591,11 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
         const int row = m0 + wrow + g + 8 * r;
+#if WS_TL
+        const bool mine = row < S && wrow < rows;   /* not past S, nor a TAIL item's idle rows */
+#else
+        const bool mine = row < S;
+#endif
 #if O_STAGE
         /* 16-byte stores: per group of four 8-column blocks, a 4x4 transpose
          * of the packed pairs across the quad (two shfl_xor butterflies; a
@@ -566,7 +622,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                         q[i | m] = got;
                 }
             }
-            if (row < S)
+            if (mine)
                 asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};\n"
                              :: "l"(O + ((size_t)bh * S + row) * D + (4 * b + t4) * 8),
                                 "r"(q[0]), "r"(q[1]), "r"(q[2]), "r"(q[3]) : "memory");
@@ -574,7 +630,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #else
         /* 4-byte fragment stores: the code from before O_STAGE was a WS knob
          * (the same cubins), inv inside the row check included */
-        if (row < S) {
+        if (mine) {
             const float inv = l > 0.f ? 1.f / l : 0.f;
             att_u32 *dst = (att_u32 *)(O + ((size_t)bh * S + row) * D + 2 * t4);
 #pragma unroll
