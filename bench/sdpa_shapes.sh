@@ -15,6 +15,7 @@
 #   the population and the children per generation. GENERATIONS (default
 #   100000) caps each run; with the default the time limit ends it (at
 #   about 450 candidates a minute, 50 generations take under a minute).
+#   TASK=spec.json searches another spec (e.g. bench/tail_sched.py --task).
 #   Set EXTRA_DB=path.db (and EXTRA_SHAPE=B,H,S,D,C) to add the export of
 #   a longer run (e.g. the 20-generation run on the seed shape).
 set -u
@@ -36,7 +37,7 @@ for sh in "${shapes[@]}"; do
     db=${SHARED_DB:-$out/$tag.db}
     if [ ! -f "$out/exports/$tag.json" ]; then
         echo "=== $tag: evoeng run for ${secs}s"
-        $E run --dim B="$B" --dim H="$H" --dim S="$S" --dim D="$D" --dim CAUSAL="$C" --generations "$gens" \
+        $E run ${TASK:+--task "$TASK"} --dim B="$B" --dim H="$H" --dim S="$S" --dim D="$D" --dim CAUSAL="$C" --generations "$gens" \
             --population "$pop" --children "$pop" --time-limit "$secs" --db "$db" --quiet
         $E top -n 3 --db "$db"
         $E export --best --format json --db "$db" -o "$out/exports/$tag.json"

@@ -108,20 +108,13 @@ done
 # TAIL (the persistent scheduler's last wave as items of all consumer
 # warpgroups but one): out of the search until it has run on a GPU (the
 # constraint TAIL == 0 says so); a copy of the task without that constraint
+# (bench/tail_sched.py --task)
 # compiles it with 2 and 3 consumers, TMA and cp.async, ping-pong and not,
 # and refuses it without PERSIST or with one consumer.
 expect 1 "TAIL=1 is kept out of the search until it has run on a GPU" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2,PERSIST=1,TAIL=1 --sample 0
 grep_out err "TAIL=1 compiles without a spill in every valid configuration but has not run on a GPU yet" "the constraint that keeps TAIL out is named"
 TT="$tmp/tail_task.json"
-${PYTHON3:-python3} - "$EVO_SOURCE_ROOT/templates/attention" "$TT" <<'PYEOF'
-import json, os, sys
-d, out = sys.argv[1], sys.argv[2]
-t = json.load(open(os.path.join(d, "task.json")))
-t["constraints"] = [c for c in t["constraints"] if c["expr"] != "TAIL == 0"]
-t["template"] = os.path.join(d, t["template"])
-t["reference"]["source"] = os.path.join(d, t["reference"]["source"])
-json.dump(t, open(out, "w"))
-PYEOF
+${PYTHON3:-python3} "$EVO_SOURCE_ROOT/bench/tail_sched.py" --task "$TT"
 for p in WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=3,PERSIST=1,LAZY=1,TAIL=1 \
          WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=3,OVERLAP=1,PINGPONG=1,PERSIST=1,TAIL=1 \
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=64,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1,TAIL=1 \
