@@ -93,7 +93,7 @@
  *                wave costs about (CONSUMERS - 1) / CONSUMERS of a tile);
  *                otherwise, and with causal masking, the same schedule as 0.
  *                Not yet run on a GPU: task.json's constraint TAIL == 0
- *                keeps it out of the search until it has (bench/ws_ab.sh tail)
+ *                keeps it out of the search until it has (bench/tail_gpu.sh)
  *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
