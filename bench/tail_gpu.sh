@@ -9,7 +9,11 @@
 #     with 3 and 2 consumers, controls where no tail fits);
 # (3) the gate of every valid TAIL=1 configuration (WS_GATE=all,
 #     PERSIST=1, LOADS and O_STAGE 0 and 1; set WS_CACHE=DIR to a compile
-#     cache filled ahead by evoeng check on a machine without a GPU);
+#     cache filled ahead on a machine without a GPU, and carry DIR:
+#       python3 bench/tail_sched.py --task /tmp/tt.json
+#       TASK=/tmp/tt.json WS_GATE=all WS_PERSIST=1 WS_TAIL=1 WS_CACHE=DIR \
+#           bash bench/ws_ab.sh /tmp/c compile
+#     (about 25 MB, 10 minutes on 2 cores));
 # (4) if TAIL won at B4 H8 S2048 with 3 consumers (ratio < 0.98), a search
 #     of SECONDS (default 60) at that shape on the TAIL spec and
 #     compare_sdpa.py on its best (bench/sdpa_shapes.sh).

@@ -28,9 +28,11 @@
 # "TAIL == 0" refuses it: run this mode and the gate with TASK=OUT.json
 # from bench/tail_sched.py --task (that constraint dropped, two gate shapes
 # whose last wave TAIL cuts added).
-# Usage: bench/ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|tail|all]
+# (6) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
+# without --gpu (a spill fails it); WS_CACHE=DIR keeps the cubins for a gate.
+# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|ab|knobs|ostage|lazy|tail|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
@@ -52,20 +54,29 @@ else
           "$(ws 3 128 1 1 1 0 0 1)" "$(ws 2 128 2 1 1 1 1 1)" "$(ws 1 64 2 1 0 0 1 1)"
           "$(ws 3 128 2 0 1 0 0 0 0)" "$(ws 2 128 2 1 1 1 1 0 0)" "$(ws 1 64 1 0 0 0 0 0 0)" "$(ws 2 64 3 1 0 0 1 1 0)")
 fi
-if [ "$what" = gate ] || [ "$what" = all ]; then
-    echo "=== correctness gate, every shape, 3 seeds"
+if [ "$what" = gate ] || [ "$what" = compile ] || [ "$what" = all ]; then
+    # 'compile' (no GPU needed): the same list through check without --gpu,
+    # every compile variant, a spill failing it; with WS_CACHE=DIR it fills
+    # that cache for a later 'gate' on the GPU machine (carry DIR there)
+    if [ "$what" = compile ]; then
+        WS_CHECK="--arch sm_90"; f=compile; echo "=== compile (sm_90a), every compile variant, no spill allowed"
+    else
+        WS_CHECK=--gpu; f=gate; echo "=== correctness gate, every shape, 3 seeds"
+    fi
     # one check per configuration, ${WS_PAR:-4} at a time, each with its own
-    # compile cache (WS_CACHE=DIR: that one shared, e.g. filled ahead by
-    # check on a machine without a GPU) and a 120 s limit (a hang is a failure)
+    # compile cache (WS_CACHE=DIR: that one shared) and a 120 s limit (a hang is a failure)
     one() {
-        log=$(EVOENG_CACHE_DIR=${WS_CACHE:-$EVOENG_CACHE_DIR/$$_$RANDOM} timeout 120 $E check $T --gpu --sample 0 -j 4 --params "$1" 2>&1)
+        log=$(EVOENG_CACHE_DIR=${WS_CACHE:-$EVOENG_CACHE_DIR/$$_$RANDOM} timeout 120 $E check $T $WS_CHECK --sample 0 -j 4 --params "$1" 2>&1)
+        rc=$?
         if echo "$log" | grep -q "invalid"; then echo "INVALID $1"; return; fi
-        if echo "$log" | grep -qE "gate: 1 passed, 0 failed"; then echo "PASS $1"; else echo "FAIL $1"; echo "$log" | tail -20; fi
+        if [ "$WS_CHECK" = --gpu ]; then
+            if echo "$log" | grep -qE "gate: 1 passed, 0 failed"; then echo "PASS $1"; else echo "FAIL $1"; echo "$log" | tail -20; fi
+        elif [ $rc -eq 0 ]; then echo "PASS $1"; else echo "FAIL $1"; echo "$log" | tail -5; fi
     }
-    export -f one; export E T EVOENG_CACHE_DIR WS_CACHE
-    printf '%s\n' "${gate[@]}" | xargs -P "${WS_PAR:-4}" -I{} bash -c 'one "$@"' _ {} > "$out/gate_raw.txt" 2>&1
-    grep -v "^INVALID" "$out/gate_raw.txt" | tee -a "$out/gate.txt"
-    echo "gate: $(grep -c '^PASS' "$out/gate_raw.txt") passed, $(grep -c '^FAIL' "$out/gate_raw.txt") failed, $(grep -c '^INVALID' "$out/gate_raw.txt") invalid (skipped) of ${#gate[@]}" | tee -a "$out/gate.txt"
+    export -f one; export E T EVOENG_CACHE_DIR WS_CACHE WS_CHECK
+    printf '%s\n' "${gate[@]}" | xargs -P "${WS_PAR:-4}" -I{} bash -c 'one "$@"' _ {} > "$out/${f}_raw.txt" 2>&1
+    grep -v "^INVALID" "$out/${f}_raw.txt" | tee -a "$out/$f.txt"
+    echo "$f: $(grep -c '^PASS' "$out/${f}_raw.txt") passed, $(grep -c '^FAIL' "$out/${f}_raw.txt") failed, $(grep -c '^INVALID' "$out/${f}_raw.txt") invalid (skipped) of ${#gate[@]}" | tee -a "$out/$f.txt"
 fi
 shapes=("--dim B=4 --dim H=8 --dim S=2048" "--dim B=4 --dim H=8 --dim S=2048 --dim CAUSAL=1"
         "--dim B=8 --dim H=16 --dim S=512" "--dim B=8 --dim H=16 --dim S=512 --dim CAUSAL=1"
