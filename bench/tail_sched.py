@@ -50,14 +50,14 @@ def schedule(S, BH, sms, consumers, tail=True):
     grid = min(ntiles, sms)
     r = (consumers - 1) * 64
 
-    def tail_items(tf):
-        th, tr = tf // nmb, tf % nmb * bm
-        tn0, tnr = -(-(S - tr) // r), -(-S // r)
-        return th, tr, tn0, tnr, tn0 + (BH - th - 1) * tnr
-
+    # the kernel's tail_items(): head th from row tr on, tn0 items there and
+    # tnr in each later head (the kernel recomputes them to save registers)
     tf = ntiles // grid * grid
-    if tail and tf < ntiles and tail_items(tf)[4] <= grid:
-        ntiles = tf + tail_items(tf)[4]
+    th, tr = tf // nmb, tf % nmb * bm
+    tn0, tnr = -(-(S - tr) // r), -(-S // r)
+    items = tn0 + (BH - th - 1) * tnr
+    if tail and tf < ntiles and items <= grid:
+        ntiles = tf + items
     else:
         tf = ntiles
     work, load = [], [0.0] * grid
@@ -65,7 +65,6 @@ def schedule(S, BH, sms, consumers, tail=True):
         for t in range(cta, ntiles, grid):
             if t >= tf:
                 i = t - tf
-                th, tr, tn0, tnr, _ = tail_items(tf)
                 head = th if i < tn0 else th + 1 + (i - tn0) // tnr
                 m0 = tr + i * r if i < tn0 else (i - tn0) % tnr * r
                 rows = r

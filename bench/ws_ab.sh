@@ -125,8 +125,9 @@ if [ "$what" = tail ]; then
             knob_ab tail.txt "--dim B=4 --dim H=$h --dim S=2048" "${c%,TAIL=0},TAIL=1" "$c"
         done
     done
+    c="$(ws 3 128 3 0 1 0 1 0 1 1)"
     for k in 2 4; do
-        knob_ab tail.txt "${shapes[$k]}" "$(ws 3 128 3 0 1 0 1 0 1 1 1)" "$(ws 3 128 3 0 1 0 1 0 1 1)"
+        knob_ab tail.txt "${shapes[$k]}" "${c%,TAIL=0},TAIL=1" "$c"
     done
 fi
 if [ "$what" = lazy ]; then

@@ -144,7 +144,6 @@ void restore_task(Task *saved)
     task = saved;
 }
 
-
 int evx_setup(const char *name)
 {
     if (fake_eval_setup(name, "good_task.json", tmpdir, sizeof(tmpdir), &task))

@@ -108,9 +108,9 @@ done
 # TAIL (the persistent scheduler's last wave as items of all consumer
 # warpgroups but one): out of the search until it has run on a GPU (the
 # constraint TAIL == 0 says so); a copy of the task without that constraint
-# (bench/tail_sched.py --task)
-# compiles it with 2 and 3 consumers, TMA and cp.async, ping-pong and not,
-# and refuses it without PERSIST or with one consumer.
+# (bench/tail_sched.py --task) compiles it with 2 and 3 consumers, TMA and
+# cp.async, ping-pong and not, and refuses it without PERSIST or with one
+# consumer.
 expect 1 "TAIL=1 is kept out of the search until it has run on a GPU" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2,PERSIST=1,TAIL=1 --sample 0
 grep_out err "TAIL=1 compiles without a spill in every valid configuration but has not run on a GPU yet" "the constraint that keeps TAIL out is named"
 TT="$tmp/tail_task.json"
