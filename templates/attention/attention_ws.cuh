@@ -325,7 +325,19 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #if REGSPLIT
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(WS_CREG));
 #endif
+#if CAUSAL || WS_TL
+    /* consumer warpgroup, read from lane 0: the same in every lane (wg is),
+     * but the shuffle lets the compiler prove it. The KV tiles a warpgroup
+     * computes (ntc) depend on cw here; without the shuffle the KV loop's
+     * ring slots became per-thread values (an R2UR before every wgmma
+     * descriptor, the softmax and epilogue shuffles behind WARPSYNC
+     * .COLLECTIVE fallbacks): 4-6% slower causal, 6% with TAIL (raw 19).
+     * Where ntc does not depend on cw the shuffle only costs (1.4% at the
+     * seed shape), so those cubins keep the plain value. */
+    const int cw = __shfl_sync(0xffffffffu, wg, 0) - 1;
+#else
     const int cw = wg - 1;                      /* consumer warpgroup */
+#endif
     const int wq = warp & 3;                    /* warp in the warpgroup */
     const int g = lane >> 2, t4 = lane & 3;
     const int wrow = cw * 64 + wq * 16;         /* warp's first row in the CTA tile */
