@@ -15,7 +15,7 @@
 #   the population and the children per generation. GENERATIONS (default
 #   100000) caps each run; with the default the time limit ends it (at
 #   about 450 candidates a minute, 50 generations take under a minute).
-#   TASK=spec.json searches another spec (e.g. bench/tail_sched.py --task).
+#   TASK=spec.json searches another spec.
 #   Set EXTRA_DB=path.db (and EXTRA_SHAPE=B,H,S,D,C) to add the export of
 #   a longer run (e.g. the 20-generation run on the seed shape).
 set -u

@@ -13,33 +13,11 @@ R rows counts R / BLOCK_M), against the schedule without TAIL.
 Keep it in step with the kernel.
 
 Usage: tail_sched.py [--check] [B,H,S,CONSUMERS[,SMS] ...]
-       tail_sched.py --task OUT.json
   --check: every row once over a grid of shapes (S 1..4096, 1..128 heads,
   114 and 132 SMs, 2 and 3 consumers); exit 1 on the first miss.
   Shapes: print tiles, waves and the makespan with and without TAIL.
-  --task: write a copy of templates/attention/task.json for trying TAIL=1
-  before it joins the search: without the constraint "TAIL == 0", with two
-  gate shapes whose last wave TAIL cuts on 114- and 132-SM GPUs (B1 H40
-  S900, D=64 and 128), its template and reference by absolute path. Then
-  e.g. TASK=OUT.json bash bench/ws_ab.sh DIR tail.
 """
-import json
-import os
 import sys
-
-TASK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "templates", "attention")
-
-
-def write_task(out):
-    d = os.path.normpath(TASK_DIR)
-    with open(os.path.join(d, "task.json")) as f:
-        t = json.load(f)
-    t["constraints"] = [c for c in t["constraints"] if c["expr"] != "TAIL == 0"]
-    t["shapes"] += [{"B": 1, "H": 40, "S": 900}, {"B": 1, "H": 40, "S": 900, "D": 128}]
-    t["template"] = os.path.join(d, t["template"])
-    t["reference"]["source"] = os.path.join(d, t["reference"]["source"])
-    with open(out, "w") as f:
-        json.dump(t, f, indent=1)
 
 
 def schedule(S, BH, sms, consumers, tail=True):
@@ -89,12 +67,6 @@ def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
-    if argv[0] == "--task":
-        if len(argv) != 2:
-            print("tail_sched.py: --task needs one OUT.json", file=sys.stderr)
-            return 2
-        write_task(argv[1])
-        return 0
     if argv[0] == "--check":
         n = used = 0
         for S in (1, 64, 77, 128, 200, 512, 900, 1000, 2048, 4096):

@@ -24,10 +24,7 @@
 # (396: 3.0 waves, a control), with 3 consumers (the table winner) and with
 # 2 (ping-pong); and at the shapes where no tail fits (B8 H16 S512, D=128
 # S2048: controls). WS_TAIL (default "0") is the TAIL values of the
-# WS_GATE=all list. Until TAIL=1 has run on a GPU the task's constraint
-# "TAIL == 0" refuses it: run this mode and the gate with TASK=OUT.json
-# from bench/tail_sched.py --task (that constraint dropped, two gate shapes
-# whose last wave TAIL cuts added).
+# WS_GATE=all list.
 # (6) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
 # without --gpu (a spill fails it); WS_CACHE=DIR keeps the cubins for a gate.
 # Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|all]
@@ -36,7 +33,7 @@ out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
-T=${TASK:-templates/attention/task.json}   # TASK: another spec, e.g. from bench/tail_sched.py --task
+T=${TASK:-templates/attention/task.json}   # TASK: another spec
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 BEST="WGMMA=1,BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3"
 ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1},LAZY=${10:-0},TAIL=${11:-0}"; }

@@ -92,8 +92,8 @@
  *                each, if that many items fit in one wave (then the last
  *                wave costs about (CONSUMERS - 1) / CONSUMERS of a tile);
  *                otherwise, and with causal masking, the same schedule as 0.
- *                Not yet run on a GPU: task.json's constraint TAIL == 0
- *                keeps it out of the search until it has (bench/tail_gpu.sh)
+ *                0.945 of TAIL=0 at B4 H8 S2048 D64 with 3 consumers on an
+ *                H100 (bench/results/raw_2026-11-25/19_uniform_cw_tail_h100.txt)
  *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
