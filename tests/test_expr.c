@@ -294,6 +294,130 @@ static void test_slots(void)
     expr_free(&e);
 }
 
+/* A random string of min_tok to min_tok + span - 1 tokens of toks, joined
+ * by sep, into buf (size bytes; tokens that do not fit are left out). */
+static void random_text(uint64_t *state, const char *const *toks, size_t ntoks, int min_tok, int span,
+                        const char *sep, char *buf, size_t size)
+{
+    size_t len = 0, sl = strlen(sep);
+    *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+    int ntok = min_tok + (int)((*state >> 33) % (uint64_t)span);
+    buf[0] = 0;
+    for (int k = 0; k < ntok; k++) {
+        *state = *state * 6364136223846793005ULL + 1442695040888963407ULL;
+        const char *t = toks[(*state >> 33) % ntoks];
+        size_t tl = strlen(t);
+        if (len + tl + sl + 1 > size)
+            break;
+        memcpy(buf + len, t, tl);
+        memcpy(buf + len + tl, sep, sl + 1);
+        len += tl + sl;
+    }
+}
+
+/* Partial evaluation: three variables X, Y, Z by slot, each known or not. */
+typedef struct Partial {
+    int64_t val[3];
+    int     known[3];
+} Partial;
+
+static int partial_lookup(void *ctx, int slot, ExprValue *out)
+{
+    const Partial *p = ctx;
+    if (slot < 0 || slot > 2 || !p->known[slot])
+        return 0;
+    out->is_float = 0;
+    out->i = p->val[slot];
+    return 1;
+}
+
+/* Parse text over X, Y, Z with their slots bound. */
+static Expr *parse_xyz(const char *text)
+{
+    Expr *e = NULL;
+    EvoErr err;
+    if (expr_parse(text, &e, &err) < 0)
+        return NULL;
+    for (int i = 0; i < expr_nvars(e); i++) {
+        const char *n = expr_var(e, i, NULL);
+        expr_set_slot(e, i, n[1] ? -1 : n[0] == 'X' ? 0 : n[0] == 'Y' ? 1 : n[0] == 'Z' ? 2 : -1);
+    }
+    return e;
+}
+
+/* expr_eval_partial(text) with X, Y, Z = x, y, z where known (known: a
+ * string of three 0/1): 1 and the value in *v when decided, else 0. */
+static int partial(const char *text, const char *known, int64_t x, int64_t y, int64_t z, int64_t *v)
+{
+    Partial p = {{x, y, z}, {known[0] == '1', known[1] == '1', known[2] == '1'}};
+    Expr *e = parse_xyz(text);
+    ExprValue r = {0};
+    int rc = e && expr_eval_partial(e, partial_lookup, &p, &r);
+    *v = r.i;
+    expr_free(&e);
+    return rc;
+}
+
+static void test_partial(void)
+{
+    int64_t v = -1;
+    /* a false operand of && or a true one of || decides, on either side */
+    CHECK(partial("X == 0 || Y == 4", "110", 1, 2, 0, &v) == 1 && v == 0);
+    CHECK(partial("X == 0 || Y == 4 && Z == 1", "110", 1, 4, 0, &v) == 0);
+    CHECK(partial("X == 0 || Y == 4 && Z == 1", "110", 1, 3, 0, &v) == 1 && v == 0);
+    CHECK(partial("X && Y", "010", 0, 0, 0, &v) == 1 && v == 0);
+    CHECK(partial("X || Y", "010", 0, 5, 0, &v) == 1 && v == 1);
+    CHECK(partial("X || Y", "010", 0, 0, 0, &v) == 0);
+    CHECK(partial("!(X && Y) + 2", "100", 0, 0, 0, &v) == 1 && v == 3);
+    CHECK(partial("min(X, Y) * 2", "110", 3, 4, 0, &v) == 1 && v == 6);
+    /* anything else needs every variable it reads */
+    CHECK(partial("X * 0 == 0", "000", 0, 0, 0, &v) == 0);
+    CHECK(partial("X + Y > 3", "100", 9, 0, 0, &v) == 0);
+    CHECK(partial("max(X, Y) > 3", "100", 9, 0, 0, &v) == 0);
+    /* a known part that fails to evaluate decides nothing */
+    CHECK(partial("Y / X > 0 || Z", "110", 0, 1, 0, &v) == 0);
+    CHECK(partial("X / Y", "110", 4, 2, 0, &v) == 1 && v == 2);
+
+    /* the contract on random expressions: a decided value is what every
+     * completion of the unknown variables evaluates to (or fails) */
+    static const char *const toks[] = {"X", "Y", "Z", "0", "1", "2", "+", "-", "*", "/", "%", "==", "!=", "<",
+                                       "&&", "||", "!", "(", ")", "min(", ",", ")"};
+    uint64_t state = 0x2545F4914F6CDD1DULL;
+    int exprs = 0, decided = 0, wrong = 0;
+    char buf[160];
+    while (exprs < 600) {
+        random_text(&state, toks, EVO_ARRAY_LEN(toks), 3, 12, " ", buf, sizeof(buf));
+        Expr *e = parse_xyz(buf);
+        if (!e)
+            continue;
+        exprs++;
+        for (int a = 0; a < 27; a++)
+            for (int mask = 0; mask < 8; mask++) {
+                Partial p = {{a % 3, a / 3 % 3, a / 9}, {mask & 1, mask >> 1 & 1, mask >> 2 & 1}};
+                ExprValue pv;
+                if (!expr_eval_partial(e, partial_lookup, &p, &pv))
+                    continue;
+                decided++;
+                for (int b = 0; b < 27; b++) {
+                    Partial q = {{p.known[0] ? p.val[0] : b % 3, p.known[1] ? p.val[1] : b / 3 % 3,
+                                  p.known[2] ? p.val[2] : b / 9}, {1, 1, 1}};
+                    ExprValue fv;
+                    EvoErr err;
+                    if (expr_eval_slots(e, partial_lookup, &q, &fv, &err) == 0 &&
+                        (fv.is_float != pv.is_float || expr_value_f(fv) != expr_value_f(pv))) {
+                        if (wrong++ < 3)
+                            fprintf(stderr, "  '%s': decided %g, a completion gives %g\n", buf, expr_value_f(pv),
+                                    expr_value_f(fv));
+                    }
+                }
+            }
+        expr_free(&e);
+    }
+    printf("     partial: %d random expressions, %d decided cases\n", exprs, decided);
+    CHECK(decided > 1000);
+    CHECK(wrong == 0);
+}
+
 /* A deterministic mini-fuzz: random strings of tokens through parse and
  * eval. Every failure must carry a "column N: " message. */
 static void test_mini_fuzz(void)
@@ -307,19 +431,7 @@ static void test_mini_fuzz(void)
     int parsed = 0, evaluated = 0, bad_msgs = 0;
     char buf[256];
     for (int iter = 0; iter < 200000; iter++) {
-        size_t len = 0;
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        int ntok = 1 + (int)((state >> 33) % 14);
-        buf[0] = 0;
-        for (int k = 0; k < ntok; k++) {
-            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-            const char *t = toks[(state >> 33) % EVO_ARRAY_LEN(toks)];
-            size_t tl = strlen(t);
-            if (len + tl + 1 >= sizeof(buf))
-                break;
-            memcpy(buf + len, t, tl + 1);
-            len += tl;
-        }
+        random_text(&state, toks, EVO_ARRAY_LEN(toks), 1, 14, "", buf, sizeof(buf));
         Expr *e = NULL;
         EvoErr err = {{0}};
         ExprValue v;
@@ -348,6 +460,7 @@ int main(void)
     RUN(test_nesting);
     RUN(test_introspection);
     RUN(test_slots);
+    RUN(test_partial);
     RUN(test_mini_fuzz);
     return test_report();
 }

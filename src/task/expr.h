@@ -54,6 +54,17 @@ typedef int (*ExprSlotLookup)(void *ctx, int slot, ExprValue *out);
 void expr_set_slot(Expr *e, int i, int slot);
 int  expr_eval_slots(const Expr *e, ExprSlotLookup lookup, void *ctx, ExprValue *out, EvoErr *err);
 
+/* Evaluate e as far as the known variables decide it, for cutting a
+ * search early: the slot lookup returns 0 for a variable whose value is
+ * not known yet. Returns 1 with *out when, whatever values the unknown
+ * variables take, e evaluates to *out or fails: && and || are decided by
+ * one short-circuiting operand on either side ("WS == 0 || WARPS == 4" is
+ * 0 once WS = 1 and WARPS = 2, "A && B" is 0 with B = 0 and A unknown),
+ * any other operator needs all its operands known. Returns 0 when the
+ * unknown variables decide, or when a known part fails to evaluate (no
+ * message: the full evaluation reports it). */
+int expr_eval_partial(const Expr *e, ExprSlotLookup lookup, void *ctx, ExprValue *out);
+
 /* Release an Expr and set *e to NULL; safe on NULL and on *e == NULL. */
 void expr_free(Expr **e);
 

@@ -106,13 +106,9 @@ static int compare(int op, ExprValue a, ExprValue b)
     }
 }
 
-static int eval_call(EvalCtx *c, const Node *n, ExprValue *out)
+/* A call on its evaluated arguments (b: 0 for a one-argument call). */
+static int apply_call(EvalCtx *c, const Node *n, ExprValue a, ExprValue b, ExprValue *out)
 {
-    ExprValue a, b = vint(0);
-    if (eval_node(c, n->a, &a) < 0)
-        return -1;
-    if (n->b >= 0 && eval_node(c, n->b, &b) < 0)
-        return -1;
     int both_int = !a.is_float && !b.is_float;
     switch (n->op) {
     case F_MIN:
@@ -144,6 +140,27 @@ static int eval_call(EvalCtx *c, const Node *n, ExprValue *out)
     }
 }
 
+static int apply_neg(EvalCtx *c, const Node *n, ExprValue a, ExprValue *out)
+{
+    if (a.is_float)
+        *out = vflt(-a.f);
+    else if (a.i == INT64_MIN)
+        return eerr(c, n, "integer overflow");
+    else
+        *out = vint(-a.i);
+    return 0;
+}
+
+/* A binary operator other than && and || on its evaluated operands. */
+static int apply_bin(EvalCtx *c, const Node *n, ExprValue a, ExprValue b, ExprValue *out)
+{
+    if (n->op >= OP_LT) {
+        *out = vint(compare(n->op, a, b));
+        return 0;
+    }
+    return eval_arith(c, n, a, b, out);
+}
+
 static int eval_node(EvalCtx *c, int idx, ExprValue *out)
 {
     const Node *n = &c->e->nodes[idx];
@@ -173,20 +190,17 @@ static int eval_node(EvalCtx *c, int idx, ExprValue *out)
     case N_NEG:
         if (eval_node(c, n->a, &a) < 0)
             return -1;
-        if (a.is_float)
-            *out = vflt(-a.f);
-        else if (a.i == INT64_MIN)
-            return eerr(c, n, "integer overflow");
-        else
-            *out = vint(-a.i);
-        return 0;
+        return apply_neg(c, n, a, out);
     case N_NOT:
         if (eval_node(c, n->a, &a) < 0)
             return -1;
         *out = vint(!expr_value_true(a));
         return 0;
     case N_CALL:
-        return eval_call(c, n, out);
+        b = vint(0);
+        if (eval_node(c, n->a, &a) < 0 || (n->b >= 0 && eval_node(c, n->b, &b) < 0))
+            return -1;
+        return apply_call(c, n, a, b, out);
     default: /* N_BIN */
         if (eval_node(c, n->a, &a) < 0)
             return -1;
@@ -203,11 +217,7 @@ static int eval_node(EvalCtx *c, int idx, ExprValue *out)
         }
         if (eval_node(c, n->b, &b) < 0)
             return -1;
-        if (n->op >= OP_LT) {
-            *out = vint(compare(n->op, a, b));
-            return 0;
-        }
-        return eval_arith(c, n, a, b, out);
+        return apply_bin(c, n, a, b, out);
     }
 }
 
@@ -221,6 +231,64 @@ int expr_eval_slots(const Expr *e, ExprSlotLookup lookup, void *ctx, ExprValue *
 {
     EvalCtx c = {e, NULL, lookup, ctx, err};
     return eval_node(&c, e->root, out);
+}
+
+/* ---- partial evaluation ------------------------------------------------ */
+
+/* 1 with *out when node idx has that value (or fails) whatever the unknown
+ * variables hold, else 0. c->err is NULL: failures only make it unknown. */
+static int peval_node(EvalCtx *c, int idx, ExprValue *out)
+{
+    const Node *n = &c->e->nodes[idx];
+    ExprValue a, b = vint(0);
+    int ka, kb;
+    switch (n->kind) {
+    case N_INT:
+    case N_FLT:
+        return eval_node(c, idx, out) == 0;
+    case N_VAR: /* unknown: no message to format */
+        if (c->slots(c->ctx, c->e->vars[n->var].slot, out) != 1)
+            return 0;
+        return !out->is_float || isfinite(out->f);
+    case N_NEG:
+        return peval_node(c, n->a, &a) && apply_neg(c, n, a, out) == 0;
+    case N_NOT:
+        if (!peval_node(c, n->a, &a))
+            return 0;
+        *out = vint(!expr_value_true(a));
+        return 1;
+    case N_CALL:
+        ka = peval_node(c, n->a, &a);
+        kb = n->b < 0 || peval_node(c, n->b, &b);
+        return ka && kb && apply_call(c, n, a, b, out) == 0;
+    default: /* N_BIN */
+        ka = peval_node(c, n->a, &a);
+        if (n->op == OP_AND || n->op == OP_OR) {
+            /* decided by a known side that short-circuits: a false
+             * operand of && (a true one of ||), on either side; when the
+             * left side is unknown, the right's value stands for every
+             * completion where the left does not already decide */
+            int stop = n->op == OP_OR;
+            if (ka && expr_value_true(a) == stop) {
+                *out = vint(stop);
+                return 1;
+            }
+            kb = peval_node(c, n->b, &b);
+            if (kb && (ka || expr_value_true(b) == stop)) {
+                *out = vint(expr_value_true(b));
+                return 1;
+            }
+            return 0;
+        }
+        kb = peval_node(c, n->b, &b);
+        return ka && kb && apply_bin(c, n, a, b, out) == 0;
+    }
+}
+
+int expr_eval_partial(const Expr *e, ExprSlotLookup lookup, void *ctx, ExprValue *out)
+{
+    EvalCtx c = {e, NULL, lookup, ctx, NULL};
+    return peval_node(&c, e->root, out);
 }
 
 void expr_set_slot(Expr *e, int i, int slot)
