@@ -122,6 +122,39 @@ enum { SCOPE_ALL = -1 };
 enum { SLOT_PARAM = 1, SLOT_DIM, SLOT_DERIVED, SLOT_DEVICE };
 #define MAX_DEVICE_VARS 64
 
+/* ---- partial evaluation (task_resolve.c) -------------------------------- */
+
+/* A configuration evaluated on every shape one expression at a time, for
+ * the exact enumeration of the valid space (task_space.c): each shape's
+ * derived values are kept between calls, so a caller that changes a few
+ * params re-evaluates only the derived values that read them. The device
+ * facts are looked up once, at open. */
+typedef struct TProbe TProbe;
+/* A probe over vals (read at every evaluation, so the caller may change
+ * it in place; kept by reference) and dev (may be NULL, as for
+ * task_check). Every derived value starts as integer 0: evaluate derived
+ * d with tl_probe_derived before anything that reads it. Fresh; release
+ * with tl_probe_close. */
+TProbe *tl_probe_open(const Task *t, const int64_t *vals, const DeviceInfo *dev);
+/* Evaluate derived value d on shape s and keep it; shape -1: evaluate it
+ * once, on shape 0, and keep that value on every shape (for a value that
+ * reads no dim, directly or through other derived values). Returns 0, or
+ * -1 with err as task_check reports an evaluation error. */
+int tl_probe_derived(TProbe *p, int shape, int d, EvoErr *err);
+/* Constraint c on shape s: 1 true, 0 false, -1 evaluation error (err). */
+int tl_probe_constraint(TProbe *p, int shape, int c, EvoErr *err);
+/* Mark what is known for tl_probe_excluded: params[i] and derived[d]
+ * nonzero for the params assigned and the derived values evaluated (both
+ * kept by reference; the caller updates them in place). */
+void tl_probe_known(TProbe *p, const unsigned char *params, const unsigned char *derived);
+/* 1 when constraint c fails (is false or cannot be evaluated) on shape s
+ * whatever values the params not known yet take (expr_eval_partial, e.g.
+ * "WS == 0 || WARPS == 4" once WS = 1 and WARPS = 2), else 0. Needs
+ * tl_probe_known first. */
+int tl_probe_excluded(TProbe *p, int shape, int c);
+/* Release a probe and set *p to NULL; safe on NULL. */
+void tl_probe_close(TProbe **p);
+
 /* ---- JSON-path helpers (task_json.c) ------------------------------------ */
 
 /* Set L->err to "<file>: <path>: <what>" (or "<file>: <what>" when path is

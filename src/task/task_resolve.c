@@ -3,7 +3,9 @@
  * looks up params, dims, derived values and device facts by the slots
  * bound at load time; on it run the constraints (task_check), the buffers
  * and launch plans (task_resolve, with tensor maps checked against their
- * buffers and the driver's rules) and rendering (task_render).
+ * buffers and the driver's rules) and rendering (task_render). A TProbe
+ * keeps one Env per shape so that task_space.c can evaluate single derived
+ * values and constraints of a partial configuration.
  */
 #include "task_priv.h"
 
@@ -174,6 +176,100 @@ int task_check(const Task *t, const int64_t *vals, const DeviceInfo *dev, char *
     }
     env_done(&env);
     return rc < 0 ? -1 : rc == 1 ? 0 : 1;
+}
+
+/* ---- partial evaluation (task_space.c) ---------------------------------- */
+
+/* One Env per shape over one vals array: each keeps its derived values
+ * until they are evaluated again. An Env points into itself (small[]), so
+ * the array is never moved. */
+struct TProbe {
+    int                  nshapes;
+    Env                 *envs;
+    const unsigned char *pknown, *dknown;  /* tl_probe_known: by param, by derived value */
+};
+
+/* A partial evaluation's context: its lookup knows only what is marked. */
+typedef struct ProbeView {
+    const TProbe *p;
+    Env          *env;
+} ProbeView;
+
+static int probe_lookup(void *ctx, int slot, ExprValue *out)
+{
+    const ProbeView *v = ctx;
+    int idx = slot & 0xffff;
+    switch (slot < 0 ? 0 : slot >> 16) {
+    case SLOT_PARAM:
+        if (!v->p->pknown[idx])
+            return 0;
+        break;
+    case SLOT_DERIVED:
+        if (!v->p->dknown[idx])
+            return 0;
+        break;
+    default:
+        break;
+    }
+    return env_lookup(v->env, slot, out);
+}
+
+TProbe *tl_probe_open(const Task *t, const int64_t *vals, const DeviceInfo *dev)
+{
+    TProbe *p = xcalloc(1, sizeof(*p));
+    p->nshapes = task_nshapes(t);
+    p->envs = xcalloc((size_t)p->nshapes, sizeof(Env));
+    for (int s = 0; s < p->nshapes; s++) {
+        Env *env = &p->envs[s];
+        env_open(env, t, vals, dev);
+        env->shape = s;
+        memset(env->dvals, 0, (size_t)t->nderived * sizeof(ExprValue));
+        env->nready = t->nderived;  /* the caller evaluates a value before what reads it */
+    }
+    return p;
+}
+
+int tl_probe_derived(TProbe *p, int shape, int d, EvoErr *err)
+{
+    Env *env = &p->envs[shape < 0 ? 0 : shape];
+    if (eval_x(env, &env->t->derived[d].x, &env->dvals[d], err) < 0)
+        return -1;
+    for (int s = 1; shape < 0 && s < p->nshapes; s++)
+        p->envs[s].dvals[d] = env->dvals[d];
+    return 0;
+}
+
+int tl_probe_constraint(TProbe *p, int shape, int c, EvoErr *err)
+{
+    Env *env = &p->envs[shape];
+    ExprValue v;
+    if (eval_x(env, &env->t->cons[c].x, &v, err) < 0)
+        return -1;
+    return expr_value_true(v);
+}
+
+void tl_probe_known(TProbe *p, const unsigned char *params, const unsigned char *derived)
+{
+    p->pknown = params;
+    p->dknown = derived;
+}
+
+int tl_probe_excluded(TProbe *p, int shape, int c)
+{
+    ProbeView v = {p, &p->envs[shape]};
+    ExprValue r;
+    return expr_eval_partial(v.env->t->cons[c].x.e, probe_lookup, &v, &r) && !expr_value_true(r);
+}
+
+void tl_probe_close(TProbe **p)
+{
+    if (!p || !*p)
+        return;
+    for (int s = 0; s < (*p)->nshapes; s++)
+        env_done(&(*p)->envs[s]);
+    free((*p)->envs);
+    free(*p);
+    *p = NULL;
 }
 
 /* Evaluate a tensor_map argument and check that it stays inside its
