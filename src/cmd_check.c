@@ -1,8 +1,11 @@
 /*
  * cmd_check: `evoeng check TASK [--arch sm_90] [--sample N]`. Validates a
- * task spec, measures its parameter space before and after constraints,
- * then compiles the default configuration and N random valid ones (plus
- * the reference) in parallel and prints a table. No GPU is needed.
+ * task spec, measures its parameter space before and after constraints
+ * (exactly, by enumerating the valid configurations with task_space, or
+ * when that is too large by sampling), then compiles the default
+ * configuration and N random valid ones (drawn uniformly from the
+ * enumerated set, else by rejection sampling) plus the reference in
+ * parallel and prints a table. No GPU is needed.
  * With --gpu, the gate sweep fills the same per-configuration results
  * (CheckRow), so text and --json (one object, README.md "JSON output")
  * come from one path whether or not the GPU ran; with --json every
@@ -21,9 +24,10 @@
 #include "gpueval.h"
 #include "prep.h"
 #include "runctx.h"
+#include "task_space.h"
 
-/* Count the valid configurations: exhaustively up to a limit, else by
- * sampling. *exact says which. */
+/* Count the valid configurations of a space too large to enumerate:
+ * exhaustively up to a limit, else by sampling. *exact says which. */
 static double count_valid(const Task *t, const DeviceInfo *dev, uint64_t seed, int *exact, EvoErr *err)
 {
     double total = task_space_size(t);
@@ -64,6 +68,57 @@ static double count_valid(const Task *t, const DeviceInfo *dev, uint64_t seed, i
     }
     free(v);
     return valid;
+}
+
+/* Rows 1.. of vals (stride np + 1) and keys: up to `want` distinct valid
+ * configurations other than row 0 (the default or --params one, already
+ * filled, key included), drawn uniformly from the enumerated space, or
+ * when space is NULL by rejection sampling, whose shortfall is a warning
+ * with the estimated valid fraction frac. Returns the rows filled, row 0
+ * included. */
+static int pick_samples(const Settings *s, const Task *t, const DeviceInfo *dev, const TaskSpace *space,
+                        double frac, int64_t *vals, char **keys)
+{
+    int np = task_nparams(t), want = s->sample, n = 1;
+    Rng rng;
+    rng_seed(&rng, s->seed);
+    if (space) {
+        size_t *idx = xcalloc((size_t)want + 1, sizeof(size_t));
+        size_t got = task_space_sample(space, &rng, vals, (size_t)want, idx);
+        for (size_t i = 0; i < got; i++, n++) {
+            int64_t *v = vals + (size_t)n * (size_t)(np + 1);
+            memcpy(v, task_space_config(space, idx[i]), (size_t)np * sizeof(int64_t));
+            keys[n] = ops_params_key(t, v, NULL);
+        }
+        free(idx);
+        if ((int)got < want)
+            fprintf(s->json ? stderr : stdout, "  sample       all %zu other valid configurations (--sample %d asks "
+                    "for more than the space holds)\n", got, want);
+        return n;
+    }
+    /* Rejection sampling: enough attempts for spaces where well under 1% of
+     * the configurations are valid. */
+    long attempts = 200L * (want + 1) + 2000000;
+    for (long attempt = 0; n <= want && attempt < attempts; attempt++) {
+        int64_t *v = vals + (size_t)n * (size_t)(np + 1);
+        EvoErr err;
+        ops_random(t, &rng, v);
+        if (task_check(t, v, dev, NULL, &err) != 1)
+            continue;
+        char *k = ops_params_key(t, v, NULL);
+        int dup = 0;
+        for (int i = 0; i < n; i++)
+            dup |= strcmp(keys[i], k) == 0;
+        if (dup) {
+            free(k);
+            continue;
+        }
+        keys[n++] = k;
+    }
+    if (n - 1 < want)
+        warnf("--sample %d: found only %d valid configurations in %ld random draws (the space is too large to "
+              "enumerate; about %.3g%% of it is valid)", want, n - 1, attempts, 100.0 * frac);
+    return n;
 }
 
 /* The GPU gate result of one configuration: status "" when not gated. */
@@ -340,8 +395,10 @@ EvoExit cmd_check(const Settings *s)
             free(l);
         }
     }
-    int exact = 0;
-    double valid = count_valid(t, &dev, s->seed, &exact, &err);
+    TaskSpace space;
+    int exact = 1, enumerated = task_space_enumerate(t, &dev, 0, &space, &err);
+    double valid = enumerated == 0 ? (double)space.count
+                 : enumerated == TASK_SPACE_TOO_LARGE ? count_valid(t, &dev, s->seed, &exact, &err) : -1;
     if (valid < 0) {
         errorf("%s", err.msg);
         json_decref(doc);
@@ -353,17 +410,17 @@ EvoExit cmd_check(const Settings *s)
     if (doc)
         json_object_set_new(doc, "space", json_pack("{s:f, s:f, s:b}", "total", total, "valid", valid, "exact", exact));
     else
-        printf("  space        %.0f configurations, %s%.0f valid after constraints (%.1f%%)\n", total,
+        printf("  space        %.0f configurations, %s%.0f valid after constraints (%.3g%%)\n", total,
                exact ? "" : "about ", valid, total > 0 ? 100.0 * valid / total : 0.0);
 
     /* The default plus up to `sample` distinct random valid configurations. */
     int want = 1 + s->sample;
     int64_t *vals = xcalloc((size_t)want * (size_t)(np + 1), sizeof(int64_t));
     char **keys = xcalloc((size_t)want, sizeof(char *));
-    int n = 0;
     if (task_params_parse(t, s->params ? s->params : "", vals, &err)) {
         errorf("--params: %s", err.msg);
         json_decref(doc);
+        task_space_free(&space);
         free(vals);
         free(keys);
         free(source);
@@ -374,26 +431,9 @@ EvoExit cmd_check(const Settings *s)
     if (s->params && task_check(t, vals, &dev, &why, &err) == 0)
         warnf("--params %s breaks a constraint on %s: %s", s->params, dev.name, why ? why : "?");
     free(why);
-    keys[n++] = ops_params_key(t, vals, NULL);
-    Rng rng;
-    rng_seed(&rng, s->seed);
-    /* Rejection sampling: enough attempts for spaces where well under 1% of
-     * the configurations are valid (the attention task's is about 0.1%). */
-    for (int attempt = 0; n < want && attempt < 200 * want + 2000000; attempt++) {
-        int64_t *v = vals + (size_t)n * (size_t)(np + 1);
-        ops_random(t, &rng, v);
-        if (task_check(t, v, &dev, NULL, &err) != 1)
-            continue;
-        char *k = ops_params_key(t, v, NULL);
-        int dup = 0;
-        for (int i = 0; i < n; i++)
-            dup |= strcmp(keys[i], k) == 0;
-        if (dup) {
-            free(k);
-            continue;
-        }
-        keys[n++] = k;
-    }
+    keys[0] = ops_params_key(t, vals, NULL);
+    int n = pick_samples(s, t, &dev, enumerated == 0 ? &space : NULL, total > 0 ? valid / total : 0, vals, keys);
+    task_space_free(&space);
 
     PrepInput *in = xcalloc((size_t)n, sizeof(*in));
     Prepared *out = xcalloc((size_t)n, sizeof(*out));

@@ -73,6 +73,7 @@ expect 2 "bench --shared 2 is a usage error" -- "$EVOENG" bench --shared 2
 export EVOENG_CACHE_DIR="$tmp/cache"
 expect 0 "check the attention task for sm_90" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --sample 1
 grep_out out "valid after constraints" "check prints the space before and after constraints"
+grep_out out "configurations, [0-9][0-9]* valid after constraints" "check counts the attention task's valid space exactly (enumerated, no 'about')"
 grep_out out "(default)" "check prints the compile table with the default"
 expect 0 "check the WGMMA path of the attention template (NVRTC target sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WGMMA=1,BLOCK_N=64 --sample 0
 grep_out out "WGMMA=1,WS=0,CONSUMERS=2,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0  (--params)" "check compiles the --params configuration"
@@ -138,6 +139,14 @@ expect 0 "check a small task" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/go
 grep_out out " 0 from the cache" "the first check compiles everything"
 expect 0 "check it again" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 4
 grep_out out " 0 compiled by NVRTC" "the second check of the same configurations does zero compiles"
+expect 0 "check --sample more than the valid space holds" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_80 --sample 20
+grep_out out "all 15 other valid configurations" "check takes every other valid configuration and says so"
+grep_out out "^  16 configurations + the reference" "check compiles the default and the 15 others"
+# a space too large to enumerate (4 million nodes): the count and the
+# sample fall back to random draws, and a shortfall is a warning
+expect 0 "check a space too large to enumerate" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/space_large.json" --arch sm_90 --sample 2
+grep_out out "about 0 valid after constraints" "check estimates the valid space by sampling"
+grep_out err "found only 0 valid configurations in [0-9]* random draws (the space is too large to enumerate; about 0% of it is valid)" "check warns that rejection sampling found fewer than --sample asked"
 expect 5 "check --gpu without a GPU" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --sample 1 --gpu
 grep_out err "GPU\|driver" "check --gpu says what is missing"
 expect 3 "check a malformed spec" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/bad_unknown_var.json"
