@@ -25,25 +25,34 @@
 # 2 (ping-pong); and at the shapes where no tail fits (B8 H16 S512, D=128
 # S2048: controls). WS_TAIL (default "0") is the TAIL values of the
 # WS_GATE=all list.
-# (6) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
+# (6) 'lsum' (not part of 'all'): LSUM 1 (the row sums of P on the tensor
+# cores, a P x ones wgmma of n8 after each P V step, instead of 64 FADDs a
+# thread per tile and the final quad shuffles) against 0, each row's table
+# winner (the seed shape, B4 H8 S2048 and B8 H16 S512, D=64 and D=128,
+# causal and not). WS_LSUM (default "0") is the LSUM values of the
+# WS_GATE=all list.
+# (7) 'descadd' (not part of 'all'): DESCADD 1 (wgmma descriptors by adding
+# offsets to one a tile) against 0, at the same rows with LSUM 0 and LSUM 1,
+# and at the FA2 path's WGMMA winners (the small rows).
+# (8) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
 # without --gpu (a spill fails it); WS_CACHE=DIR keeps the cubins for a gate.
-# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|all]
+# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
 T=${TASK:-templates/attention/task.json}   # TASK: another spec
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 BEST="WGMMA=1,BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3"
-ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1},LAZY=${10:-0},TAIL=${11:-0}"; }
+ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1},LAZY=${10:-0},TAIL=${11:-0},LSUM=${12:-0}${13:+,DESCADD=$13}"; }
 if [ "${WS_GATE:-}" = all ]; then
     gate=()
     for c in 1 2 3; do for n in 64 128; do for s in 1 2 3; do for o in 0 1; do for r in 0 1; do
-        for p in ${WS_PERSIST:-0 1}; do for l in ${WS_LOADS:-0 1}; do for e in ${WS_OSTAGE:-0 1}; do for z in ${WS_LAZY:-0}; do for tl in ${WS_TAIL:-0}; do
-            gate+=("$(ws $c $n $s $o $r 0 $p $l $e $z $tl)")
-            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p $l $e $z $tl)")
-        done; done; done; done; done
+        for p in ${WS_PERSIST:-0 1}; do for l in ${WS_LOADS:-0 1}; do for e in ${WS_OSTAGE:-0 1}; do for z in ${WS_LAZY:-0}; do for tl in ${WS_TAIL:-0}; do for ls in ${WS_LSUM:-0}; do
+            gate+=("$(ws $c $n $s $o $r 0 $p $l $e $z $tl $ls)")
+            [ $o = 1 ] && [ $c -ge 2 ] && gate+=("$(ws $c $n $s $o $r 1 $p $l $e $z $tl $ls)")
+        done; done; done; done; done; done
     done; done; done; done; done
 else
     gate=("$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1)" "$(ws 1 64 1 0 0)" "$(ws 2 64 3 1 0)"
@@ -125,6 +134,33 @@ if [ "$what" = tail ]; then
     c="$(ws 3 128 3 0 1 0 1 0 1 1)"
     for k in 2 4; do
         knob_ab tail.txt "${shapes[$k]}" "${c%,TAIL=0},TAIL=1" "$c"
+    done
+fi
+# each row's table winner (index into shapes, or empty: the seed shape)
+winners=(":$(ws 2 128 1 1 0)" "0:$(ws 3 128 3 1 1 0 1 0 1 1 1)" "1:$(ws 3 128 3 1 1 0 1 0 0 1)"
+         "2:$(ws 3 128 2 1 1 1 1)" "3:$(ws 2 128 2 1 1 1 1)" "4:$(ws 2 128 3 1 1 1 1)"
+         "5:$(ws 2 128 3 1 1 1 1)" "0:$(ws 2 128 3 1 1 1 1 0 1 1 1)")
+if [ "$what" = lsum ]; then
+    echo "=== LSUM 1 against 0 inside the WS path, each row's table winner"
+    for pair in "${winners[@]}"; do
+        k=${pair%%:*} c=${pair#*:}
+        knob_ab lsum.txt "${k:+${shapes[$k]}}" "${c%,LSUM=0},LSUM=1" "$c"
+    done
+    for c in "$(ws 2 128 2 1 1 1 1)" "$(ws 2 128 3 1 1 1 1)"; do   # the D=128 causal rows
+        for k in 1 3; do knob_ab lsum.txt "${shapes[$k]} --dim D=128" "${c%,LSUM=0},LSUM=1" "$c"; done
+    done
+fi
+if [ "$what" = descadd ]; then
+    echo "=== DESCADD 1 against 0, each row's table winner with LSUM 0 and 1, and the WGMMA winners"
+    for pair in ${WS_DESC_ROWS:-"${winners[@]}"}; do
+        k=${pair%%:*} c=${pair#*:}
+        for ls in 0 1; do
+            c1="${c%,LSUM=0},LSUM=$ls"
+            knob_ab descadd.txt "${k:+${shapes[$k]}}" "$c1,DESCADD=1" "$c1,DESCADD=0"
+        done
+    done
+    for dims in "--dim CAUSAL=1" "--dim B=2 --dim H=8 --dim S=512"; do
+        knob_ab descadd.txt "$dims" "$BEST,DESCADD=1" "$BEST,DESCADD=0"
     done
 fi
 if [ "$what" = lazy ]; then

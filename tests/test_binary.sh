@@ -76,9 +76,9 @@ grep_out out "valid after constraints" "check prints the space before and after 
 grep_out out "configurations, [0-9][0-9]* valid after constraints" "check counts the attention task's valid space exactly (enumerated, no 'about')"
 grep_out out "(default)" "check prints the compile table with the default"
 expect 0 "check the WGMMA path of the attention template (NVRTC target sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WGMMA=1,BLOCK_N=64 --sample 0
-grep_out out "WGMMA=1,WS=0,CONSUMERS=2,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0  (--params)" "check compiles the --params configuration"
+grep_out out "WGMMA=1,WS=0,CONSUMERS=2,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0,LSUM=0,DESCADD=0  (--params)" "check compiles the --params configuration"
 expect 0 "check the warp-specialised path (WS=1, TMA tensor maps, sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2 --sample 0
-grep_out out "WS=1,CONSUMERS=3,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0  (--params)" "check compiles the WS configuration"
+grep_out out "WS=1,CONSUMERS=3,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0,LSUM=0,DESCADD=0  (--params)" "check compiles the WS configuration"
 # LOADS=1: the WS producer loads with cp.async (all 128 producer threads) in
 # place of TMA; check compiles every (D, CAUSAL) unit of the task's shapes
 # and fails on any spill (the task allows 0), the producer's 24 or 32
@@ -87,7 +87,7 @@ for p in WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGES=2,OVERLAP=1,LOADS=1 \
          WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1 \
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=1,OVERLAP=1,LOADS=1; do
     expect 0 "check the WS path with cp.async loads ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "LOADS=1,LAZY=0,TAIL=0  (--params)" "check compiles the LOADS=1 configuration"
+    grep_out out "LOADS=1,LAZY=0,TAIL=0,LSUM=0,DESCADD=0  (--params)" "check compiles the LOADS=1 configuration"
 done
 # O_STAGE on the WS path: 1 (the default) stores 16 bytes a lane after a
 # quad transpose of the accumulator pairs, 0 the 4-byte fragment stores;
@@ -104,7 +104,7 @@ for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LA
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=2,OVERLAP=1,LAZY=1 \
          WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,BLOCK_N=64,STAGES=1,LAZY=1; do
     expect 0 "check the WS path's lazy rescale ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "LAZY=1,TAIL=0  (--params)" "check compiles the WS configuration with LAZY=1"
+    grep_out out "LAZY=1,TAIL=0,LSUM=0,DESCADD=0  (--params)" "check compiles the WS configuration with LAZY=1"
 done
 # TAIL (the persistent scheduler's last wave as items of all consumer
 # warpgroups but one): in the search since its gate and A/Bs ran on an H100
@@ -120,15 +120,32 @@ for p in WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=3,PERSIST=1,LAZY=1,TAIL
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=64,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1,TAIL=1 \
          WS=1,CONSUMERS=2,BLOCK_M=128,REGSPLIT=0,STAGES=2,PERSIST=1,O_STAGE=0,TAIL=1; do
     expect 0 "check the WS path's tail items ($p)" -- "$EVOENG" check "$TT" --arch sm_90 --params "$p" --sample 0
-    grep_out out "TAIL=1  (--params)" "check compiles the WS configuration with TAIL=1"
+    grep_out out "TAIL=1,LSUM=0,DESCADD=0  (--params)" "check compiles the WS configuration with TAIL=1"
 done
 expect 1 "TAIL without PERSIST is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2,TAIL=1 --sample 0
 grep_out err "TAIL cuts the persistent scheduler" "the constraint that fails is named"
 expect 1 "TAIL with one consumer is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGES=2,PERSIST=1,TAIL=1 --sample 0
+# LSUM (the row sums of P on the tensor cores: a P x ones wgmma of n8 after
+# each k16 step of P V, ones in 512 bytes of shared memory) and DESCADD
+# (wgmma descriptors by adding offsets to one a tile): both compile on
+# every unit without a spill, 1 to 3 consumers, TMA and cp.async, with
+# LAZY and TAIL; LSUM is a WS knob only, DESCADD needs wgmma (WS or WGMMA).
+for p in WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=3,PERSIST=1,LAZY=1,TAIL=1,LSUM=1,DESCADD=1 \
+         WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1,LSUM=1,DESCADD=0 \
+         WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,BLOCK_N=64,STAGES=1,O_STAGE=0,LSUM=1,DESCADD=1; do
+    expect 0 "check the WS path's tensor-core row sums ($p)" -- "$EVOENG" check "$TT" --arch sm_90 --params "$p" --sample 0
+    grep_out out "LSUM=1,DESCADD=${p##*DESCADD=}  (--params)" "check compiles the WS configuration with LSUM=1"
+done
+expect 0 "check the WGMMA path with DESCADD=1" -- "$EVOENG" check "$TT" --arch sm_90 --params WGMMA=1,DESCADD=1 --sample 0
+grep_out out "LSUM=0,DESCADD=1  (--params)" "check compiles the WGMMA configuration with DESCADD=1"
+expect 1 "LSUM without WS is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params LSUM=1 --sample 0
+grep_out err "LSUM belong to the WS path" "the constraint that fails is named"
+expect 1 "DESCADD on the mma.sync path is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params DESCADD=1 --sample 0
+grep_out err "only the WS and WGMMA paths issue wgmma" "the constraint that fails is named"
 expect 1 "LAZY without WS is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params LAZY=1 --sample 0
-grep_out err "LAZY belong to the WS path" "the constraint that fails is named"
+grep_out err "LAZY and LSUM belong to the WS path" "the constraint that fails is named"
 expect 1 "LOADS=1 without WS is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params LOADS=1 --sample 0
-grep_out err "LOADS and LAZY belong to the WS path" "the constraint that fails is named"
+grep_out err "LOADS, LAZY and LSUM belong to the WS path" "the constraint that fails is named"
 expect 1 "WS on sm_80 is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_80 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2 --sample 0
 expect 1 "WGMMA on sm_80 is refused by the constraints" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_80 --params WGMMA=1 --sample 0
 grep_out err "breaks a constraint.*wgmma runs on sm_90a" "the constraint that fails is named"

@@ -94,7 +94,18 @@
  *                otherwise, and with causal masking, the same schedule as 0.
  *                0.945 of TAIL=0 at B4 H8 S2048 D64 with 3 consumers on an
  *                H100 (bench/results/raw_2026-11-25/19_uniform_cw_tail_h100.txt)
- *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL: the warp-specialised path
+ *   LSUM         (WS path) 1: the softmax row sums run on the tensor cores,
+ *                a P x ones wgmma (m64n8k16, ones in 512 bytes of shared
+ *                memory) after each k16 step of P V, accumulated and
+ *                rescaled with O; frees the 64 FADDs a thread per
+ *                128-key tile and the final quad shuffles for 8 HGMMAs
+ *   DESCADD      (WS path and WGMMA) 1: wgmma descriptors by adding each
+ *                step's offset to the tile's descriptor; 0: each built
+ *                from its shared-memory address.  Same work; what changes
+ *                is the issue schedule (the uniform instructions between
+ *                the wgmmas), which the GPU rewards in some configurations
+ *                and punishes in others (bench/ws_ab.sh descadd)
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
@@ -176,6 +187,12 @@
 #endif
 #ifndef TAIL
 #define TAIL 0
+#endif
+#ifndef LSUM
+#define LSUM 0
+#endif
+#ifndef DESCADD
+#define DESCADD 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
@@ -363,6 +380,23 @@ static __device__ __forceinline__ att_u64 att_desc(att_u32 addr, att_u32 lbo, at
            (1ull << 62);
 }
 
+/* The descriptor of addr + off from the descriptor d of addr: off (a
+ * multiple of 16, addr + off below 256 KB) moves only the start-address
+ * field, so the add stays in the low word.  DESCADD = 1 builds each tile's
+ * descriptors this way (one uniform add a wgmma, the wgmmas issued back to
+ * back); 0 builds each from its address (a mask, a shift and an or a
+ * wgmma between the issues: the code from before DESCADD was a knob). */
+static __device__ __forceinline__ att_u64 att_desc_add(att_u64 d, att_u32 off)
+{
+    return ((d >> 32) << 32) | (att_u32)((att_u32)d + (off >> 4));
+}
+
+#if DESCADD
+#define ATT_DESC(base, d0, off, lbo, sbo) att_desc_add(d0, off)
+#else
+#define ATT_DESC(base, d0, off, lbo, sbo) att_desc((base) + (off), lbo, sbo)
+#endif
+
 static __device__ __forceinline__ void att_wg_fence(void)
 {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -389,6 +423,17 @@ static __device__ __forceinline__ void att_keep(float *d)
  * reads B as MN-major.  The accumulator layout per warp is the mma.sync
  * m16n8 C layout repeated over N / 8 column tiles. */
 template <int N, int TRANS> struct AttWg;
+template <int TRANS> struct AttWg<8, TRANS> {
+    static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
+    {
+        asm volatile(
+            "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, %8, p, 1, 1, %10;\n}\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
+    }
+};
 template <int TRANS> struct AttWg<32, TRANS> {
     static __device__ __forceinline__ void mma(float *d, const att_u32 *a, att_u64 desc, int accumulate)
     {

@@ -93,13 +93,14 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
          * the kernel whose PV is the transposed m64n64k16) produced wrong
          * scores on an H200 (driver 13.0, NVRTC 13.0), n32 and n128 do not. */
         constexpr int QN = BLOCK_N == 64 ? 32 : BLOCK_N;
+        const att_u64 kd = att_desc(sKs, 16, 1024);
         att_keep<ATT_NT * 4>(d);
         att_wg_fence();
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk)   /* k16 step: 32 bytes along the swizzled row */
 #pragma unroll
             for (int c = 0; c < BLOCK_N / QN; ++c)
-                AttWg<QN, 0>::mma(d + c * QN / 2, qa[kk], att_desc(sKs + c * QN * ATT_ROWB + kk * 32, 16, 1024),
+                AttWg<QN, 0>::mma(d + c * QN / 2, qa[kk], ATT_DESC(sKs, kd, c * QN * ATT_ROWB + kk * 32, 16, 1024),
                                   kk > 0);
         att_wg_commit_wait();
         att_keep<ATT_NT * 4>(d);
@@ -212,11 +213,12 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
             pa[kk][3] = att_pack(sc[0][2 * kk + 1][2], sc[0][2 * kk + 1][3]);
         }
         float *d = &acc[0][0][0];
+        const att_u64 vd = att_desc(sVs, 1024, 1024);
         att_keep<ATT_DT * 4>(d);
         att_wg_fence();
 #pragma unroll
         for (int kk = 0; kk < BLOCK_N / 16; ++kk)   /* k16 step: 16 rows of V */
-            AttWg<D, 1>::mma(d, pa[kk], att_desc(sVs + kk * 16 * ATT_ROWB, 1024, 1024), 1);
+            AttWg<D, 1>::mma(d, pa[kk], ATT_DESC(sVs, vd, kk * 16 * ATT_ROWB, 1024, 1024), 1);
         att_wg_commit_wait();
         att_keep<ATT_DT * 4>(d);
     };

@@ -276,6 +276,10 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     auto emptyK = [&](int s) { return bars + 8 + 8 * (2 * STAGES + s); };
     auto emptyV = [&](int s) { return bars + 8 + 8 * (3 * STAGES + s); };
     const att_u32 emptyQ = bars + 8 + 8 * 4 * STAGES;
+    static_assert(8 + 8 * 4 * STAGES + 8 <= 128, "WS: the barriers fit below the ones");
+#if LSUM
+    const att_u32 sOnes = bars + 128;           /* 512 bytes of fp16 ones */
+#endif
 
     if (tid == 0) {
         ws_bar_init(barQ, WS_FULL);
@@ -289,6 +293,12 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_bar_init(emptyQ, 128 * CONSUMERS);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
+#if LSUM   /* written through the generic proxy, read by wgmma through the async one */
+    if (tid >= 128 && tid < 256) {
+        asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(sOnes + (tid - 128) * 4), "r"(0x3C003C00u) : "memory");
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    }
+#endif
     __syncthreads();
 
     if (wg == 0) {
@@ -366,6 +376,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 
     float acc[D / 2];
     float m_run[2] = {ATT_NEG_INF, ATT_NEG_INF}, l_run[2] = {0.f, 0.f};
+    float lsum[4] = {0.f, 0.f, 0.f, 0.f};       /* LSUM: the row sums, accumulated by P V's group */
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc[i] = 0.f;
 
@@ -383,9 +394,16 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     }
     ws_arrive(emptyQ);
 
+#if LSUM
+    /* P x ones (k16 x n8 of ones, K-major, no swizzle: 8-row core matrices
+     * of 16 bytes, 128 bytes apart along K): every column of the product
+     * is the row sum of P, accumulated and rescaled like O */
+    const att_u64 od = (att_u64)((sOnes & 0x3FFFFu) >> 4) | ((att_u64)(128 >> 4) << 16) | ((att_u64)(256 >> 4) << 32);
+#endif
     /* issue S = Q K^T for the K tile in slot s (no wait) */
     auto qk_issue = [&](float *sc, int s) {
         const att_u32 kb = sK + s * WS_KV_BYTES;
+        const att_u64 kd = att_desc(kb, 16, 1024);
         constexpr int QN = WS_BN == 64 ? 32 : WS_BN;   /* see the WGMMA path's note on n64 */
         att_keep<WS_BN / 2>(sc);
         att_wg_fence();
@@ -394,20 +412,26 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #pragma unroll
             for (int c = 0; c < WS_BN / QN; ++c)
                 AttWg<QN, 0>::mma(sc + c * QN / 2, qf[kk],
-                                  att_desc(kb + (kk >> 2) * WS_BN * 128 + c * QN * 128 + (kk & 3) * 32, 16, 1024),
+                                  ATT_DESC(kb, kd, (kk >> 2) * WS_BN * 128 + c * QN * 128 + (kk & 3) * 32, 16, 1024),
                                   kk > 0);
         ws_wg_commit();
     };
     /* issue O += P V for the V tile in slot s (no wait) */
     auto pv_issue = [&](att_u32 (*pa)[4], int s) {
         const att_u32 vb = sV + s * WS_KV_BYTES;
+        const att_u64 vd = att_desc(vb, 1024, 1024);
         att_keep<D / 2>(acc);
+        att_keep<4 * LSUM>(lsum);
         att_wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < WS_BN / 16; ++kk)
+        for (int kk = 0; kk < WS_BN / 16; ++kk) {
 #pragma unroll
             for (int c = 0; c < D / 64; ++c)
-                AttWg<64, 1>::mma(acc + c * 32, pa[kk], att_desc(vb + c * WS_BN * 128 + kk * 16 * 128, 1024, 1024), 1);
+                AttWg<64, 1>::mma(acc + c * 32, pa[kk], ATT_DESC(vb, vd, c * WS_BN * 128 + kk * 16 * 128, 1024, 1024), 1);
+#if LSUM
+            AttWg<8, 0>::mma(lsum, pa[kk], od, 1);   /* row sums: P x ones */
+#endif
+        }
         ws_wg_commit();
     };
     /* mask + online softmax of the raw scores of tile n in place (P = exp);
@@ -467,19 +491,22 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                 for (int e = 0; e < 2; ++e) {
                     const float p = att_exp(fmaf(sc[nt8 * 4 + 2 * r + e], sl, -m_use));
                     sc[nt8 * 4 + 2 * r + e] = p;
-                    sum += p;
+                    if (!LSUM)
+                        sum += p;
                 }
-            l_run[r] = move ? l_run[r] * alpha[r] + sum : l_run[r] + sum;
+            if (!LSUM)
+                l_run[r] = move ? l_run[r] * alpha[r] + sum : l_run[r] + sum;
         }
         return moved;
     };
     auto rescale = [&](const float *alpha) {
 #pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-            acc[dt * 4 + 0] *= alpha[0];
-            acc[dt * 4 + 1] *= alpha[0];
-            acc[dt * 4 + 2] *= alpha[1];
-            acc[dt * 4 + 3] *= alpha[1];
+        for (int dt = 0; dt < D / 8 + LSUM; ++dt) {   /* LSUM: lsum is one more n8 tile */
+            float *a = dt < D / 8 ? acc + dt * 4 : lsum;
+            a[0] *= alpha[0];
+            a[1] *= alpha[0];
+            a[2] *= alpha[1];
+            a[3] *= alpha[1];
         }
     };
     auto pack = [&](const float *sc, att_u32 (*pa)[4]) {
@@ -538,6 +565,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         mv = softmax(sc, n, alpha);
         ws_wg_wait<0>();                        /* P V of tile n - 1 done */
         att_keep<D / 2>(acc);
+        att_keep<4 * LSUM>(lsum);
         ws_keep_r<WS_BN / 4>(&pa[0][0]);
         ws_arrive(emptyV(sp));
         if (mv)
@@ -552,6 +580,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         pp_arrive(ntc);
         ws_wg_wait<0>();
         att_keep<D / 2>(acc);
+        att_keep<4 * LSUM>(lsum);
         ws_keep_r<WS_BN / 4>(&pa[0][0]);
         ws_arrive(emptyV(sp));
     }
@@ -572,6 +601,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         pv_issue(pa, s);
         ws_wg_wait<0>();
         att_keep<D / 2>(acc);
+        att_keep<4 * LSUM>(lsum);
         ws_keep_r<WS_BN / 4>(&pa[0][0]);
         ws_arrive(emptyV(s));
     }
@@ -599,9 +629,14 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     /* ---- epilogue: normalise, store fp16 rows */
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
+#if LSUM
+        const float l = lsum[2 * r];            /* the whole row's sum: every column of P x ones */
+        (void)l_run;
+#else
         float l = l_run[r];
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
+#endif
         const int row = m0 + wrow + g + 8 * r;
 #if WS_TL
         const bool mine = row < S && wrow < rows;   /* not past S, nor a TAIL item's idle rows */
