@@ -98,8 +98,29 @@ if [ "$what" = ab ] || [ "$what" = all ]; then
 fi
 # one interleaved A/B: knob_ab FILE DIMS A B
 knob_ab() {
+    [ -n "$3" ] && [ -n "$4" ] || { echo "ws_ab.sh: an A/B without two configurations ($1, $2)" >&2; exit 2; }
     echo "--- $2 A=$3 B=$4" | tee -a "$out/$1"
     $E bench $T $2 --params "$3" --against "$4" 2>&1 | grep -E "verdict|latency|TFLOP|vs against|error|fail" | tee -a "$out/$1"
+}
+# configuration $1 with knob $2 moved from $3 to $4, wherever ws() put it
+# (a knob ws() appends later must not break the swap: --params refuses a
+# knob given twice)
+knob_set() {
+    local c=",$1,"
+    [ "${c/,$2=$3,/}" != "$c" ] || { echo "ws_ab.sh: no $2=$3 in $1" >&2; exit 2; }
+    c=${c/,$2=$3,/,$2=$4,}
+    c=${c#,}
+    echo "${c%,}"
+}
+# knob_rows FILE KNOB ROW...: KNOB 1 against 0 at each ROW, "K:CONFIG" (K an
+# index into shapes, empty for the seed shape; CONFIG has KNOB=0)
+knob_rows() {
+    local f=$1 knob=$2 pair k c
+    shift 2
+    for pair; do
+        k=${pair%%:*} c=${pair#*:}
+        knob_ab "$f" "${k:+${shapes[$k]}}" "$(knob_set "$c" "$knob" 0 1)" "$c"
+    done
 }
 if [ "$what" = knobs ] || [ "$what" = all ]; then
     echo "=== one-knob A/Bs inside the WS path"
@@ -120,7 +141,7 @@ if [ "$what" = ostage ]; then
     echo "=== O_STAGE 1 against 0 inside the WS path, D=64 and D=128"
     for k in 0 2 4 5; do
         for c in "$(ws 3 128 2 0 1)" "$(ws 2 128 2 1 1 1 1)" "$(ws 2 128 2 1 1)"; do
-            knob_ab ostage.txt "${shapes[$k]}" "$c" "${c%,O_STAGE=1},O_STAGE=0"
+            knob_ab ostage.txt "${shapes[$k]}" "$c" "$(knob_set "$c" O_STAGE 1 0)"
         done
     done
 fi
@@ -128,13 +149,10 @@ if [ "$what" = tail ]; then
     echo "=== TAIL 1 against 0 inside the WS path"
     for h in 6 7 8 9; do
         for c in "$(ws 3 128 3 0 1 0 1 0 1 1)" "$(ws 2 128 3 1 1 1 1 0 1 1)"; do
-            knob_ab tail.txt "--dim B=4 --dim H=$h --dim S=2048" "${c%,TAIL=0},TAIL=1" "$c"
+            knob_ab tail.txt "--dim B=4 --dim H=$h --dim S=2048" "$(knob_set "$c" TAIL 0 1)" "$c"
         done
     done
-    c="$(ws 3 128 3 0 1 0 1 0 1 1)"
-    for k in 2 4; do
-        knob_ab tail.txt "${shapes[$k]}" "${c%,TAIL=0},TAIL=1" "$c"
-    done
+    knob_rows tail.txt TAIL "2:$(ws 3 128 3 0 1 0 1 0 1 1)" "4:$(ws 3 128 3 0 1 0 1 0 1 1)"
 fi
 # each row's table winner (index into shapes, or empty: the seed shape)
 winners=(":$(ws 2 128 1 1 0)" "0:$(ws 3 128 3 1 1 0 1 0 1 1 1)" "1:$(ws 3 128 3 1 1 0 1 0 0 1)"
@@ -142,12 +160,9 @@ winners=(":$(ws 2 128 1 1 0)" "0:$(ws 3 128 3 1 1 0 1 0 1 1 1)" "1:$(ws 3 128 3 
          "5:$(ws 2 128 3 1 1 1 1)" "0:$(ws 2 128 3 1 1 1 1 0 1 1 1)")
 if [ "$what" = lsum ]; then
     echo "=== LSUM 1 against 0 inside the WS path, each row's table winner"
-    for pair in "${winners[@]}"; do
-        k=${pair%%:*} c=${pair#*:}
-        knob_ab lsum.txt "${k:+${shapes[$k]}}" "${c%,LSUM=0},LSUM=1" "$c"
-    done
+    knob_rows lsum.txt LSUM "${winners[@]}"
     for c in "$(ws 2 128 2 1 1 1 1)" "$(ws 2 128 3 1 1 1 1)"; do   # the D=128 causal rows
-        for k in 1 3; do knob_ab lsum.txt "${shapes[$k]} --dim D=128" "${c%,LSUM=0},LSUM=1" "$c"; done
+        for k in 1 3; do knob_ab lsum.txt "${shapes[$k]} --dim D=128" "$(knob_set "$c" LSUM 0 1)" "$c"; done
     done
 fi
 if [ "$what" = descadd ]; then
@@ -155,7 +170,7 @@ if [ "$what" = descadd ]; then
     for pair in ${WS_DESC_ROWS:-"${winners[@]}"}; do
         k=${pair%%:*} c=${pair#*:}
         for ls in 0 1; do
-            c1="${c%,LSUM=0},LSUM=$ls"
+            c1=$(knob_set "$c" LSUM 0 $ls)
             knob_ab descadd.txt "${k:+${shapes[$k]}}" "$c1,DESCADD=1" "$c1,DESCADD=0"
         done
     done
@@ -165,9 +180,6 @@ if [ "$what" = descadd ]; then
 fi
 if [ "$what" = lazy ]; then
     echo "=== LAZY 1 against 0 inside the WS path, each shape's table winner"
-    for pair in ":$(ws 2 128 1 1 0)" "0:$(ws 2 128 2 1 1 0 1)" "1:$(ws 2 128 2 1 1 1 1)" "3:$(ws 2 128 2 1 1 1 1)" \
-                "2:$(ws 2 128 3 1 1 0 1)" "4:$(ws 2 128 3 1 1 1 1)" "5:$(ws 2 128 3 1 1 1 1)" "0:$(ws 3 128 2 0 1)"; do
-        k=${pair%%:*} c=${pair#*:}
-        knob_ab lazy.txt "${k:+${shapes[$k]}}" "${c%,LAZY=0},LAZY=1" "$c"
-    done
+    knob_rows lazy.txt LAZY ":$(ws 2 128 1 1 0)" "0:$(ws 2 128 2 1 1 0 1)" "1:$(ws 2 128 2 1 1 1 1)" "3:$(ws 2 128 2 1 1 1 1)" \
+        "2:$(ws 2 128 3 1 1 0 1)" "4:$(ws 2 128 3 1 1 1 1)" "5:$(ws 2 128 3 1 1 1 1)" "0:$(ws 3 128 2 0 1)"
 fi

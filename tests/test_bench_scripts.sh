@@ -28,6 +28,45 @@ rc=$?
 if [ "$rc" -eq 0 ] && grep -q "440 cases: every row computed once" "$tmp/out"; then ok "tail_sched.py --check: every row once"
 else bad "tail_sched.py --check: exit $rc: $(head -3 "$tmp/out")"; fi
 
+# ws_ab.sh's one-knob A/B modes on a stub evoeng that records each bench
+# call: every A and B is a whole configuration (no knob given twice, which
+# evoeng refuses) and the two differ in exactly the knob under test (and
+# DESCADD's mode also in LSUM's pairs, never within one pair)
+cat >"$tmp/evo_ab" <<'STUB'
+#!/bin/sh
+a=; b=
+while [ $# -gt 0 ]; do
+    case $1 in --params) a=$2; shift;; --against) b=$2; shift;; esac
+    shift
+done
+echo "$a|$b" >>"$STUB_LOG"
+echo "  vs against x: 1 us; interleaved A/B ratio (this/against) 1.0000, p10-p90 spread 0.0010: within 2%"
+STUB
+chmod +x "$tmp/evo_ab"
+for m in ostage lazy tail lsum descadd; do
+    : >"$tmp/ab_$m.log"
+    STUB_LOG="$tmp/ab_$m.log" EVOENG="$tmp/evo_ab" bash "$ROOT/bench/ws_ab.sh" "$tmp/ab_$m" "$m" >"$tmp/out" 2>&1
+    rc=$?
+    want=$(case $m in ostage) echo O_STAGE;; lazy) echo LAZY;; tail) echo TAIL;; lsum) echo LSUM;; descadd) echo DESCADD;; esac)
+    bad_pairs=$("$PY" - "$tmp/ab_$m.log" "$want" <<'PYEOF'
+import sys
+bad, n = 0, 0
+for line in open(sys.argv[1]):
+    a, b = line.strip().split("|")
+    n += 1
+    da, db = (dict(kv.split("=") for kv in x.split(",")) for x in (a, b))
+    if len(da) != a.count(",") + 1 or len(db) != b.count(",") + 1:
+        bad += 1; continue
+    diff = [k for k in set(da) | set(db) if da.get(k) != db.get(k)]
+    if diff != [sys.argv[2]]:
+        bad += 1
+print(bad if n else -1)
+PYEOF
+)
+    if [ "$rc" -eq 0 ] && [ "$bad_pairs" = 0 ]; then ok "ws_ab.sh $m: each A/B differs in $want alone, no knob twice"
+    else bad "ws_ab.sh $m: exit $rc, $bad_pairs bad pairs: $(head -3 "$tmp/out")"; fi
+done
+
 # bare_time.py: usage errors and a bad export exit 2 before touching a driver;
 # the kernel text it fills inputs with is found in src/gpu/devkern.c
 "$PY" "$ROOT/bench/bare_time.py" "$tmp/none.json" >"$tmp/out" 2>&1
