@@ -368,16 +368,23 @@ static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16
 #if ATT_WG || ATT_WSP
 /* ------------------------------------------------------- Hopper wgmma */
 
-/* Shared-memory matrix descriptor, 128-byte swizzle: start address, the
- * leading and stride byte offsets (16-byte units) and the layout type in
- * bits 62-63.  A K-major operand (K tile: 16 keys' halves contiguous per
- * row) needs only the stride between 8-row groups (1024 bytes); for the
- * MN-major V tile the 8-row groups along K are also 1024 bytes apart and
- * the tile is one 64-wide swizzle atom across N, so both offsets are 1024. */
-static __device__ __forceinline__ att_u64 att_desc(att_u32 addr, att_u32 lbo, att_u32 sbo)
+/* Shared-memory matrix descriptor: start address, the leading and stride
+ * byte offsets (16-byte units) and the layout type in bits 62-63 (0: no
+ * swizzle, 1: 128-byte swizzle). */
+static __device__ __forceinline__ att_u64 att_desc_layout(att_u32 addr, att_u32 lbo, att_u32 sbo, att_u32 layout)
 {
     return (att_u64)((addr & 0x3FFFFu) >> 4) | ((att_u64)(lbo >> 4) << 16) | ((att_u64)(sbo >> 4) << 32) |
-           (1ull << 62);
+           ((att_u64)layout << 62);
+}
+
+/* The 128-byte-swizzled tiles' descriptor.  A K-major operand (K tile: 16
+ * keys' halves contiguous per row) needs only the stride between 8-row
+ * groups (1024 bytes); for the MN-major V tile the 8-row groups along K are
+ * also 1024 bytes apart and the tile is one 64-wide swizzle atom across N,
+ * so both offsets are 1024. */
+static __device__ __forceinline__ att_u64 att_desc(att_u32 addr, att_u32 lbo, att_u32 sbo)
+{
+    return att_desc_layout(addr, lbo, sbo, 1);
 }
 
 /* The descriptor of addr + off from the descriptor d of addr: off (a

@@ -398,7 +398,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     /* P x ones (k16 x n8 of ones, K-major, no swizzle: 8-row core matrices
      * of 16 bytes, 128 bytes apart along K): every column of the product
      * is the row sum of P, accumulated and rescaled like O */
-    const att_u64 od = (att_u64)((sOnes & 0x3FFFFu) >> 4) | ((att_u64)(128 >> 4) << 16) | ((att_u64)(256 >> 4) << 32);
+    const att_u64 od = att_desc_layout(sOnes, 128, 256, 0);
 #endif
     /* issue S = Q K^T for the K tile in slot s (no wait) */
     auto qk_issue = [&](float *sc, int s) {
