@@ -105,7 +105,16 @@
  *                is the issue schedule (the uniform instructions between
  *                the wgmmas), which the GPU rewards in some configurations
  *                and punishes in others (bench/ws_ab.sh descadd)
- *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM: the warp-specialised path
+ *   PVSPLIT      (WS path without the intra-warpgroup overlap) 1 / 2: a
+ *                tile's P V goes to the tensor cores in 2 / 4 chunks of k16
+ *                steps, each as soon as its exponentials are packed, while
+ *                the warpgroup computes the next chunk's; 0: after the
+ *                whole softmax
+ *   EARLY        (WS path without the intra-warpgroup overlap) 1: each
+ *                full-barrier wait runs under the wgmma before it (V's
+ *                under Q K^T, the next K's under P V); 0: just before the
+ *                wgmma that reads the slot
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM, PVSPLIT, EARLY: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
@@ -193,6 +202,12 @@
 #endif
 #ifndef DESCADD
 #define DESCADD 0
+#endif
+#ifndef PVSPLIT
+#define PVSPLIT 0
+#endif
+#ifndef EARLY
+#define EARLY 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)

@@ -63,6 +63,7 @@
 #define WS_BN ((BLOCK_N == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : BLOCK_N)
 #define WS_OV (OVERLAP && WS_EST(WS_BN, 1) <= WS_CAP)
 #define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
+#define WS_PVC (PVSPLIT == 2 ? 4 : 2)          /* PVSPLIT: P V chunks a tile */
 #define WS_TL (TAIL && WS_PS && !CAUSAL && CONSUMERS >= 2)   /* the tail of TAIL items */
 #define WS_KV_BYTES (WS_BN * D * 2)            /* one K (or V) tile */
 #define WS_FULL (LOADS ? 128 : 1)              /* arrivals on a full barrier */
@@ -416,15 +417,15 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                                   kk > 0);
         ws_wg_commit();
     };
-    /* issue O += P V for the V tile in slot s (no wait) */
-    auto pv_issue = [&](att_u32 (*pa)[4], int s) {
+    /* issue O += P V for k16 steps [k0, k1) of the V tile in slot s (no wait) */
+    auto pv_issue_k = [&](att_u32 (*pa)[4], int s, int k0, int k1) {
         const att_u32 vb = sV + s * WS_KV_BYTES;
         const att_u64 vd = att_desc(vb, 1024, 1024);
         att_keep<D / 2>(acc);
         att_keep<4 * LSUM>(lsum);
         att_wg_fence();
 #pragma unroll
-        for (int kk = 0; kk < WS_BN / 16; ++kk) {
+        for (int kk = k0; kk < k1; ++kk) {
 #pragma unroll
             for (int c = 0; c < D / 64; ++c)
                 AttWg<64, 1>::mma(acc + c * 32, pa[kk], ATT_DESC(vb, vd, c * WS_BN * 128 + kk * 16 * 128, 1024, 1024), 1);
@@ -434,6 +435,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         }
         ws_wg_commit();
     };
+    auto pv_issue = [&](att_u32 (*pa)[4], int s) { pv_issue_k(pa, s, 0, WS_BN / 16); };
     /* mask + online softmax of the raw scores of tile n in place (P = exp);
      * puts the accumulator rescale factors in alpha and returns whether
      * the accumulators need them (LAZY = 0: always).  LAZY = 1: a row's
@@ -445,7 +447,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
      * by l at the end is the same ratio.  The first tile of a row always
      * moves it (from -inf).  LAZY = 0 compiles to the cubins from before
      * LAZY was a knob. */
-    auto softmax = [&](float *sc, int n, float *alpha) -> bool {
+    /* causal / sequence-end mask of tile n's raw scores (only where a key may be out) */
+    auto mask = [&](float *sc, int n) {
         const int n0 = n * WS_BN;
 #if CAUSAL
         const bool need_mask = (n0 + WS_BN > S) || (n0 + WS_BN - 1 > m0 + cw * 64);
@@ -468,32 +471,49 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                         if (nt8 * 8 + e >= lim) sc[nt8 * 4 + 2 * r + e] = ATT_NEG_INF;
             }
         }
+    };
+    /* row r's new running maximum from the tile's scores: sets alpha[r] and
+     * m_run[r], returns the maximum the exponentials subtract; move: whether
+     * it moved */
+    auto row_max = [&](const float *sc, int r, float *alpha, bool &move) -> float {
+        float mx = ATT_NEG_INF;
+#pragma unroll
+        for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
+            mx = fmaxf(mx, fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        /* LAZY: -inf + 8 is -inf, so a row's first finite maximum moves it */
+        move = LAZY ? __any_sync(0xffffffffu, mx * sl > m_run[r] + 8.f) : true;
+        const float m_new = move ? fmaxf(m_run[r], mx * sl) : m_run[r];
+        const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
+        alpha[r] = move ? att_exp(m_run[r] - m_use) : 1.f;
+        m_run[r] = m_new;
+        return m_use;
+    };
+    /* P = exp2(s * sl - m_use) in place for row r's columns of n8 tiles
+     * [c0, c1); returns their sum (0 with LSUM: the tensor cores sum) */
+    auto row_exp = [&](float *sc, int r, float m_use, int c0, int c1) -> float {
+        float sum = 0.f;
+#pragma unroll
+        for (int nt8 = c0; nt8 < c1; ++nt8)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const float p = att_exp(fmaf(sc[nt8 * 4 + 2 * r + e], sl, -m_use));
+                sc[nt8 * 4 + 2 * r + e] = p;
+                if (!LSUM)
+                    sum += p;
+            }
+        return sum;
+    };
+    auto softmax = [&](float *sc, int n, float *alpha) -> bool {
+        mask(sc, n);
         bool moved = false;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            float mx = ATT_NEG_INF;
-#pragma unroll
-            for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
-                mx = fmaxf(mx, fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            /* LAZY: -inf + 8 is -inf, so a row's first finite maximum moves it */
-            const bool move = LAZY ? __any_sync(0xffffffffu, mx * sl > m_run[r] + 8.f) : true;
+            bool move;
+            const float m_use = row_max(sc, r, alpha, move);
             moved |= move;
-            const float m_new = move ? fmaxf(m_run[r], mx * sl) : m_run[r];
-            const float m_use = (m_new == ATT_NEG_INF) ? 0.f : m_new;
-            alpha[r] = move ? att_exp(m_run[r] - m_use) : 1.f;
-            m_run[r] = m_new;
-            float sum = 0.f;
-#pragma unroll
-            for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const float p = att_exp(fmaf(sc[nt8 * 4 + 2 * r + e], sl, -m_use));
-                    sc[nt8 * 4 + 2 * r + e] = p;
-                    if (!LSUM)
-                        sum += p;
-                }
+            const float sum = row_exp(sc, r, m_use, 0, WS_BN / 8);
             if (!LSUM)
                 l_run[r] = move ? l_run[r] * alpha[r] + sum : l_run[r] + sum;
         }
@@ -509,15 +529,17 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             a[3] *= alpha[1];
         }
     };
-    auto pack = [&](const float *sc, att_u32 (*pa)[4]) {
+    /* P of k16 steps [k0, k1) as fp16 pairs: the A fragments of P V */
+    auto pack_k = [&](const float *sc, att_u32 (*pa)[4], int k0, int k1) {
 #pragma unroll
-        for (int kk = 0; kk < WS_BN / 16; ++kk) {
+        for (int kk = k0; kk < k1; ++kk) {
             pa[kk][0] = att_pack(sc[(2 * kk) * 4 + 0], sc[(2 * kk) * 4 + 1]);
             pa[kk][1] = att_pack(sc[(2 * kk) * 4 + 2], sc[(2 * kk) * 4 + 3]);
             pa[kk][2] = att_pack(sc[(2 * kk + 1) * 4 + 0], sc[(2 * kk + 1) * 4 + 1]);
             pa[kk][3] = att_pack(sc[(2 * kk + 1) * 4 + 2], sc[(2 * kk + 1) * 4 + 3]);
         }
     };
+    auto pack = [&](const float *sc, att_u32 (*pa)[4]) { pack_k(sc, pa, 0, WS_BN / 16); };
 
     /* ping-pong turns: bar.sync on this warpgroup's barrier waits for the
      * previous warpgroup's bar.arrive (256 threads: both warpgroups) */
@@ -585,20 +607,73 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_arrive(emptyV(sp));
     }
 #else
+    /* EARLY = 1: each full-barrier wait runs while the wgmma before it is in
+     * flight (V's under Q K^T, the next tile's K under P V; the first K's
+     * before the loop) instead of just before the wgmma that reads the slot */
+#if EARLY
+    if (ntc > 0)
+        ws_wait_full(fullK(g0 % STAGES), (g0 / STAGES) & 1);
+#endif
     for (int n = 0; n < ntc; ++n) {
         const int s = (g0 + n) % STAGES;
         const att_u32 ph = ((g0 + n) / STAGES) & 1;
+#if !EARLY
         ws_wait_full(fullK(s), ph);
+#endif
         qk_issue(sc, s);
+#if EARLY
+        ws_wait_full(fullV(s), ph);
+#endif
         ws_wg_wait<0>();
         att_keep<WS_BN / 2>(sc);
         ws_arrive(emptyK(s));
+#if PVSPLIT
+        /* P V in WS_PVC chunks: each chunk's k16 steps go to the tensor
+         * cores as soon as its exponentials are packed, while the warpgroup
+         * computes the next chunk's (the accumulators are rescaled first,
+         * before any of this tile's P V is in flight) */
+        mask(sc, n);
+        float mu[2];
+        mv = false;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            bool move;
+            mu[r] = row_max(sc, r, alpha, move);
+            mv |= move;
+            if (!LSUM && move)
+                l_run[r] *= alpha[r];
+        }
+        if (mv)
+            rescale(alpha);
+#if !EARLY
+        ws_wait_full(fullV(s), ph);
+#endif
+#pragma unroll
+        for (int c = 0; c < WS_PVC; ++c) {
+            constexpr int CW = WS_BN / 8 / WS_PVC;   /* n8 tiles a chunk */
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                const float sum = row_exp(sc, r, mu[r], c * CW, (c + 1) * CW);
+                if (!LSUM)
+                    l_run[r] += sum;
+            }
+            pack_k(sc, pa, c * CW / 2, (c + 1) * CW / 2);
+            pv_issue_k(pa, s, c * CW / 2, (c + 1) * CW / 2);
+        }
+#else
         mv = softmax(sc, n, alpha);
         if (mv)
             rescale(alpha);
         pack(sc, pa);
+#if !EARLY
         ws_wait_full(fullV(s), ph);
+#endif
         pv_issue(pa, s);
+#endif
+#if EARLY
+        if (n + 1 < ntc)
+            ws_wait_full(fullK((g0 + n + 1) % STAGES), ((g0 + n + 1) / STAGES) & 1);
+#endif
         ws_wg_wait<0>();
         att_keep<D / 2>(acc);
         att_keep<4 * LSUM>(lsum);
