@@ -121,5 +121,59 @@ if grep -q -- "--dim B=4 --dim H=8 --dim S=512 --dim D=64 --dim CAUSAL=0" "$tmp/
     ok "burst_study.sh benches the export's shape and params"
 else bad "burst_study.sh did not pass the export's shape and params"; cat "$tmp/bs/exp.bench-0.5.json"; fi
 
+# ws_trace.py: the stamps go into both consumer loops and the producer of
+# the WS path's source (here the template's own text), a non-WS export is
+# refused (exit 2), and the analysis recovers known phase lengths
+"$PY" - "$ROOT/templates/attention/attention_ws.cuh" "$tmp/ws.json" "$tmp/fa2.json" <<'PYEOF'
+import json, sys
+src = open(sys.argv[1]).read()
+json.dump({"source": src, "params": {"WS": 1}}, open(sys.argv[2], "w"))
+json.dump({"source": src, "params": {"WS": 0}}, open(sys.argv[3], "w"))
+PYEOF
+"$PY" "$ROOT/bench/ws_trace.py" "$tmp/ws.json" --patch-only >"$tmp/traced" 2>"$tmp/err"
+rc=$?
+n=$(grep -c "WS_TR" "$tmp/traced")
+if [ "$rc" -eq 0 ] && [ "$n" -eq 25 ]; then ok "ws_trace.py --patch-only: 25 stamp lines in the WS source"
+else bad "ws_trace.py --patch-only: exit $rc, $n stamp lines: $(head -3 "$tmp/err")"; fi
+"$PY" "$ROOT/bench/ws_trace.py" "$tmp/fa2.json" --patch-only >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "not a WS=1 export" "$tmp/err"; then ok "ws_trace.py refuses a non-WS export (exit 2)"
+else bad "ws_trace.py on a non-WS export: exit $rc: $(head -3 "$tmp/err")"; fi
+PYTHONPATH="$ROOT/bench" "$PY" - >"$tmp/out" 2>&1 <<'PYEOF'
+import ws_trace
+ctas, tiles = 1, 8
+buf = [0] * (ctas * 4 * tiles * 8)
+def put(w, t, k, v):
+    buf[((0 * 4 + w) * tiles + t) * 8 + k] = v
+for w in (1, 2, 3):                      # no overlap: K 10, QK 100, softmax 500, V 10, PV 200
+    for t in range(tiles):
+        b = 1000 * t + 100 * w + 1
+        for k, dt in enumerate((0, 10, 110, 610, 620, 820)):
+            put(w, t, k, b + dt)
+r = ws_trace.analyse(buf, ctas, tiles, 3, 2)
+ph = {p: v["median"] for p, v in r["consumer_phases"].items()}
+want = {"wait K": 10, "Q K^T (issue to wait)": 100, "softmax": 500, "wait V": 10,
+        "P V (issue to wait)": 200, "to the next tile": 180}
+assert r["loop"] == "no overlap", r["loop"]
+assert ph == want, ph
+c = r["ctas"][0]
+assert abs(sum(c[k] for k in ("gemm only", "softmax only", "both", "neither")) - 1) < 1e-9, c
+for t in range(tiles):                   # overlap: marker in slot 7, turn stamp 6
+    for k in range(8):
+        put(1, t, k, 0)
+    b = 1000 * t + 1
+    for k, dt in ((0, 0), (1, 20), (6, 50), (2, 150), (3, 650), (5, 700), (4, 760)):
+        put(1, t, k, b + dt)
+    put(1, t, 7, 1)
+r = ws_trace.analyse(buf, ctas, tiles, 1, 2)
+ph = {p: v["median"] for p, v in r["consumer_phases"].items()}
+assert r["loop"] == "overlap", r["loop"]
+assert ph["wait for the ping-pong turn"] == 30 and ph["softmax (P V of n-1 in flight)"] == 500, ph
+assert ph["rescale, pack"] == 60 and ph["to the next tile"] == 240, ph
+print("analysis ok")
+PYEOF
+if grep -q "analysis ok" "$tmp/out"; then ok "ws_trace.py's analysis recovers synthetic phase lengths (both loops)"
+else bad "ws_trace.py's analysis: $(tail -3 "$tmp/out")"; fi
+
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]
