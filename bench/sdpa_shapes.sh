@@ -15,7 +15,9 @@
 #   the population and the children per generation. GENERATIONS (default
 #   100000) caps each run; with the default the time limit ends it (at
 #   about 450 candidates a minute, 50 generations take under a minute).
-#   TASK=spec.json searches another spec.
+#   TASK=spec.json searches another spec. COMPARE=0 only searches and
+#   exports (a later call, with the exports carried back into OUTDIR,
+#   times them all in one process).
 #   Set EXTRA_DB=path.db (and EXTRA_SHAPE=B,H,S,D,C) to add the export of
 #   a longer run (e.g. the 20-generation run on the seed shape).
 set -u
@@ -46,4 +48,5 @@ done
 if [ -n "${EXTRA_DB:-}" ]; then
     $E export --best --format json --db "$EXTRA_DB" -o "$out/exports/extra.json"
 fi
+[ "${COMPARE:-1}" = 0 ] && exit 0
 python3 bench/compare_sdpa.py "$out"/exports/*.json --out "$out/sdpa_results.json" 2>&1 | tee "$out/sdpa_table.txt"

@@ -34,18 +34,25 @@
 # (7) 'descadd' (not part of 'all'): DESCADD 1 (wgmma descriptors by adding
 # offsets to one a tile) against 0, at the same rows with LSUM 0 and LSUM 1,
 # and at the FA2 path's WGMMA winners (the small rows).
-# (8) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
+# (8) 'early' (not part of 'all'): EARLY 1 (each full-barrier wait under the
+# wgmma before it) against 0, and PVSPLIT 1 and 2 (P V issued in 2 or 4
+# chunks, each once its exponentials are packed) against 0, in the loop
+# without the intra-warpgroup overlap at 2 consumers (the constraints keep
+# both off at 3, where they spill), at B4 H8 S2048, B8 H16 S512 and the
+# seed shape; then the 2-consumer configuration with both against each
+# row's table winner.
+# (9) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
 # without --gpu (a spill fails it); WS_CACHE=DIR keeps the cubins for a gate.
-# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|all]
+# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
 T=${TASK:-templates/attention/task.json}   # TASK: another spec
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 BEST="WGMMA=1,BLOCK_M=64,BLOCK_N=128,WARPS=4,STAGES=3"
-ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1},LAZY=${10:-0},TAIL=${11:-0},LSUM=${12:-0}${13:+,DESCADD=$13}"; }
+ws() { echo "WS=1,CONSUMERS=$1,BLOCK_M=$((64 * $1)),BLOCK_N=$2,STAGES=$3,OVERLAP=$4,REGSPLIT=$5,PINGPONG=${6:-0},PERSIST=${7:-0},LOADS=${8:-0},O_STAGE=${9:-1},LAZY=${10:-0},TAIL=${11:-0},LSUM=${12:-0}${13:+,DESCADD=${13}}"; }
 if [ "${WS_GATE:-}" = all ]; then
     gate=()
     for c in 1 2 3; do for n in 64 128; do for s in 1 2 3; do for o in 0 1; do for r in 0 1; do
@@ -176,6 +183,18 @@ if [ "$what" = descadd ]; then
     done
     for dims in "--dim CAUSAL=1" "--dim B=2 --dim H=8 --dim S=512"; do
         knob_ab descadd.txt "$dims" "$BEST,DESCADD=1" "$BEST,DESCADD=0"
+    done
+fi
+if [ "$what" = early ]; then
+    echo "=== EARLY and PVSPLIT against 0 (2 consumers, no overlap), then against each row's winner"
+    for pair in "0:$(ws 2 128 3 0 1 0 1 0 1 1)" "2:$(ws 2 128 2 0 1 0 1)" ":$(ws 2 128 2 0 1 0 1)"; do
+        k=${pair%%:*} c=${pair#*:}
+        knob_ab early.txt "${k:+${shapes[$k]}}" "$c,PVSPLIT=0,EARLY=1" "$c,PVSPLIT=0,EARLY=0"
+        for v in 1 2; do knob_ab early.txt "${k:+${shapes[$k]}}" "$c,PVSPLIT=$v,EARLY=1" "$c,PVSPLIT=0,EARLY=1"; done
+    done
+    for pair in "0:$(ws 3 128 3 0 1 0 1 0 1 1 1)" "2:$(ws 3 128 2 0 1 0 1 0 1 0 0 0 1)" ":$BEST"; do
+        k=${pair%%:*} c=${pair#*:}
+        knob_ab early.txt "${k:+${shapes[$k]}}" "$(ws 2 128 2 0 1 0 1),PVSPLIT=2,EARLY=1" "$c"
     done
 fi
 if [ "$what" = lazy ]; then
