@@ -436,17 +436,6 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_wg_commit();
     };
     auto pv_issue = [&](att_u32 (*pa)[4], int s) { pv_issue_k(pa, s, 0, WS_BN / 16); };
-    /* mask + online softmax of the raw scores of tile n in place (P = exp);
-     * puts the accumulator rescale factors in alpha and returns whether
-     * the accumulators need them (LAZY = 0: always).  LAZY = 1: a row's
-     * running maximum moves only when one of the 8 rows of the warp that
-     * vote with it (same r) would grow by more than 2^8; until then P is
-     * exp2 against the stale maximum, so P <= 2^8 (fp16 holds it, the row
-     * sums stay far from overflow), alpha is 1 and, where no row of the
-     * thread moved, the accumulators are not touched: the normalisation
-     * by l at the end is the same ratio.  The first tile of a row always
-     * moves it (from -inf).  LAZY = 0 compiles to the cubins from before
-     * LAZY was a knob. */
     /* causal / sequence-end mask of tile n's raw scores (only where a key may be out) */
     auto mask = [&](float *sc, int n) {
         const int n0 = n * WS_BN;
@@ -474,7 +463,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     };
     /* row r's new running maximum from the tile's scores: sets alpha[r] and
      * m_run[r], returns the maximum the exponentials subtract; move: whether
-     * it moved */
+     * it moved (LAZY: see softmax below) */
     auto row_max = [&](const float *sc, int r, float *alpha, bool &move) -> float {
         float mx = ATT_NEG_INF;
 #pragma unroll
@@ -505,6 +494,17 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             }
         return sum;
     };
+    /* mask + online softmax of the raw scores of tile n in place (P = exp);
+     * puts the accumulator rescale factors in alpha and returns whether
+     * the accumulators need them (LAZY = 0: always).  LAZY = 1: a row's
+     * running maximum moves only when one of the 8 rows of the warp that
+     * vote with it (same r) would grow by more than 2^8; until then P is
+     * exp2 against the stale maximum, so P <= 2^8 (fp16 holds it, the row
+     * sums stay far from overflow), alpha is 1 and, where no row of the
+     * thread moved, the accumulators are not touched: the normalisation
+     * by l at the end is the same ratio.  The first tile of a row always
+     * moves it (from -inf).  LAZY = 0 compiles to the cubins from before
+     * LAZY was a knob. */
     auto softmax = [&](float *sc, int n, float *alpha) -> bool {
         mask(sc, n);
         bool moved = false;
