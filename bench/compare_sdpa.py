@@ -166,8 +166,8 @@ class Bench:
         return n_bad == 0, mx, n_bad
 
     # -- evoeng kernel
-    def compile(self, exp):
-        """CuPy functions for the plan's entries (cached by source)."""
+    def module(self, exp):
+        """The CuPy module of the export's source (compiled once, cached by source)."""
         cupy = self.cupy
         key = hashlib.sha256(exp["source"].encode()).hexdigest()
         if key not in self.modules:
@@ -179,7 +179,11 @@ class Bench:
                 mod = cupy.RawModule(code=exp["source"], options=NVRTC_OPTIONS, backend="nvrtc")
                 mod.compile()  # compile errors surface here, with the NVRTC log
             self.modules[key] = mod
-        mod = self.modules[key]
+        return self.modules[key]
+
+    def compile(self, exp):
+        """CuPy functions for the plan's entries (the module cached by source)."""
+        mod = self.module(exp)
         fns = {}
         for l in exp["launches"]:
             if l["entry"] not in fns:

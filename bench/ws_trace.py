@@ -154,8 +154,9 @@ def analyse(buf, ctas, tiles, consumers, skip):
         spans = []          # (start, end, kind)
         lo, hi = None, None
         for w in range(1, consumers + 1):
-            done = [t for t in range(tiles) if all(rec(c, w, t)[k] for k in range(7) if k != 7
-                                                   and (k != 6 or mode == "overlap"))]
+            # the tiles with every stamp of this loop (6, the turn, only with the overlap)
+            need = range(7) if mode == "overlap" else range(6)
+            done = [t for t in range(tiles) if all(rec(c, w, t)[k] for k in need)]
             for i, t in enumerate(done):
                 r = rec(c, w, t)
                 lo = r[0] if lo is None else min(lo, r[0])
@@ -265,10 +266,7 @@ def main(argv):
     try:
         exp_raw = json.load(open(a.export))
         traced = patch(exp_raw["source"], exp_raw["params"], a.ctas, a.tiles)
-    except (OSError, ValueError, KeyError) as e:
-        print(f"ws_trace.py: {a.export}: {e}", file=sys.stderr)
-        return 2
-    except TraceError as e:
+    except (OSError, ValueError, KeyError, TraceError) as e:
         print(f"ws_trace.py: {a.export}: {e}", file=sys.stderr)
         return 2
     if a.patch_only:
@@ -288,9 +286,7 @@ def main(argv):
         tfns = b.compile(texp)
         traced_fn = b.evo_fn(texp, tfns, tensors)
         us_plain, us_traced = time_fn(torch, plain), time_fn(torch, traced_fn)
-        import hashlib
-        mod = b.modules[hashlib.sha256(traced.encode()).hexdigest()]
-        ptr = mod.get_global("ws_trace_buf")
+        ptr = b.module(texp).get_global("ws_trace_buf")
         n = a.ctas * 4 * a.tiles * 8
         arr = b.cupy.ndarray((n,), dtype=b.cupy.uint64, memptr=ptr)
         arr.fill(0)
