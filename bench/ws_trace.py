@@ -22,13 +22,21 @@ once:
   producer (its one issuing thread), per KV tile:
     k0 before the wait on K's empty slot     k1 after it
     k2 before the wait on V's empty slot     k3 after it
+  and once per warpgroup, the CTA's timeline: the kernel's entry, the
+  first tile's Q in registers, the end of the first and of the last
+  tile's epilogue (consumers), the last load issued (producer)
 
 for the first --ctas CTAs (each runs on one SM; clock64 is that SM's
 counter, so stamps of one CTA compare). It prints, per phase, the median
 and mean cycles of a tile over the steady-state tiles of every consumer
 warpgroup, and per CTA how much of the span had a GEMM in flight (some
 warpgroup between k1 and k2 or between k4 and k5; with the overlap between
-k6 and k5), a softmax running (between k2 and k3), both, or neither. The
+k6 and k5), a softmax running (between k2 and k3), both, or neither, and
+its timeline: cycles from the kernel's entry to Q in registers, to the end
+of the first tile, to the end, and from the last KV tile's P V to the end
+(the epilogue). The CTAs are the first --ctas in launch order (without
+PERSIST: the first query blocks of the first head, the last ones first
+where causal). The
 traced copy is timed against the untraced export in the same process (the
 stamps' cost: 1.1-1.2x).
 
@@ -87,6 +95,16 @@ CONSUMER = [
      "        ws_wg_wait<0>();                        /* P V of tile n - 1 done */\n        WS_TR(g0 + n, 5);\n", 1),
     ("        pack(sc, pa);\n    }\n    if (ntc > 0) {\n",
      "        pack(sc, pa);\n        WS_TR(g0 + n, 4);\n    }\n    if (ntc > 0) {\n", 1),
+    # the CTA's timeline (ws_trace_cta, per warpgroup): k0 the kernel's
+    # entry (before the barriers' initialisation); consumers: k1 their
+    # first tile's Q in registers, k2 the end of their first tile's
+    # epilogue, k3 of their last; the producer: k1 its last load issued
+    ("    if (tid == 0) {\n        ws_bar_init(barQ, WS_FULL);\n",
+     "    WS_TRC(0);\n    if (tid == 0) {\n        ws_bar_init(barQ, WS_FULL);\n", 1),
+    ("    ws_arrive(emptyQ);\n", "    ws_arrive(emptyQ);\n    if (j == 0)\n        WS_TRC(1);\n", 1),
+    ("    g0 += nt;\n    }   /* tiles */\n",
+     "    if (j == 0)\n        WS_TRC(2);\n    WS_TRC(3);\n    g0 += nt;\n    }   /* tiles */\n", 1),
+    ("          }\n#if LOADS   /* exit with no copy", "          }\n          WS_TRC(1);\n#if LOADS   /* exit with no copy", 1),
     ("                ws_wait(emptyK(s), ph ^ 1);\n",
      "                WS_TR(kv, 0);\n                ws_wait(emptyK(s), ph ^ 1);\n                WS_TR(kv, 1);\n", 1),
     ("                ws_wait(emptyV(s), ph ^ 1);\n",
@@ -106,15 +124,20 @@ def patch(source, params, ctas, tiles):
         raise TraceError("the WS kernel's signature is not in the source once")
     head = (f"#define WS_TR_CTAS {ctas}\n#define WS_TR_TILES {tiles}\n"
             "__device__ unsigned long long ws_trace_buf[WS_TR_CTAS * 4 * WS_TR_TILES * 8];\n"
-            "#define WS_TR(slot, k) do { if (blockIdx.x < WS_TR_CTAS && (threadIdx.x & 127) == 0 && "
-            "(slot) < WS_TR_TILES) { unsigned long long c_; "
-            "asm volatile(\"mov.u64 %0, %%clock64;\" : \"=l\"(c_) :: \"memory\"); "
-            "ws_trace_buf[((blockIdx.x * 4 + (threadIdx.x >> 7)) * WS_TR_TILES + (slot)) * 8 + (k)] = c_; "
+            "__device__ unsigned long long ws_trace_cta[WS_TR_CTAS * 4 * 4];\n"
+            # the CTA's linear index: a grid of (query blocks, heads) without PERSIST
+            "#define WS_TR_ID (blockIdx.x + gridDim.x * blockIdx.y)\n"
+            "#define WS_TR_ON (WS_TR_ID < WS_TR_CTAS && (threadIdx.x & 127) == 0)\n"
+            "#define WS_TR_CLK(c_) asm volatile(\"mov.u64 %0, %%clock64;\" : \"=l\"(c_) :: \"memory\")\n"
+            "#define WS_TR(slot, k) do { if (WS_TR_ON && (slot) < WS_TR_TILES) { unsigned long long c_; "
+            "WS_TR_CLK(c_); "
+            "ws_trace_buf[((WS_TR_ID * 4 + (threadIdx.x >> 7)) * WS_TR_TILES + (slot)) * 8 + (k)] = c_; "
             "} } while (0)\n"
-            "#define WS_TRV(slot, k, v) do { if (blockIdx.x < WS_TR_CTAS && (threadIdx.x & 127) == 0 && "
-            "(slot) < WS_TR_TILES) "
-            "ws_trace_buf[((blockIdx.x * 4 + (threadIdx.x >> 7)) * WS_TR_TILES + (slot)) * 8 + (k)] = (v); "
-            "} while (0)\n")
+            "#define WS_TRV(slot, k, v) do { if (WS_TR_ON && (slot) < WS_TR_TILES) "
+            "ws_trace_buf[((WS_TR_ID * 4 + (threadIdx.x >> 7)) * WS_TR_TILES + (slot)) * 8 + (k)] = (v); "
+            "} while (0)\n"
+            "#define WS_TRC(k) do { if (WS_TR_ON) { unsigned long long c_; WS_TR_CLK(c_); "
+            "ws_trace_cta[(WS_TR_ID * 4 + (threadIdx.x >> 7)) * 4 + (k)] = c_; } } while (0)\n")
     out = source.replace(KERNEL, head + KERNEL)
     for old, new, times in CONSUMER:
         if out.count(old) != times:
@@ -139,8 +162,29 @@ MODES = {
 }
 
 
-def analyse(buf, ctas, tiles, consumers, skip):
-    """Per-phase cycles and per-CTA overlap from the stamps (a flat list)."""
+def timeline(cta, c, consumers, hi):
+    """CTA c's timeline from ws_trace_cta (a flat list, 4 stamps a
+    warpgroup), cycles from the kernel's entry; hi: the last KV-loop stamp
+    (None if no tile was complete). Empty where the CTA left no entry."""
+    st = [cta[(c * 4 + w) * 4:(c * 4 + w) * 4 + 4] for w in range(consumers + 1)]
+    entries = [r[0] for r in st if r[0]]
+    ends = [r[3] for r in st[1:] if r[3]]
+    if not entries or not ends:
+        return {}
+    e0 = min(entries)
+    q = [r[1] - e0 for r in st[1:] if r[1]]
+    first = [r[2] - e0 for r in st[1:] if r[2]]
+    out = {"entry to Q in registers": median(q), "entry to the first tile's end": max(first) if first else None,
+           "entry to the end": max(ends) - e0,
+           "producer: entry to its last load": st[0][1] - e0 if st[0][1] else None}
+    if hi is not None:
+        out["last KV tile to the end (epilogue)"] = max(ends) - hi
+    return out
+
+
+def analyse(buf, ctas, tiles, consumers, skip, cta=None):
+    """Per-phase cycles and per-CTA overlap from the stamps (a flat list);
+    cta: ws_trace_cta's stamps, for each CTA's timeline."""
     def rec(c, w, t):
         i = ((c * 4 + w) * tiles + t) * 8
         return buf[i:i + 8]
@@ -174,7 +218,10 @@ def analyse(buf, ctas, tiles, consumers, skip):
                 prod["wait empty K"].append(r[1] - r[0])
             if r[3] and r[2] and t >= skip:
                 prod["wait empty V"].append(r[3] - r[2])
+        tl = timeline(cta, c, consumers, hi) if cta else {}
         if lo is None:
+            if tl:
+                ctarows.append({"cta": c, "timeline": tl})
             continue
         ev = []
         for a, b, k in spans:
@@ -192,7 +239,7 @@ def analyse(buf, ctas, tiles, consumers, skip):
             cnt[k] += d
         acc["neither"] += max(hi - prev, 0)
         span = hi - lo
-        ctarows.append({"cta": c, "span_cycles": span,
+        ctarows.append({"cta": c, "span_cycles": span, "timeline": tl,
                         **{k: v / span if span else 0.0 for k, v in acc.items()}})
 
     def stat(v):
@@ -286,17 +333,19 @@ def main(argv):
         tfns = b.compile(texp)
         traced_fn = b.evo_fn(texp, tfns, tensors)
         us_plain, us_traced = time_fn(torch, plain), time_fn(torch, traced_fn)
-        ptr = b.module(texp).get_global("ws_trace_buf")
-        n = a.ctas * 4 * a.tiles * 8
-        arr = b.cupy.ndarray((n,), dtype=b.cupy.uint64, memptr=ptr)
+        mod = b.module(texp)
+        arr = b.cupy.ndarray((a.ctas * 4 * a.tiles * 8,), dtype=b.cupy.uint64, memptr=mod.get_global("ws_trace_buf"))
+        carr = b.cupy.ndarray((a.ctas * 4 * 4,), dtype=b.cupy.uint64, memptr=mod.get_global("ws_trace_cta"))
         arr.fill(0)
+        carr.fill(0)
         traced_fn()
         torch.cuda.synchronize()
         buf = [int(x) for x in arr.get()]
+        cta = [int(x) for x in carr.get()]
     except Exception as e:  # no GPU, a CUDA or NVRTC failure
         print(f"ws_trace.py: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    res = analyse(buf, a.ctas, a.tiles, consumers, a.skip)
+    res = analyse(buf, a.ctas, a.tiles, consumers, a.skip, cta)
     res.update(export=a.export, params=exp["params"], dims=exp["dims"], us_plain=us_plain, us_traced=us_traced)
     print(f"{a.export}: {exp['dims']}  untraced {us_plain:.2f} us, traced {us_traced:.2f} us "
           f"({us_traced / us_plain:.3f})")
@@ -308,8 +357,13 @@ def main(argv):
         print(f"  {p:24s} {v['median']:8.0f} {v['mean']:8.0f}   (n={v['n']})")
     print("per CTA, share of the traced span: GEMM in flight only / softmax only / both / neither")
     for r in res["ctas"]:
-        print(f"  CTA {r['cta']}: span {r['span_cycles']} cycles: {r['gemm only']:.3f} / "
-              f"{r['softmax only']:.3f} / {r['both']:.3f} / {r['neither']:.3f}")
+        if "span_cycles" in r:
+            print(f"  CTA {r['cta']}: span {r['span_cycles']} cycles: {r['gemm only']:.3f} / "
+                  f"{r['softmax only']:.3f} / {r['both']:.3f} / {r['neither']:.3f}")
+    print("per CTA, cycles from the kernel's entry (its first clock64 on that SM):")
+    for r in res["ctas"]:
+        tl = r.get("timeline") or {}
+        print(f"  CTA {r['cta']}: " + ", ".join(f"{k} {v:.0f}" for k, v in tl.items() if v is not None))
     if a.power > 0:
         q, k, v = (tensors[exp["roles"][x]] for x in ("Q", "K", "V"))
         cud = b.sdpa_fn(b.SDPBackend.CUDNN_ATTENTION, q, k, v, exp["dims"]["CAUSAL"])

@@ -122,19 +122,23 @@ if grep -q -- "--dim B=4 --dim H=8 --dim S=512 --dim D=64 --dim CAUSAL=0" "$tmp/
 else bad "burst_study.sh did not pass the export's shape and params"; cat "$tmp/bs/exp.bench-0.5.json"; fi
 
 # ws_trace.py: the stamps go into both consumer loops and the producer of
-# the WS path's source (here the template's own text), a non-WS export is
+# the WS path's source (here the template's own text), and the CTA's
+# timeline into the kernel's entry and ends; a non-WS export is
 # refused (exit 2), and the analysis recovers known phase lengths
-"$PY" - "$ROOT/templates/attention/attention_ws.cuh" "$tmp/ws.json" "$tmp/fa2.json" <<'PYEOF'
+"$PY" - "$ROOT/templates/attention" "$tmp/ws.json" "$tmp/fa2.json" <<'PYEOF'
 import json, sys
-src = open(sys.argv[1]).read()
+# the template's three files, as an export inlines them: a patch point
+# must occur once in the whole source, the FA2 path's text included
+src = "".join(open(f"{sys.argv[1]}/{f}").read() for f in ("attention.cu", "attention_fa2.cuh", "attention_ws.cuh"))
 json.dump({"source": src, "params": {"WS": 1}}, open(sys.argv[2], "w"))
 json.dump({"source": src, "params": {"WS": 0}}, open(sys.argv[3], "w"))
 PYEOF
 "$PY" "$ROOT/bench/ws_trace.py" "$tmp/ws.json" --patch-only >"$tmp/traced" 2>"$tmp/err"
 rc=$?
 n=$(grep -c "WS_TR" "$tmp/traced")
-if [ "$rc" -eq 0 ] && [ "$n" -eq 25 ]; then ok "ws_trace.py --patch-only: 25 stamp lines in the WS source"
-else bad "ws_trace.py --patch-only: exit $rc, $n stamp lines: $(head -3 "$tmp/err")"; fi
+nc=$(grep -c "WS_TRC(" "$tmp/traced")
+if [ "$rc" -eq 0 ] && [ "$n" -eq 35 ] && [ "$nc" -eq 6 ]; then ok "ws_trace.py --patch-only: 35 stamp lines in the WS source, 5 of the CTA's timeline"
+else bad "ws_trace.py --patch-only: exit $rc, $n stamp lines, $nc timeline lines: $(head -3 "$tmp/err")"; fi
 "$PY" "$ROOT/bench/ws_trace.py" "$tmp/fa2.json" --patch-only >/dev/null 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 2 ] && grep -q "not a WS=1 export" "$tmp/err"; then ok "ws_trace.py refuses a non-WS export (exit 2)"
@@ -158,6 +162,16 @@ assert r["loop"] == "no overlap", r["loop"]
 assert ph == want, ph
 c = r["ctas"][0]
 assert abs(sum(c[k] for k in ("gemm only", "softmax only", "both", "neither")) - 1) < 1e-9, c
+cta = [0] * (ctas * 4 * 4)              # timeline: entry 1, Q 301, first end 2001, last end 9001
+for w in range(4):
+    cta[w * 4] = 1 + 5 * w
+for w in (1, 2, 3):
+    cta[w * 4 + 1], cta[w * 4 + 2], cta[w * 4 + 3] = 301, 1601 + 100 * w, 8701 + 100 * w
+cta[1] = 7001                            # the producer's last load
+tl = ws_trace.analyse(buf, ctas, tiles, 3, 2, cta)["ctas"][0]["timeline"]
+assert tl == {"entry to Q in registers": 300, "entry to the first tile's end": 1900, "entry to the end": 9000,
+              "producer: entry to its last load": 7000,
+              "last KV tile to the end (epilogue)": 9001 - (7000 + 300 + 821)}, tl
 for t in range(tiles):                   # overlap: marker in slot 7, turn stamp 6
     for k in range(8):
         put(1, t, k, 0)
