@@ -41,11 +41,16 @@
 # both off at 3, where they spill), at B4 H8 S2048, B8 H16 S512 and the
 # seed shape; then the 2-consumer configuration with both against each
 # row's table winner.
-# (9) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
+# (9) 'stagger' (not part of 'all'): STAGGER 1 (in a CTA's first tile the
+# second consumer warpgroup starts its first Q K^T once the first one's is
+# done) against 0, at 2 consumers without the overlap (the constraints
+# keep it there): the seed shape (non-causal, causal), B8 H16 S512 (both),
+# B4 H8 S2048 D64 and D128, with EARLY and PVSPLIT=2 and without.
+# (10) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
 # without --gpu (a spill fails it); WS_CACHE=DIR keeps the cubins for a gate.
-# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|all]
+# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
@@ -93,7 +98,8 @@ if [ "$what" = gate ] || [ "$what" = compile ] || [ "$what" = all ]; then
 fi
 shapes=("--dim B=4 --dim H=8 --dim S=2048" "--dim B=4 --dim H=8 --dim S=2048 --dim CAUSAL=1"
         "--dim B=8 --dim H=16 --dim S=512" "--dim B=8 --dim H=16 --dim S=512 --dim CAUSAL=1"
-        "--dim B=4 --dim H=8 --dim S=2048 --dim D=128" "--dim B=8 --dim H=16 --dim S=512 --dim D=128")
+        "--dim B=4 --dim H=8 --dim S=2048 --dim D=128" "--dim B=8 --dim H=16 --dim S=512 --dim D=128"
+        "--dim CAUSAL=1")
 if [ "$what" = ab ] || [ "$what" = all ]; then
     echo "=== A/B: WS (A) against the FA2-path best (B)"
     for dims in "${shapes[@]:0:4}"; do
@@ -196,6 +202,13 @@ if [ "$what" = early ]; then
         k=${pair%%:*} c=${pair#*:}
         knob_ab early.txt "${k:+${shapes[$k]}}" "$(ws 2 128 2 0 1 0 1),PVSPLIT=2,EARLY=1" "$c"
     done
+fi
+if [ "$what" = stagger ]; then
+    echo "=== STAGGER 1 against 0 (2 consumers, no overlap)"
+    ep="PVSPLIT=2,EARLY=1"
+    knob_rows stagger.txt STAGGER ":$(ws 2 128 2 0 1 0 1),$ep,STAGGER=0" "6:$(ws 2 128 3 0 1 0 0 0 1 0 0 0 1),$ep,STAGGER=0" \
+        ":$(ws 2 128 2 0 1 0 1),STAGGER=0" "2:$(ws 2 128 2 0 1 0 1),$ep,STAGGER=0" "3:$(ws 2 128 2 0 1 0 1),$ep,STAGGER=0" \
+        "0:$(ws 2 128 3 0 1 0 1 0 1 1),$ep,STAGGER=0" "0:$(ws 2 128 3 0 1 0 1 0 1 1),STAGGER=0" "4:$(ws 2 128 3 0 1 0 1),$ep,STAGGER=0"
 fi
 if [ "$what" = lazy ]; then
     echo "=== LAZY 1 against 0 inside the WS path, each shape's table winner"

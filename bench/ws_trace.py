@@ -74,9 +74,9 @@ CONSUMER = [
      "        ws_wait_full(fullK(s), ph);\n#endif\n        qk_issue(sc, s);\n",
      "        const att_u32 ph = ((g0 + n) / STAGES) & 1;\n        WS_TR(g0 + n, 0);\n#if !EARLY\n"
      "        ws_wait_full(fullK(s), ph);\n#endif\n        WS_TR(g0 + n, 1);\n        qk_issue(sc, s);\n", 1),
-    ("#endif\n        ws_wg_wait<0>();\n        att_keep<WS_BN / 2>(sc);\n        ws_arrive(emptyK(s));\n#if PVSPLIT\n",
+    ("#endif\n        ws_wg_wait<0>();\n        att_keep<WS_BN / 2>(sc);\n        ws_arrive(emptyK(s));\n",
      "#endif\n        ws_wg_wait<0>();\n        WS_TR(g0 + n, 2);\n        att_keep<WS_BN / 2>(sc);\n"
-     "        ws_arrive(emptyK(s));\n#if PVSPLIT\n", 1),
+     "        ws_arrive(emptyK(s));\n", 1),
     ("#if !EARLY\n        ws_wait_full(fullV(s), ph);\n#endif\n",
      "        WS_TR(g0 + n, 3);\n#if !EARLY\n        ws_wait_full(fullV(s), ph);\n#endif\n        WS_TR(g0 + n, 4);\n", 2),
     ("((g0 + n + 1) / STAGES) & 1);\n#endif\n        ws_wg_wait<0>();\n",

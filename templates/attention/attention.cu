@@ -114,7 +114,13 @@
  *                full-barrier wait runs under the wgmma before it (V's
  *                under Q K^T, the next K's under P V); 0: just before the
  *                wgmma that reads the slot
- *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM, PVSPLIT, EARLY: the warp-specialised path
+ *   STAGGER      (WS path without the intra-warpgroup overlap, 2
+ *                consumers) 1: in a CTA's first tile the second consumer
+ *                warpgroup issues its first Q K^T only once the first
+ *                one's has completed, so one's GEMMs run under the other's
+ *                softmax from the start (a one-time offset, not ping-pong
+ *                turns); 0: both start together
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM, PVSPLIT, EARLY, STAGGER: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
@@ -208,6 +214,9 @@
 #endif
 #ifndef EARLY
 #define EARLY 0
+#endif
+#ifndef STAGGER
+#define STAGGER 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)

@@ -614,6 +614,15 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     if (ntc > 0)
         ws_wait_full(fullK(g0 % STAGES), (g0 / STAGES) & 1);
 #endif
+    /* STAGGER = 1: in the CTA's first tile, warpgroup c issues its first
+     * Q K^T only once warpgroup c - 1's has completed (named barrier 1 + c),
+     * so their phases start half a step apart: one's GEMMs run under the
+     * other's softmax.  A warpgroup without KV tiles passes the turn on. */
+    const bool stag = STAGGER && j == 0;
+    if (stag && cw > 0)
+        asm volatile("bar.sync %0, 256;\n" :: "r"(1 + cw) : "memory");
+    if (stag && ntc == 0 && cw + 1 < CONSUMERS)
+        asm volatile("bar.arrive %0, 256;\n" :: "r"(2 + cw) : "memory");
     for (int n = 0; n < ntc; ++n) {
         const int s = (g0 + n) % STAGES;
         const att_u32 ph = ((g0 + n) / STAGES) & 1;
@@ -627,6 +636,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         ws_wg_wait<0>();
         att_keep<WS_BN / 2>(sc);
         ws_arrive(emptyK(s));
+        if (stag && n == 0 && cw + 1 < CONSUMERS)
+            asm volatile("bar.arrive %0, 256;\n" :: "r"(2 + cw) : "memory");
 #if PVSPLIT
         /* P V in WS_PVC chunks: each chunk's k16 steps go to the tensor
          * cores as soon as its exponentials are packed, while the warpgroup
