@@ -10,14 +10,14 @@ once:
   as at 3 consumers, D=64, 128-key tiles), per KV tile:
     k0 before the wait on K's full barrier   k1 after it
     k2 after Q K^T's wgmma.wait              k3 after softmax, rescale, pack
-    k4 after the wait on V's full barrier    k5 after P V's wgmma.wait
+    k4 after the wait on V's full barrier    k5 after P V's wait and release
   (EARLY = 1 moves the waits under the wgmmas: wait K and wait V then read
   about 0 and the waits fall inside Q K^T and P V; PVSPLIT = 1 or 2 leaves
   the mask and maxima in softmax and puts the chunked exponentials in P V)
   with the intra-warpgroup overlap (OVERLAP = 1), per KV tile but the first:
     k0 before the waits on K's and V's full barriers   k1 after them
     k6 after the ping-pong turn is taken   k2 after Q K^T's wgmma.wait<1>
-    k3 after softmax                       k5 after P V's wgmma.wait<0>
+    k3 after softmax                       k5 after P V's wait<0> and release
     k4 after rescale and pack
   producer (its one issuing thread), per KV tile:
     k0 before the wait on K's empty slot     k1 after it
@@ -79,8 +79,8 @@ CONSUMER = [
      "        ws_arrive(emptyK(s));\n", 1),
     ("#if !EARLY\n        ws_wait_full(fullV(s), ph);\n#endif\n",
      "        WS_TR(g0 + n, 3);\n#if !EARLY\n        ws_wait_full(fullV(s), ph);\n#endif\n        WS_TR(g0 + n, 4);\n", 2),
-    ("((g0 + n + 1) / STAGES) & 1);\n#endif\n        ws_wg_wait<0>();\n",
-     "((g0 + n + 1) / STAGES) & 1);\n#endif\n        ws_wg_wait<0>();\n        WS_TR(g0 + n, 5);\n", 1),
+    ("((g0 + n + 1) / STAGES) & 1);\n#endif\n        pv_release(s);\n",
+     "((g0 + n + 1) / STAGES) & 1);\n#endif\n        pv_release(s);\n        WS_TR(g0 + n, 5);\n", 1),
     # the loop with the intra-warpgroup overlap (tile 0 is its prologue: unstamped)
     ("        ws_wait_full(fullK(s), ((g0 + n) / STAGES) & 1);\n"
      "        ws_wait_full(fullV(sp), ((g0 + n - 1) / STAGES) & 1);\n        pp_sync();\n",
@@ -90,9 +90,9 @@ CONSUMER = [
      "        pp_sync();\n        WS_TR(g0 + n, 6);\n", 1),
     ("        ws_wg_wait<1>();                        /* Q K^T of tile n done */\n",
      "        ws_wg_wait<1>();                        /* Q K^T of tile n done */\n        WS_TR(g0 + n, 2);\n", 1),
-    ("        mv = softmax(sc, n, alpha);\n        ws_wg_wait<0>();                        /* P V of tile n - 1 done */\n",
+    ("        mv = softmax(sc, n, alpha);\n        pv_release(sp);                         /* P V of tile n - 1 */\n",
      "        mv = softmax(sc, n, alpha);\n        WS_TR(g0 + n, 3);\n"
-     "        ws_wg_wait<0>();                        /* P V of tile n - 1 done */\n        WS_TR(g0 + n, 5);\n", 1),
+     "        pv_release(sp);                         /* P V of tile n - 1 */\n        WS_TR(g0 + n, 5);\n", 1),
     ("        pack(sc, pa);\n    }\n    if (ntc > 0) {\n",
      "        pack(sc, pa);\n        WS_TR(g0 + n, 4);\n    }\n    if (ntc > 0) {\n", 1),
     # the CTA's timeline (ws_trace_cta, per warpgroup): k0 the kernel's

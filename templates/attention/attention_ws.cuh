@@ -561,6 +561,15 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     att_u32 pa[WS_BN / 16][4];
     float alpha[2];
     bool mv = true;                             /* the last softmax moved a maximum */
+    /* wait for the P V in flight (every wgmma group), pin the registers it
+     * wrote and read, and release its V slot s */
+    auto pv_release = [&](int s) {
+        ws_wg_wait<0>();
+        att_keep<D / 2>(acc);
+        att_keep<4 * LSUM>(lsum);
+        ws_keep_r<WS_BN / 4>(&pa[0][0]);
+        ws_arrive(emptyV(s));
+    };
 #if WS_OV
     if (ntc > 0) {
         ws_wait_full(fullK(g0 % STAGES), (g0 / STAGES) & 1);
@@ -585,11 +594,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         att_keep<WS_BN / 2>(sc);
         ws_arrive(emptyK(s));
         mv = softmax(sc, n, alpha);
-        ws_wg_wait<0>();                        /* P V of tile n - 1 done */
-        att_keep<D / 2>(acc);
-        att_keep<4 * LSUM>(lsum);
-        ws_keep_r<WS_BN / 4>(&pa[0][0]);
-        ws_arrive(emptyV(sp));
+        pv_release(sp);                         /* P V of tile n - 1 */
         if (mv)
             rescale(alpha);
         pack(sc, pa);
@@ -600,11 +605,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         pp_sync();
         pv_issue(pa, sp);
         pp_arrive(ntc);
-        ws_wg_wait<0>();
-        att_keep<D / 2>(acc);
-        att_keep<4 * LSUM>(lsum);
-        ws_keep_r<WS_BN / 4>(&pa[0][0]);
-        ws_arrive(emptyV(sp));
+        pv_release(sp);
     }
 #else
     /* EARLY = 1: each full-barrier wait runs while the wgmma before it is in
@@ -685,11 +686,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         if (n + 1 < ntc)
             ws_wait_full(fullK((g0 + n + 1) % STAGES), ((g0 + n + 1) / STAGES) & 1);
 #endif
-        ws_wg_wait<0>();
-        att_keep<D / 2>(acc);
-        att_keep<4 * LSUM>(lsum);
-        ws_keep_r<WS_BN / 4>(&pa[0][0]);
-        ws_arrive(emptyV(s));
+        pv_release(s);
     }
 #endif
     /* tiles past this warpgroup's rows (causal), or all of a TAIL item's
