@@ -46,11 +46,18 @@
 # done) against 0, at 2 consumers without the overlap (the constraints
 # keep it there): the seed shape (non-causal, causal), B8 H16 S512 (both),
 # B4 H8 S2048 D64 and D128, with EARLY and PVSPLIT=2 and without.
-# (10) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
+# (10) 'bn256' (not part of 'all'): BLOCK_N 256 (256-key tiles: half the
+# tiles, so half the per-tile waits, maxima and rescales) against 128, at 2
+# consumers with REGSPLIT (the only place 256 keys fit at D=64): the seed
+# shape (non-causal with STAGGER and LAZY, causal), B8 H16 S512 (both,
+# PERSIST), B4 H8 S2048 D64 (both, PERSIST, LAZY); then the 256-key
+# configurations against each row's winner (BN256_WIN, "K:CONFIG" pairs as
+# knob_rows takes them).
+# (11) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
 # without --gpu (a spill fails it); WS_CACHE=DIR keeps the cubins for a gate.
-# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|all]
+# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
@@ -209,6 +216,19 @@ if [ "$what" = stagger ]; then
     knob_rows stagger.txt STAGGER ":$(ws 2 128 2 0 1 0 1),$ep,STAGGER=0" "6:$(ws 2 128 3 0 1 0 0 0 1 0 0 0 1),$ep,STAGGER=0" \
         ":$(ws 2 128 2 0 1 0 1),STAGGER=0" "2:$(ws 2 128 2 0 1 0 1),$ep,STAGGER=0" "3:$(ws 2 128 2 0 1 0 1),$ep,STAGGER=0" \
         "0:$(ws 2 128 3 0 1 0 1 0 1 1),$ep,STAGGER=0" "0:$(ws 2 128 3 0 1 0 1 0 1 1),STAGGER=0" "4:$(ws 2 128 3 0 1 0 1),$ep,STAGGER=0"
+fi
+if [ "$what" = bn256 ]; then
+    echo "=== BLOCK_N 256 against 128 (2 consumers, REGSPLIT)"
+    for pair in ":$(ws 2 128 2 0 1 0 0 0 1 1),STAGGER=1" ":$(ws 2 128 2 0 1)" "6:$(ws 2 128 2 0 1)" \
+                "2:$(ws 2 128 2 0 1 0 1)" "3:$(ws 2 128 2 0 1 0 1)" "0:$(ws 2 128 2 0 1 0 1 0 1 1)" "1:$(ws 2 128 2 0 1 0 1 0 1 1)"; do
+        k=${pair%%:*} c=${pair#*:}
+        knob_ab bn256.txt "${k:+${shapes[$k]}}" "$(knob_set "$c" BLOCK_N 128 256)" "$c"
+    done
+    for pair in ${BN256_WIN:-}; do
+        k=${pair%%:*} c=${pair#*:}
+        w=${c#*|} c=${c%%|*}
+        knob_ab bn256_win.txt "${k:+${shapes[$k]}}" "$c" "$w"
+    done
 fi
 if [ "$what" = lazy ]; then
     echo "=== LAZY 1 against 0 inside the WS path, each shape's table winner"

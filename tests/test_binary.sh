@@ -168,6 +168,26 @@ expect 1 "STAGGER at 3 consumers is refused by the constraints" -- "$EVOENG" che
 grep_out err "at 3 consumers (160 registers) it spills" "the constraint that fails is named"
 expect 1 "STAGGER with the overlap is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,STAGGER=1 --sample 0
 expect 1 "STAGGER at 1 consumer is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGGER=1 --sample 0
+# BLOCK_N=256 (256-key tiles, WS path): 2 consumers with REGSPLIT and 1
+# consumer compile without a spill (every compile variant: at D=128 the
+# tile falls back to 128 keys); the constraints refuse it off the WS path,
+# at 3 consumers and at 2 without REGSPLIT (it would always fall back),
+# and with EARLY (spills) or PVSPLIT (failed the gate)
+for p in WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=256,STAGES=3,PERSIST=1,LAZY=1,STAGGER=1 \
+         WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=256,STAGES=2,LOADS=1,LSUM=1,DESCADD=1 \
+         WS=1,CONSUMERS=1,BLOCK_M=64,BLOCK_N=256,STAGES=1,REGSPLIT=0,OVERLAP=1,LSUM=1; do
+    expect 0 "check the WS path's 256-key tiles ($p)" -- "$EVOENG" check "$TT" --arch sm_90 --params "$p" --sample 0 --json
+    grep_out out '"params": "BLOCK_M=[0-9]*,BLOCK_N=256,' "check reports the BLOCK_N=256 configuration"
+    grep_out out '"status": "ok",' "check compiles the WS configuration with BLOCK_N=256"
+    grep_out out '"spills": 0,' "the BLOCK_N=256 configuration compiles without a spill"
+done
+expect 1 "BLOCK_N=256 off the WS path is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WGMMA=1,BLOCK_M=64,BLOCK_N=256 --sample 0
+grep_out err "256-key tiles belong to the WS path" "the constraint that fails is named"
+expect 1 "BLOCK_N=256 at 3 consumers is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=256,STAGES=2 --sample 0
+expect 1 "BLOCK_N=256 at 2 consumers without REGSPLIT is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=256,STAGES=2,REGSPLIT=0 --sample 0
+expect 1 "BLOCK_N=256 with EARLY is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=256,STAGES=2,EARLY=1 --sample 0
+expect 1 "BLOCK_N=256 with PVSPLIT is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=256,STAGES=2,PVSPLIT=1 --sample 0
+grep_out err "with PVSPLIT it failed the gate" "the constraint that fails is named"
 expect 1 "LSUM without WS is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params LSUM=1 --sample 0
 grep_out err "LSUM belong to the WS path" "the constraint that fails is named"
 expect 1 "DESCADD on the mma.sync path is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params DESCADD=1 --sample 0

@@ -45,7 +45,10 @@
  *
  * Knobs (all #define, defaults below):
  *   BLOCK_M      query rows per CTA; a multiple of 16 * (warps per CTA)
- *   BLOCK_N      keys per KV tile (multiple of 16)
+ *   BLOCK_N      keys per KV tile (multiple of 16); 256 on the WS path
+ *                only (2 consumers with REGSPLIT, or 1, at D = 64: half the
+ *                tiles of 128, so half the waits, maxima and rescales a
+ *                row; where it does not fit the tile falls back to 128)
  *   WARPS        warps per CTA (at D = 64, see WSCALE)
  *   WSCALE       1: use WARPS * D / 64 warps when D > 64, so each warp
  *                keeps fewer rows (registers) at large D; 0: WARPS always

@@ -12,8 +12,9 @@
  * and V separately, so K's slot is freed as soon as Q K^T is done.
  * Consumers run both products as wgmma (Q and P as register A operands,
  * K as K-major and V as MN-major smem B operands) with the online softmax
- * in registers.  The key tile is WS_BN (BLOCK_N, or 64 where BLOCK_N = 128
- * would spill at this D; WS_OV likewise).  REGSPLIT = 1 moves registers from the producer to the
+ * in registers.  The key tile is WS_BN (BLOCK_N, or 128 where BLOCK_N = 256
+ * would spill at this D, or 64 where 128 would; WS_OV likewise; at 256
+ * keys Q K^T is two n128 wgmmas a k16 step and there is no overlap).  REGSPLIT = 1 moves registers from the producer to the
  * consumers with setmaxnreg.  OVERLAP = 1 pipelines inside a warpgroup:
  * the Q K^T of tile n and the P V of tile n - 1 are issued together and
  * the softmax of tile n runs while P V is still on the tensor cores.
@@ -57,10 +58,13 @@
  * stays valid at every head dim. */
 #define WS_CAP (REGSPLIT ? (CONSUMERS == 3 ? 160 : 240) \
                          : ((65536 / WS_THREADS / 8 * 8) < 255 ? (65536 / WS_THREADS / 8 * 8) : 255))
-#define WS_EST0(bn, ov) (3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
+/* 256-key tiles: the scores (128 registers) become P in place, chunk by
+ * chunk; no second score tile (the overlap) fits beside them */
+#define WS_EST0(bn, ov) ((bn) == 256 ? 3 * D / 4 + (bn) / 2 + 32 + 256 * (ov) : 3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
 #define WS_PS (PERSIST && WS_EST0(64, 0) + D / 8 <= WS_CAP)   /* the persistent loop: ~D/8 more */
 #define WS_EST(bn, ov) (WS_EST0(bn, ov) + D / 8 * WS_PS)
-#define WS_BN ((BLOCK_N == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : BLOCK_N)
+#define WS_BN1 ((BLOCK_N == 256 && WS_EST(256, 0) > WS_CAP) ? 128 : BLOCK_N)
+#define WS_BN ((WS_BN1 == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : WS_BN1)
 #define WS_OV (OVERLAP && WS_EST(WS_BN, 1) <= WS_CAP)
 #define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
 #define WS_PVC (PVSPLIT == 2 ? 4 : 2)          /* PVSPLIT: P V chunks a tile */
@@ -82,7 +86,7 @@ struct alignas(64) AttTmap { unsigned long long v[16]; };
 #if ATT_WSP
 static_assert(BLOCK_M == 64 * CONSUMERS, "WS: 64 query rows per consumer warpgroup");
 static_assert(D % 64 == 0, "WS: D must be a multiple of 64");
-static_assert(WS_BN == 64 || WS_BN == 128, "WS: WS_BN 64 or 128");
+static_assert(WS_BN == 64 || WS_BN == 128 || WS_BN == 256, "WS: WS_BN 64, 128 or 256");
 
 static __device__ __forceinline__ void ws_bar_init(att_u32 bar, int count)
 {
@@ -405,7 +409,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     auto qk_issue = [&](float *sc, int s) {
         const att_u32 kb = sK + s * WS_KV_BYTES;
         const att_u64 kd = att_desc(kb, 16, 1024);
-        constexpr int QN = WS_BN == 64 ? 32 : WS_BN;   /* see the WGMMA path's note on n64 */
+        constexpr int QN = WS_BN == 64 ? 32 : 128;     /* see the WGMMA path's note on n64; 256 keys: two n128 */
         att_keep<WS_BN / 2>(sc);
         att_wg_fence();
 #pragma unroll
