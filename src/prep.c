@@ -110,13 +110,18 @@ void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s)
 {
     const PrepUnit *u = &p->units[p->shape_unit[s]];
     const Plan *plan = &p->plans[s];
-    int max_spill = task_max_spill_bytes(t);
+    int max_spill = task_max_spill_bytes(t), max_stack = task_max_stack_bytes(t);
     for (int k = 0; k < u->res.nkernels; k++) {
         const KernelResources *kr = &u->res.kernels[k];
         int spills = kr->spill_stores + kr->spill_loads;
         if (max_spill >= 0 && spills > max_spill)
             set_status(p, "resource", "%s spills %d bytes (stores %d, loads %d); the task allows %d", kr->name,
                        spills, kr->spill_stores, kr->spill_loads, max_spill);
+        else if (max_stack >= 0 && kr->stack > max_stack)
+            set_status(p, "resource",
+                       "%s keeps %d bytes in local memory (its stack frame: arrays the compiler could not "
+                       "keep in registers); the task allows %d (compile.max_stack_bytes)",
+                       kr->name, kr->stack, max_stack);
     }
     if (u->res.nkernels == 0)
         return;   /* no ptxas report: the worker's load checks the entries and limits */

@@ -168,6 +168,14 @@ expect 1 "STAGGER at 3 consumers is refused by the constraints" -- "$EVOENG" che
 grep_out err "at 3 consumers (160 registers) it spills" "the constraint that fails is named"
 expect 1 "STAGGER with the overlap is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,STAGGER=1 --sample 0
 expect 1 "STAGGER at 1 consumer is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGGER=1 --sample 0
+# compile.max_stack_bytes: a kernel that keeps an array in local memory
+# (tests/data/kernels/stack.cu, the scale task's entries) is refused by the
+# static gate with its stack size and the limit named; the task's own
+# template passes
+expect 1 "a kernel with a stack frame over compile.max_stack_bytes is refused" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_90 --source "$EVO_SOURCE_ROOT/tests/data/kernels/stack.cu" --sample 0
+grep_out err "scale_main keeps 256 bytes in local memory" "the static gate names the kernel and its stack frame"
+grep_out err "the task allows 0 (compile.max_stack_bytes)" "the static gate names the limit"
+expect 0 "the scale task's own template has no stack frame" -- "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/good_task.json" --arch sm_90 --sample 0
 # BLOCK_N=256 (256-key tiles, WS path): 2 consumers with REGSPLIT and 1
 # consumer compile without a spill (every compile variant: at D=128 the
 # tile falls back to 128 keys); the constraints refuse it off the WS path,
@@ -187,7 +195,7 @@ expect 1 "BLOCK_N=256 at 3 consumers is refused by the constraints" -- "$EVOENG"
 expect 1 "BLOCK_N=256 at 2 consumers without REGSPLIT is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=256,STAGES=2,REGSPLIT=0 --sample 0
 expect 1 "BLOCK_N=256 with EARLY is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=256,STAGES=2,EARLY=1 --sample 0
 expect 1 "BLOCK_N=256 with PVSPLIT is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,BLOCK_N=256,STAGES=2,PVSPLIT=1 --sample 0
-grep_out err "with PVSPLIT it failed the gate" "the constraint that fails is named"
+grep_out err "with PVSPLIT the compiler does not unroll" "the constraint that fails is named"
 expect 1 "LSUM without WS is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params LSUM=1 --sample 0
 grep_out err "LSUM belong to the WS path" "the constraint that fails is named"
 expect 1 "DESCADD on the mma.sync path is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params DESCADD=1 --sample 0

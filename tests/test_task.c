@@ -154,6 +154,7 @@ static void test_good_load(void)
     CHECK(task_fast_math(t) == 0);
     CHECK(task_lineinfo(t) == 1);
     CHECK(task_max_spill_bytes(t) == 0);
+    CHECK(task_max_stack_bytes(t) == 0);
     task_free(&t);
     CHECK(t == NULL);
     task_free(&t);

@@ -382,6 +382,24 @@ fail:
     return rc;
 }
 
+/* compile.<key>, a byte count from 0 to INT_MAX, into *out (left as it is
+ * when absent); -1 with the error set on a bad value */
+static int get_byte_limit(Loader *L, json_t *compile, const char *key, int *out)
+{
+    json_t *v = json_object_get(compile, key);
+    char path[64];
+    int64_t m;
+    if (!v)
+        return 0;
+    snprintf(path, sizeof(path), "compile.%s", key);
+    if (tl_get_int(L, v, path, &m) < 0)
+        return -1;
+    if (m < 0 || m > INT_MAX)
+        return tl_err(L, path, "out of range");
+    *out = (int)m;
+    return 0;
+}
+
 static int load_misc(Loader *L, json_t *root)
 {
     Task *t = L->t;
@@ -389,10 +407,11 @@ static int load_misc(Loader *L, json_t *root)
     size_t i;
     char p[PATH_MAX_LEN];
     static const char *const tkeys[] = {"atol", "rtol", NULL};
-    static const char *const ckeys[] = {"options", "fast_math", "lineinfo", "max_spill_bytes", "arch_specific", NULL};
+    static const char *const ckeys[] = {"options", "fast_math", "lineinfo", "max_spill_bytes", "max_stack_bytes",
+                                        "arch_specific", NULL};
     static const char *const gkeys[] = {"min_ctas", NULL};
     t->atol = t->rtol = 1e-2;
-    t->max_spill = -1;
+    t->max_spill = t->max_stack = -1;
     if (tl_get_field(L, root, "", "tolerance", 0, JSON_OBJECT, &obj) < 0)
         return -1;
     if (obj) {
@@ -415,14 +434,9 @@ static int load_misc(Loader *L, json_t *root)
             tl_get_bool(L, obj, "compile", "lineinfo", &t->lineinfo) < 0 ||
             tl_get_bool(L, obj, "compile", "arch_specific", &t->arch_specific) < 0)
             return -1;
-        if ((v = json_object_get(obj, "max_spill_bytes"))) {
-            int64_t m;
-            if (tl_get_int(L, v, "compile.max_spill_bytes", &m) < 0)
-                return -1;
-            if (m < 0 || m > INT_MAX)
-                return tl_err(L, "compile.max_spill_bytes", "out of range");
-            t->max_spill = (int)m;
-        }
+        if (get_byte_limit(L, obj, "max_spill_bytes", &t->max_spill) < 0 ||
+            get_byte_limit(L, obj, "max_stack_bytes", &t->max_stack) < 0)
+            return -1;
         json_t *arr;
         if (tl_get_field(L, obj, "compile", "options", 0, JSON_ARRAY, &arr) < 0)
             return -1;

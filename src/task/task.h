@@ -139,6 +139,10 @@ int task_lineinfo(const Task *t);         /* 0 or 1 */
  * that exist on that architecture alone. */
 int task_arch_specific(const Task *t);
 int task_max_spill_bytes(const Task *t);  /* -1 when absent: no limit */
+/* compile.max_stack_bytes: the most stack frame (local memory: arrays the
+ * compiler could not keep in registers) a kernel of the task may use;
+ * -1 when absent: no limit */
+int task_max_stack_bytes(const Task *t);
 
 /* ---- entry names (entry.c) -------------------------------------------- */
 

@@ -104,6 +104,7 @@ int task_fast_math(const Task *t) { return t->fast_math; }
 int task_lineinfo(const Task *t) { return t->lineinfo; }
 int task_arch_specific(const Task *t) { return t->arch_specific; }
 int task_max_spill_bytes(const Task *t) { return t->max_spill; }
+int task_max_stack_bytes(const Task *t) { return t->max_stack; }
 
 uint64_t task_seed_salt(const char *name)
 {

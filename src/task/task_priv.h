@@ -103,7 +103,7 @@ struct Task {
     TExpr     flops, bytes, min_ctas;
     char    **copts;
     int       ncopts;
-    int       fast_math, lineinfo, max_spill, arch_specific;
+    int       fast_math, lineinfo, max_spill, max_stack, arch_specific;
 };
 
 /* The loader's state: the Task being built, the spec path for messages. */

@@ -90,6 +90,8 @@ case('init_const', "bad_init_const.json: buffers[0].init: dist 'const' needs a '
      lambda d: d['buffers'][0].__setitem__('init', {'dist': 'const'}))
 case('not_bool', "bad_not_bool.json: compile.fast_math: expected a boolean, got an integer",
      lambda d: d['compile'].__setitem__('fast_math', 1))
+case('stack_limit', "bad_stack_limit.json: compile.max_stack_bytes: out of range",
+     lambda d: d['compile'].__setitem__('max_stack_bytes', -8))
 case('block_expr_type', "bad_block_expr_type.json: launch[0].block[0]: expected an expression (a string or a number), got an array",
      lambda d: d['launch'][0]['block'].__setitem__(0, [128]))
 
