@@ -51,8 +51,8 @@
 # consumers with REGSPLIT (the only place 256 keys fit at D=64): the seed
 # shape (non-causal with STAGGER and LAZY, causal), B8 H16 S512 (both,
 # PERSIST), B4 H8 S2048 D64 (both, PERSIST, LAZY); then the 256-key
-# configurations against each row's winner (BN256_WIN, "K:CONFIG" pairs as
-# knob_rows takes them).
+# configurations against each row's winner (BN256_WIN: space-separated
+# "K:A|B", K as in knob_rows, A the 256-key configuration, B the winner).
 # (11) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
 # without --gpu (a spill fails it); WS_CACHE=DIR keeps the cubins for a gate.
 # Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|all]
@@ -133,13 +133,14 @@ knob_set() {
     echo "${c%,}"
 }
 # knob_rows FILE KNOB ROW...: KNOB 1 against 0 at each ROW, "K:CONFIG" (K an
-# index into shapes, empty for the seed shape; CONFIG has KNOB=0)
+# index into shapes, empty for the seed shape; CONFIG has KNOB=0); with
+# KR_FROM / KR_TO set, KNOB=KR_TO against KNOB=KR_FROM
 knob_rows() {
     local f=$1 knob=$2 pair k c
     shift 2
     for pair; do
         k=${pair%%:*} c=${pair#*:}
-        knob_ab "$f" "${k:+${shapes[$k]}}" "$(knob_set "$c" "$knob" 0 1)" "$c"
+        knob_ab "$f" "${k:+${shapes[$k]}}" "$(knob_set "$c" "$knob" "${KR_FROM:-0}" "${KR_TO:-1}")" "$c"
     done
 }
 if [ "$what" = knobs ] || [ "$what" = all ]; then
@@ -219,11 +220,9 @@ if [ "$what" = stagger ]; then
 fi
 if [ "$what" = bn256 ]; then
     echo "=== BLOCK_N 256 against 128 (2 consumers, REGSPLIT)"
-    for pair in ":$(ws 2 128 2 0 1 0 0 0 1 1),STAGGER=1" ":$(ws 2 128 2 0 1)" "6:$(ws 2 128 2 0 1)" \
-                "2:$(ws 2 128 2 0 1 0 1)" "3:$(ws 2 128 2 0 1 0 1)" "0:$(ws 2 128 2 0 1 0 1 0 1 1)" "1:$(ws 2 128 2 0 1 0 1 0 1 1)"; do
-        k=${pair%%:*} c=${pair#*:}
-        knob_ab bn256.txt "${k:+${shapes[$k]}}" "$(knob_set "$c" BLOCK_N 128 256)" "$c"
-    done
+    KR_FROM=128 KR_TO=256 knob_rows bn256.txt BLOCK_N ":$(ws 2 128 2 0 1 0 0 0 1 1),STAGGER=1" ":$(ws 2 128 2 0 1)" \
+        "6:$(ws 2 128 2 0 1)" "2:$(ws 2 128 2 0 1 0 1)" "3:$(ws 2 128 2 0 1 0 1)" "0:$(ws 2 128 2 0 1 0 1 0 1 1)" \
+        "1:$(ws 2 128 2 0 1 0 1 0 1 1)"
     for pair in ${BN256_WIN:-}; do
         k=${pair%%:*} c=${pair#*:}
         w=${c#*|} c=${c%%|*}

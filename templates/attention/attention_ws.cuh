@@ -59,13 +59,13 @@
 #define WS_CAP (REGSPLIT ? (CONSUMERS == 3 ? 160 : 240) \
                          : ((65536 / WS_THREADS / 8 * 8) < 255 ? (65536 / WS_THREADS / 8 * 8) : 255))
 /* 256-key tiles: the scores (128 registers) become P in place, chunk by
- * chunk; no second score tile (the overlap) fits beside them */
-#define WS_EST0(bn, ov) ((bn) == 256 ? 3 * D / 4 + (bn) / 2 + 32 + 256 * (ov) : 3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
+ * chunk; no second score tile (the overlap) fits beside them (WS_OV) */
+#define WS_EST0(bn, ov) ((bn) == 256 ? 3 * D / 4 + (bn) / 2 + 32 : 3 * D / 4 + 3 * (bn) / 4 + 20 * (ov) + 8)
 #define WS_PS (PERSIST && WS_EST0(64, 0) + D / 8 <= WS_CAP)   /* the persistent loop: ~D/8 more */
 #define WS_EST(bn, ov) (WS_EST0(bn, ov) + D / 8 * WS_PS)
 #define WS_BN1 ((BLOCK_N == 256 && WS_EST(256, 0) > WS_CAP) ? 128 : BLOCK_N)
 #define WS_BN ((WS_BN1 == 128 && WS_EST(128, 0) > WS_CAP) ? 64 : WS_BN1)
-#define WS_OV (OVERLAP && WS_EST(WS_BN, 1) <= WS_CAP)
+#define WS_OV (OVERLAP && WS_BN <= 128 && WS_EST(WS_BN, 1) <= WS_CAP)
 #define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
 #define WS_PVC (PVSPLIT == 2 ? 4 : 2)          /* PVSPLIT: P V chunks a tile */
 #define WS_TL (TAIL && WS_PS && !CAUSAL && CONSUMERS >= 2)   /* the tail of TAIL items */
