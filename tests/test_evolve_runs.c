@@ -155,6 +155,61 @@ static void test_coupled_moves(void)
     restore_task(saved);
 }
 
+/* A sparse space: the attention task (templates/attention), about 1 valid
+ * configuration in 800,000 raw ones. Random members and immigrants come
+ * from its enumerated valid configurations (random_valid in
+ * src/search/propose.c) once 64 random draws have missed, so every
+ * generation is full and every candidate valid; random draws alone
+ * (20,000 a proposal) rarely found one and spent most of a run there. */
+static double sparse_us(const Child *c)
+{
+    return 10.0 + (pval(c, "WS") ? 0.0 : 3.0) + (pval(c, "BLOCK_N") == 128 ? 0.0 : 1.0) +
+           0.5 * (double)pval(c, "STAGES");
+}
+
+static void test_sparse_space(void)
+{
+    Task *saved = swap_task("../../templates/attention/task.json");
+    const char *strategies[] = {"evolve", "model"};
+    for (int k = 0; k < 2; k++) {
+        Store *s = fresh_store(k ? "sparse_model.db" : "sparse.db");
+        FakeEval *f = fake_eval_new(sparse_us, NULL, NULL);
+        EvolveConfig c = config(strategies[k], 4);
+        c.population = c.children = 8;
+        EvolveSummary sum;
+        EvoErr err;
+        double t0 = time_now_ms();
+        CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+        fprintf(stderr, "     attention space, %s: %d evaluated in %.2f s\n", strategies[k], sum.evaluated,
+                (time_now_ms() - t0) / 1000.0);
+        GenerationRecord *g;
+        int ng;
+        store_generation_list(s, sum.run_id, &g, &ng, &err);
+        CHECK(ng == 5);
+        for (int i = 0; i < ng; i++) {
+            if (i > 0)
+                CHECK_MSG(g[i].evaluated == c.children, "%s: generation %d evaluated %lld of %d", strategies[k], i,
+                          (long long)g[i].evaluated, c.children);
+            free(g[i].finished_at);
+        }
+        free(g);
+        CandidateRecord *cs;
+        int nc;
+        CHECK(store_candidate_list(s, sum.run_id, STORE_ALL_BY_ID, 0, &cs, &nc, &err) == 0);
+        CHECK(nc == sum.evaluated);
+        int64_t v[64];
+        for (int i = 0; i < nc; i++) {
+            CHECK(task_params_parse(task, cs[i].params_json, v, &err) == 0);
+            CHECK_MSG(task_check(task, v, &dev, NULL, &err) == 1, "%s: candidate %lld is not valid", strategies[k],
+                      (long long)cs[i].id);
+        }
+        store_candidates_free(cs, nc);
+        store_close(&s);
+        fake_eval_free(f);
+    }
+    restore_task(saved);
+}
+
 /* Warm starts: a second run of the task on the same device and store starts
  * from the first run's best; --no-warm-start and another device do not. */
 static void test_warm_start(void)
@@ -380,6 +435,7 @@ int main(void)
     RUN(test_full_generations);
     RUN(test_deceptive);
     RUN(test_coupled_moves);
+    RUN(test_sparse_space);
     RUN(test_warm_start);
     RUN(test_warm_resume);
     RUN(test_time_limit_resume);

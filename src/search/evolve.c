@@ -440,6 +440,7 @@ out:
             loop_child_free(&L, &L.parents[i]);
     free(L.parents);
     free(L.parent_used);
+    task_space_free(&L.space);
     loop_spec_free(&L);
     free(L.base_kernel);
     run_record_free(&L.run);

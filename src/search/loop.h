@@ -10,6 +10,7 @@
 #define EVO_SEARCH_LOOP_H
 
 #include "evolve.h"
+#include "task/task_space.h"
 #include "llmop.h"
 
 #define PARENT_CACHE 16   /* at least this many parents kept compiled and loaded for their children's A/B */
@@ -31,6 +32,10 @@ typedef struct Loop {
     int                 tty;
     /* the exhaustive strategy's cursor over the space */
     int64_t             exh_index;
+    /* the valid configurations, for random draws where few are valid:
+     * space_state 0 not tried yet, 1 enumerated, -1 not enumerable */
+    TaskSpace           space;
+    int                 space_state;
     char               *base_kernel;   /* the baseline's raw kernel when not the template, else NULL */
     /* parents kept prepared (compiled, loaded), least recently used out */
     Child              *parents;       /* nparents entries: max(PARENT_CACHE, population + 1), so a */

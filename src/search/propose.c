@@ -19,6 +19,7 @@
 #define MAX_ATTEMPTS    96
 #define STAGNATION_K    3    /* generations without improvement before immigrants */
 #define RANDOM_DRAWS    20000 /* draws per random proposal until one is valid */
+#define QUICK_DRAWS     64    /* draws before the valid configurations are enumerated */
 
 /* ---- populations and proposals --------------------------------------- */
 
@@ -185,6 +186,36 @@ static int valid_config(Loop *L, const int64_t *vals, char **why, EvoErr *err)
     return task_check(L->task, vals, L->dev, why, err);
 }
 
+/* A uniformly random valid configuration into vals. Up to QUICK_DRAWS
+ * random draws first; where none is valid the task's valid configurations
+ * are enumerated (task_space_enumerate, once a run) and every later draw
+ * picks one of them, at the same cost however rare they are (the attention
+ * task: about 1 in 800,000 raw configurations). Where they cannot be
+ * enumerated (too many), random draws go on, RANDOM_DRAWS in all. 1 with
+ * vals valid, 0 when no valid draw was found (vals holds the last draw),
+ * -1 on an error. */
+static int random_valid(Loop *L, Rng *rng, int64_t *vals, EvoErr *err)
+{
+    for (int r = 0; r < RANDOM_DRAWS; r++) {
+        if (r == QUICK_DRAWS && L->space_state == 0) {
+            int e = task_space_enumerate(L->task, L->dev, 0, &L->space, err);
+            if (e < 0)
+                return -1;
+            L->space_state = e == 0 && L->space.count > 0 ? 1 : -1;
+        }
+        if (r >= QUICK_DRAWS && L->space_state > 0) {
+            size_t i = (size_t)rng_below(rng, (uint64_t)L->space.count);
+            memcpy(vals, task_space_config(&L->space, i), (size_t)L->np * sizeof(int64_t));
+            return 1;
+        }
+        ops_random(L->task, rng, vals);
+        int v = valid_config(L, vals, NULL, err);
+        if (v)
+            return v;
+    }
+    return 0;
+}
+
 /* Advance the exhaustive cursor to the next valid configuration. Returns 1
  * with vals filled, 0 when the space is exhausted. */
 static int exhaustive_next(Loop *L, int64_t *vals, EvoErr *err)
@@ -310,15 +341,8 @@ int loop_propose_one(Loop *L, int64_t gen, Rng *rng, const LoopMoves *mv, int at
         attempt >= RESET_ATTEMPTS) {
         /* a valid draw first: where few configurations are valid (the WS
          * knobs), MAX_ATTEMPTS whole proposals would rarely place one */
-        ops_random(L->task, rng, c->vals);
-        for (int r = 0; r < RANDOM_DRAWS; r++) {
-            int v = valid_config(L, c->vals, NULL, err);
-            if (v < 0)
-                return -1;
-            if (v)
-                break;
-            ops_random(L->task, rng, c->vals);
-        }
+        if (random_valid(L, rng, c->vals, err) < 0)
+            return -1;
         c->op = "random";
         c->parent_id = gen == 0 ? 0 : L->baseline.rec.id;
         return 0;
