@@ -124,13 +124,13 @@ static double coupled_us(const Child *c)
 
 /* Of nseeds short runs from the baseline (CONS=1) alone, with no random
  * members or immigrants, how many reach CONS=4 (three coupled steps). */
-static int coupled_wins(int nseeds, int *evals)
+static int coupled_wins(const char *tag, int nseeds, int *evals)
 {
     int wins = 0, evaluated;
     *evals = 0;
     for (int k = 0; k < nseeds; k++) {
         char name[64];
-        snprintf(name, sizeof(name), "coupled_%d.db", k);
+        snprintf(name, sizeof(name), "%s_%d.db", tag, k);
         FakeEval *f = fake_eval_new(coupled_us, NULL, NULL);
         EvolveConfig c = config("evolve", 4);
         c.population = 1;
@@ -149,8 +149,23 @@ static int coupled_wins(int nseeds, int *evals)
 static void test_coupled_moves(void)
 {
     Task *saved = swap_task("coupled_task.json");
-    int evals = 0, wins = coupled_wins(8, &evals);
+    int evals = 0, wins = coupled_wins("coupled", 8, &evals);
     fprintf(stderr, "     coupled knobs: CONS=4 reached in %d of 8 runs (%d evaluations)\n", wins, evals);
+    CHECK(wins >= 6);
+    restore_task(saved);
+}
+
+/* Three coupled knobs (tests/data/coupled3_task.json): ROWS and COLS must
+ * both equal CONS, as a move of the attention WS path from 3 consumers
+ * with 128-key tiles to 256 keys needs CONSUMERS and BLOCK_M to follow it.
+ * One more param following a move (repair_move) never makes such a move
+ * valid; the nearest valid configuration that keeps it (repair_wide in
+ * src/search/propose.c) does. */
+static void test_coupled3_moves(void)
+{
+    Task *saved = swap_task("coupled3_task.json");
+    int evals = 0, wins = coupled_wins("coupled3", 8, &evals);
+    fprintf(stderr, "     three coupled knobs: CONS=4 reached in %d of 8 runs (%d evaluations)\n", wins, evals);
     CHECK(wins >= 6);
     restore_task(saved);
 }
@@ -435,6 +450,7 @@ int main(void)
     RUN(test_full_generations);
     RUN(test_deceptive);
     RUN(test_coupled_moves);
+    RUN(test_coupled3_moves);
     RUN(test_sparse_space);
     RUN(test_warm_start);
     RUN(test_warm_resume);

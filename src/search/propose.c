@@ -20,6 +20,7 @@
 #define STAGNATION_K    3    /* generations without improvement before immigrants */
 #define RANDOM_DRAWS    20000 /* draws per random proposal until one is valid */
 #define QUICK_DRAWS     64    /* draws before the valid configurations are enumerated */
+#define REPAIR_WIDE     3     /* params besides a move's own that a wide repair may change */
 
 /* ---- populations and proposals --------------------------------------- */
 
@@ -186,6 +187,20 @@ static int valid_config(Loop *L, const int64_t *vals, char **why, EvoErr *err)
     return task_check(L->task, vals, L->dev, why, err);
 }
 
+/* The task's valid configurations, enumerated once a run (L->space). 1
+ * when they are there, 0 when there are too many to enumerate, -1 on an
+ * error. */
+static int have_space(Loop *L, EvoErr *err)
+{
+    if (L->space_state == 0) {
+        int e = task_space_enumerate(L->task, L->dev, 0, &L->space, err);
+        if (e < 0)
+            return -1;
+        L->space_state = e == 0 && L->space.count > 0 ? 1 : -1;
+    }
+    return L->space_state > 0;
+}
+
 /* A uniformly random valid configuration into vals. Up to QUICK_DRAWS
  * random draws first; where none is valid the task's valid configurations
  * are enumerated (task_space_enumerate, once a run) and every later draw
@@ -197,12 +212,8 @@ static int valid_config(Loop *L, const int64_t *vals, char **why, EvoErr *err)
 static int random_valid(Loop *L, Rng *rng, int64_t *vals, EvoErr *err)
 {
     for (int r = 0; r < RANDOM_DRAWS; r++) {
-        if (r == QUICK_DRAWS && L->space_state == 0) {
-            int e = task_space_enumerate(L->task, L->dev, 0, &L->space, err);
-            if (e < 0)
-                return -1;
-            L->space_state = e == 0 && L->space.count > 0 ? 1 : -1;
-        }
+        if (r == QUICK_DRAWS && have_space(L, err) < 0)
+            return -1;
         if (r >= QUICK_DRAWS && L->space_state > 0) {
             size_t i = (size_t)rng_below(rng, (uint64_t)L->space.count);
             memcpy(vals, task_space_config(&L->space, i), (size_t)L->np * sizeof(int64_t));
@@ -331,6 +342,72 @@ static int repair_move(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, 
     return rc;
 }
 
+/* Where no single param repairs a move (repair_move), the nearest valid
+ * configuration that keeps every param the move set: the fewest other
+ * params changed (at most REPAIR_WIDE), then the fewest value steps, one
+ * of the nearest at random. On the attention WS path a move from 3
+ * consumers with 128-key tiles to 256 keys needs CONSUMERS and BLOCK_M to
+ * follow it, and a move to 256 keys from a kernel with EARLY and PVSPLIT
+ * needs both off: two params, which one extra param cannot give. It reads
+ * the enumerated valid configurations (have_space), so it repairs nothing
+ * in a space too large to enumerate. 1 repaired (vals changed), 0 none
+ * (vals unchanged), -1 on an error. */
+static int repair_wide(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, EvoErr *err)
+{
+    int have = have_space(L, err);
+    if (have <= 0)
+        return have;
+    int np = L->np, *moved = xcalloc((size_t)np + 1, sizeof(int)), *rest = xcalloc((size_t)np + 1, sizeof(int));
+    int nm = 0, nr = 0, bestd = REPAIR_WIDE + 1;
+    for (int i = 0; i < np; i++) {
+        if (vals[i] != parent[i])
+            moved[nm++] = i;
+        else
+            rest[nr++] = i;
+    }
+    long beststep = 0;
+    size_t pick = 0, ties = 0;
+    for (size_t k = 0; k < L->space.count; k++) {
+        const int64_t *cfg = task_space_config(&L->space, k);
+        int ok = 1, d = 0;
+        long step = 0;
+        for (int m = 0; m < nm && ok; m++)   /* the move's own params first: the strongest filter */
+            ok = cfg[moved[m]] == vals[moved[m]];
+        for (int r = 0; r < nr && ok; r++) {
+            int i = rest[r];
+            if (cfg[i] == vals[i])
+                continue;
+            ok = ++d <= bestd;
+            step += labs((long)task_param_find(L->task, i, cfg[i]) - task_param_find(L->task, i, vals[i]));
+        }
+        if (!ok || d == 0)
+            continue;
+        if (d < bestd || step < beststep) {
+            bestd = d;
+            beststep = step;
+            pick = k;
+            ties = 1;
+        } else if (step == beststep && rng_below(rng, (uint64_t)++ties) == 0) {
+            pick = k;
+        }
+    }
+    free(moved);
+    free(rest);
+    if (bestd > REPAIR_WIDE)
+        return 0;
+    memcpy(vals, task_space_config(&L->space, pick), (size_t)np * sizeof(int64_t));
+    return 1;
+}
+
+/* A move of one parent that the constraints refuse: one more param
+ * follows it (repair_move), else two or three (repair_wide). 1 repaired,
+ * 0 none, -1 on an error. */
+static int repair(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, EvoErr *err)
+{
+    int r = repair_move(L, rng, parent, vals, err);
+    return r == 0 ? repair_wide(L, rng, parent, vals, err) : r;
+}
+
 int loop_propose_one(Loop *L, int64_t gen, Rng *rng, const LoopMoves *mv, int attempt, Child *c,
                      int *kparent, EvoErr *err)
 {
@@ -369,7 +446,7 @@ int loop_propose_one(Loop *L, int64_t gen, Rng *rng, const LoopMoves *mv, int at
         return 1;
     if (!op || op->nparents == 1) {   /* a move of one parent: let a coupled knob follow */
         int v = valid_config(L, c->vals, NULL, err);
-        if (v < 0 || (v == 0 && repair_move(L, rng, mv->p1, c->vals, err) < 0))
+        if (v < 0 || (v == 0 && repair(L, rng, mv->p1, c->vals, err) < 0))
             return -1;
     }
     c->op = op ? op->name : "mutate";
@@ -471,6 +548,12 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
             if (attempt == 0 || ops_perturb(L->task, &rng, base, 1 + attempt / 16, attempt >= 32, c.vals))
                 memcpy(c.vals, base, (size_t)np * sizeof(int64_t));
             c.vals[knob] = val;
+            int v0 = attempt == 0 ? valid_config(L, c.vals, NULL, err) : 1;
+            if (v0 < 0 || (v0 == 0 && repair(L, &rng, base, c.vals, err) < 0)) {
+                loop_child_free(L, &c);
+                rc = -1;
+                break;
+            }
             c.op = "niche";
             c.parent_id = L->baseline.rec.id;
             int state = 0, got = loop_place(L, gen, kids, n, &c, &pop[0], &state, err);
