@@ -146,13 +146,22 @@ static int coupled_wins(const char *tag, int nseeds, int *evals)
     return wins;
 }
 
-static void test_coupled_moves(void)
+/* 8 short runs on the task in tests/data/NAME_task.json reach CONS=4 in
+ * at least 6 */
+static void check_coupled(const char *name, const char *what)
 {
-    Task *saved = swap_task("coupled_task.json");
-    int evals = 0, wins = coupled_wins("coupled", 8, &evals);
-    fprintf(stderr, "     coupled knobs: CONS=4 reached in %d of 8 runs (%d evaluations)\n", wins, evals);
+    char file[64];
+    snprintf(file, sizeof(file), "%s_task.json", name);
+    Task *saved = swap_task(file);
+    int evals = 0, wins = coupled_wins(name, 8, &evals);
+    fprintf(stderr, "     %s: CONS=4 reached in %d of 8 runs (%d evaluations)\n", what, wins, evals);
     CHECK(wins >= 6);
     restore_task(saved);
+}
+
+static void test_coupled_moves(void)
+{
+    check_coupled("coupled", "coupled knobs");
 }
 
 /* Three coupled knobs (tests/data/coupled3_task.json): ROWS and COLS must
@@ -163,11 +172,7 @@ static void test_coupled_moves(void)
  * src/search/propose.c) does. */
 static void test_coupled3_moves(void)
 {
-    Task *saved = swap_task("coupled3_task.json");
-    int evals = 0, wins = coupled_wins("coupled3", 8, &evals);
-    fprintf(stderr, "     three coupled knobs: CONS=4 reached in %d of 8 runs (%d evaluations)\n", wins, evals);
-    CHECK(wins >= 6);
-    restore_task(saved);
+    check_coupled("coupled3", "three coupled knobs");
 }
 
 /* A sparse space: the attention task (templates/attention), about 1 valid
