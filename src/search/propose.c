@@ -358,12 +358,14 @@ static int repair_wide(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, 
     if (have <= 0)
         return have;
     int np = L->np, *moved = xcalloc((size_t)np + 1, sizeof(int)), *rest = xcalloc((size_t)np + 1, sizeof(int));
+    int *at = xcalloc((size_t)np + 1, sizeof(int));   /* vals[i]'s index among param i's values */
     int nm = 0, nr = 0, bestd = REPAIR_WIDE + 1;
     for (int i = 0; i < np; i++) {
         if (vals[i] != parent[i])
             moved[nm++] = i;
         else
             rest[nr++] = i;
+        at[i] = task_param_find(L->task, i, vals[i]);
     }
     long beststep = 0;
     size_t pick = 0, ties = 0;
@@ -378,7 +380,7 @@ static int repair_wide(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, 
             if (cfg[i] == vals[i])
                 continue;
             ok = ++d <= bestd;
-            step += labs((long)task_param_find(L->task, i, cfg[i]) - task_param_find(L->task, i, vals[i]));
+            step += labs((long)task_param_find(L->task, i, cfg[i]) - at[i]);
         }
         if (!ok || d == 0)
             continue;
@@ -393,6 +395,7 @@ static int repair_wide(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, 
     }
     free(moved);
     free(rest);
+    free(at);
     if (bestd > REPAIR_WIDE)
         return 0;
     memcpy(vals, task_space_config(&L->space, pick), (size_t)np * sizeof(int64_t));
