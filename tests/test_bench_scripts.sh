@@ -189,5 +189,50 @@ PYEOF
 if grep -q "analysis ok" "$tmp/out"; then ok "ws_trace.py's analysis recovers synthetic phase lengths (both loops)"
 else bad "ws_trace.py's analysis: $(tail -3 "$tmp/out")"; fi
 
+# ws_ablate.py: the ablation switches leave the kernel as it was (all 0: the
+# same cubin as the export's own source), each variant compiles, and an
+# export it cannot ablate is refused with its name
+EXP="$ROOT/bench/results/raw_2026-11-26/exports/b4h8s2048d64c0.json"
+if "$PY" "$ROOT/bench/ws_ablate.py" "$EXP" --out "$tmp/abl" --prepare-only >"$tmp/out" 2>&1 \
+   && [ "$(ls "$tmp"/abl/*.json | wc -l)" -eq 6 ]; then ok "ws_ablate.py --prepare-only: 6 variants"
+else bad "ws_ablate.py --prepare-only: $(head -3 "$tmp/out")"; fi
+"$PY" "$ROOT/bench/ws_ablate.py" "$ROOT/bench/results/raw_2026-11-26/exports/b1h1s128d64c1.json" \
+    --out "$tmp/abl_bad" --prepare-only >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "b1h1s128d64c1.json: WS=0" "$tmp/out"; then ok "ws_ablate.py refuses a WS=0 export (exit 1, named)"
+else bad "ws_ablate.py on a WS=0 export: exit $rc: $(head -3 "$tmp/out")"; fi
+"$PY" - "$EXP" "$tmp/noanchor.json" <<'PYEOF'
+import json, sys
+e = json.load(open(sys.argv[1]))
+e["source"] = e["source"].replace("auto row_max = [&]", "auto row_max2 = [&]")
+json.dump(e, open(sys.argv[2], "w"))
+PYEOF
+"$PY" "$ROOT/bench/ws_ablate.py" "$tmp/noanchor.json" --out "$tmp/abl_bad" --prepare-only >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "noanchor.json: the WS path's 'auto row_max" "$tmp/out"; then ok "ws_ablate.py names a missing anchor (exit 1)"
+else bad "ws_ablate.py without an anchor: exit $rc: $(head -3 "$tmp/out")"; fi
+# the cubins' sha256 of one source: evoeng check compiles it for the task's variants
+cubins() {
+    rm -rf "$tmp/cache" && mkdir -p "$tmp/cache"
+    EVOENG_CACHE_DIR="$tmp/cache" "$EVOENG" check "$ROOT/templates/attention/task.json" --source "$1" \
+        --arch sm_90 --sample 0 -q >"$tmp/chk" 2>&1 || { echo "check-failed"; return; }
+    "$PY" -c 'import glob, json, sys
+print(" ".join(sorted(json.load(open(f))["cubin_sha256"] for f in glob.glob(sys.argv[1] + "/*.json"))))' "$tmp/cache"
+}
+if [ -x "${EVOENG:-}" ] && "$EVOENG" check --help >/dev/null 2>&1; then
+    "$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["source"])' "$EXP" >"$tmp/orig.cu"
+    orig=$(cubins "$tmp/orig.cu")
+    full=$(cubins "$tmp/abl/b4h8s2048d64c0.full.cu")
+    if [ "$orig" != check-failed ] && [ "$orig" = "$full" ]; then ok "ws_ablate.py full: the export's own cubins (NVRTC, sm_90)"
+    else bad "ws_ablate.py full: cubins differ from the export's ($(head -3 "$tmp/chk"))"; fi
+    for v in nomax nomufu nosoftmax noqk nopv; do
+        c=$(cubins "$tmp/abl/b4h8s2048d64c0.$v.cu")
+        if [ "$c" != check-failed ] && [ "$c" != "$full" ]; then ok "ws_ablate.py $v compiles, to other cubins"
+        else bad "ws_ablate.py $v: $c $(head -3 "$tmp/chk")"; fi
+    done
+else
+    echo "skip ws_ablate.py's compile checks: no evoeng binary (EVOENG)"
+fi
+
 echo "$pass passed, $fails failed"
 [ "$fails" -eq 0 ]

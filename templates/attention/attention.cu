@@ -123,7 +123,17 @@
  *                one's has completed, so one's GEMMs run under the other's
  *                softmax from the start (a one-time offset, not ping-pong
  *                turns); 0: both start together
- *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM, PVSPLIT, EARLY, STAGGER: the warp-specialised path
+ *   MAXSKIP      (WS path at 2 consumers with LAZY, without the
+ *                intra-warpgroup overlap, PVSPLIT or LSUM) 1: once a row
+ *                has a running maximum, a
+ *                tile's exponentials are taken against it with no row
+ *                maxima; a tile where a thread's sum of a row's P reaches
+ *                2^15 brings those rows down by a power of two (or, where
+ *                P overflowed, computes the scores again with mma.sync, K
+ *                from global memory); 0: LAZY's maxima every tile.  2 and 3 (tests
+ *                only, outside the search space): every tile the rescale
+ *                way / the recompute way
+ *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM, PVSPLIT, EARLY, STAGGER, MAXSKIP: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
  * Shared memory (dynamic): (BLOCK_M + 2 * STAGES * BLOCK_N) * ROW bytes
@@ -221,6 +231,9 @@
 #ifndef STAGGER
 #define STAGGER 0
 #endif
+#ifndef MAXSKIP
+#define MAXSKIP 0
+#endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
 #define ATT_THREADS (ATT_WARPS * 32)
@@ -306,14 +319,6 @@ static __device__ __forceinline__ void att_ldsm4(att_u32 a, att_u32 &r0, att_u32
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
 }
 
-#if !ATT_WG   /* the mma.sync path's V loads and MMAs */
-static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u32 &r1,
-                                                  att_u32 &r2, att_u32 &r3)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
-}
-
 /* c += a (16x16, row) * b (16x8, col); f16 inputs, f32 accumulators. */
 static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u32 b0, att_u32 b1)
 {
@@ -322,6 +327,15 @@ static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+#if !ATT_WG   /* the mma.sync path's V loads and MMAs */
+static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u32 &r1,
+                                                  att_u32 &r2, att_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+
 
 #endif
 

@@ -68,6 +68,8 @@
 #define WS_OV (OVERLAP && WS_BN <= 128 && WS_EST(WS_BN, 1) <= WS_CAP)
 #define WS_PP (PINGPONG && WS_OV && CONSUMERS >= 2)
 #define WS_PVC (PVSPLIT == 2 ? 4 : 2)          /* PVSPLIT: P V chunks a tile */
+#define WS_MS (MAXSKIP && LAZY && !LSUM && !WS_OV && !PVSPLIT)   /* exponentials without row maxima */
+#define WS_MS_TH 32768.f                       /* MAXSKIP: a thread's row sum of P that sends a tile the long way */
 #define WS_TL (TAIL && WS_PS && !CAUSAL && CONSUMERS >= 2)   /* the tail of TAIL items */
 #define WS_KV_BYTES (WS_BN * D * 2)            /* one K (or V) tile */
 #define WS_FULL (LOADS ? 128 : 1)              /* arrivals on a full barrier */
@@ -544,6 +546,87 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         }
     };
     auto pack = [&](const float *sc, att_u32 (*pa)[4]) { pack_k(sc, pa, 0, WS_BN / 16); };
+#if WS_MS
+    /* MAXSKIP's last resort: S = Q K^T of KV tile n again, by this warp
+     * alone: mma.sync m16n8k16 from the Q fragments and K read from global
+     * memory (the K slot is long released), whose accumulators have the
+     * wgmma's layout (rows g, g + 8; columns 2 t4, 2 t4 + 1 of each n8
+     * tile); keys past S read as zeros (the mask drops them) */
+    auto qk_warp = [&](float *sc, int n) {
+        const int n0 = n * WS_BN;
+        const att_u16 *kg = K + ((size_t)bh * S + n0) * D + 2 * t4;
+#pragma unroll
+        for (int i = 0; i < WS_BN / 2; ++i)
+            sc[i] = 0.f;
+#pragma unroll
+        for (int j = 0; j < WS_BN / 8; ++j) {
+            const bool in = n0 + j * 8 + g < S;
+            const att_u16 *kr = kg + (size_t)(j * 8 + g) * D;
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk) {
+                const att_u32 b0 = in ? *(const att_u32 *)(kr + kk * 16) : 0u;
+                const att_u32 b1 = in ? *(const att_u32 *)(kr + kk * 16 + 8) : 0u;
+                att_mma(sc + j * 4, qf[kk], b0, b1);
+            }
+        }
+    };
+    /* MAXSKIP = 1 (with LAZY): once every row of the warp has a running
+     * maximum, the exponentials are taken against it with no row maxima
+     * (128 FMNMX a thread a 256-key tile, the quad shuffles, the vote).
+     * The P of a tile stay below fp16's 65504 while a thread's sum of a
+     * row's P stays below WS_MS_TH = 2^15 (P >= 0), which is the warp's one
+     * test.  A tile that fails it (rare: scores 15 or more above a row's
+     * maximum in log2 units) goes the long way, warp-uniformly and with no
+     * wgmma in it: where every P is finite, each row whose largest P
+     * reached 2^8 is brought down by 2^-e, 2^e above that P (exact: a
+     * power of two), its maximum moves up by e and the accumulators are
+     * rescaled alike; where a sum passed 1e36 (a P may have overflowed;
+     * or NaN), the scores are computed again (qk_warp) and take LAZY's
+     * softmax.  A row's first tile always takes LAZY's softmax.
+     * MAXSKIP = 2 / 3 (tests): every tile the rescale / recompute way. */
+    auto softmax_ms = [&](float *sc, int n, float *alpha) -> bool {
+        if (!__any_sync(0xffffffffu, m_run[0] == ATT_NEG_INF || m_run[1] == ATT_NEG_INF)) {
+            mask(sc, n);
+            float sum[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+                sum[r] = row_exp(sc, r, m_run[r], 0, WS_BN / 8);
+            if (MAXSKIP == 1 && !__any_sync(0xffffffffu, !(sum[0] < WS_MS_TH) || !(sum[1] < WS_MS_TH))) {
+                l_run[0] += sum[0];
+                l_run[1] += sum[1];
+                return false;
+            }
+            if (MAXSKIP != 3 && !__any_sync(0xffffffffu, !(sum[0] <= 1.0e36f) || !(sum[1] <= 1.0e36f))) {
+                bool moved = false;
+#pragma unroll
+                for (int r = 0; r < 2; ++r) {
+                    float mp = 0.f;
+#pragma unroll
+                    for (int i = 0; i < WS_BN / 8; ++i)
+                        mp = fmaxf(mp, fmaxf(sc[i * 4 + 2 * r], sc[i * 4 + 2 * r + 1]));
+                    mp = fmaxf(mp, __shfl_xor_sync(0xffffffffu, mp, 1));
+                    mp = fmaxf(mp, __shfl_xor_sync(0xffffffffu, mp, 2));
+                    const bool mv = mp >= 256.f;        /* quad-uniform: the row's largest P */
+                    /* mp in [2^E, 2^(E+1)): e = E + 1, a = 2^-e (mp <= sum <= 1e36 < 2^120: a normal) */
+                    const int e = mv ? ((__float_as_int(mp) >> 23) & 0xff) - 126 : 0;
+                    const float a = __int_as_float((127 - e) << 23);
+#pragma unroll
+                    for (int i = 0; i < WS_BN / 8; ++i) {
+                        sc[i * 4 + 2 * r] *= a;
+                        sc[i * 4 + 2 * r + 1] *= a;
+                    }
+                    alpha[r] = a;
+                    m_run[r] += (float)e;
+                    l_run[r] = l_run[r] * a + sum[r] * a;
+                    moved |= mv;
+                }
+                return __any_sync(0xffffffffu, moved);
+            }
+            qk_warp(sc, n);
+        }
+        return softmax(sc, n, alpha);
+    };
+#endif
 
     /* ping-pong turns: bar.sync on this warpgroup's barrier waits for the
      * previous warpgroup's bar.arrive (256 threads: both warpgroups) */
@@ -677,7 +760,11 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             pv_issue_k(pa, s, c * CW / 2, (c + 1) * CW / 2);
         }
 #else
+#if WS_MS
+        mv = softmax_ms(sc, n, alpha);
+#else
         mv = softmax(sc, n, alpha);
+#endif
         if (mv)
             rescale(alpha);
         pack(sc, pa);
