@@ -3,9 +3,9 @@
 # takes a tile's exponentials without row maxima and goes a long way only
 # when a row's P grows past 2^15 (rescale by a power of two) or overflows
 # (the scores again with mma.sync): random inputs never get there. The
-# template's test values force them on every tile: MAXSKIP=2 the rescale
-# way, 3 the recompute way. A copy of the attention task whose MAXSKIP
-# values are [2, 3] (spills allowed: only correctness is tested) runs a
+# template's test values force them on every tile: MAXSKIP=3 the rescale
+# way, 4 the recompute way. A copy of the attention task whose MAXSKIP
+# values are [3, 4] (spills allowed: only correctness is tested) runs a
 # seeded sample of EVO_MAXSKIP_SAMPLE (default 40) valid configurations
 # through the gate on all of the task's shapes (D=64 and D=128, causal and
 # not, S not a multiple of any tile) with 3 input seeds. Skips (77)
@@ -22,7 +22,7 @@ cp "$ROOT"/templates/attention/*.cu "$ROOT"/templates/attention/*.cuh "$ROOT"/te
 "$PY" - "$tmp/task.json" <<'PYEOF' || { echo "FAIL: could not write the task copy"; exit 1; }
 import json, sys
 t = json.load(open(sys.argv[1]))
-t["params"]["MAXSKIP"].update(values=[2, 3], default=2)
+t["params"]["MAXSKIP"].update(values=[3, 4], default=3)
 for k, v in (("WS", 1), ("LAZY", 1), ("BLOCK_M", 128)):   # a valid default under MAXSKIP's constraint
     t["params"][k]["default"] = v
 t["compile"].update(max_spill_bytes=4096, max_stack_bytes=4096)
@@ -33,7 +33,7 @@ rc=$?
 line=$(grep "gate: " "$tmp/check.log")
 set -- $(echo "$line" | sed -n 's/.*gate: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) not run.*/\1 \2 \3/p')
 passed=${1:-}; failed=${2:-}; notrun=${3:-}
-echo "check exit $rc; MAXSKIP 2/3 sample of $((n + 1)) configurations: ${passed:-?} correct, ${failed:-?} incorrect, ${notrun:-?} stopped by the static checks"
+echo "check exit $rc; MAXSKIP 3/4 sample of $((n + 1)) configurations: ${passed:-?} correct, ${failed:-?} incorrect, ${notrun:-?} stopped by the static checks"
 if [ "$rc" -ne 0 ] || [ "${passed:-0}" -ne $((n + 1)) ] || [ "${failed:-1}" -ne 0 ] || [ "${notrun:-1}" -ne 0 ]; then
     echo "FAIL: every sampled configuration must compile and pass the gate"
     cat "$tmp/check.log"

@@ -130,9 +130,11 @@
  *                maxima; a tile where a thread's sum of a row's P reaches
  *                2^15 brings those rows down by a power of two (or, where
  *                P overflowed, computes the scores again with mma.sync, K
- *                from global memory); 0: LAZY's maxima every tile.  2 and 3 (tests
- *                only, outside the search space): every tile the rescale
- *                way / the recompute way
+ *                from global memory); 2: the same, but a tile with keys
+ *                to mask (causal diagonal, keys past S) takes LAZY's
+ *                softmax, so the fast way has no mask; 0: LAZY's maxima
+ *                every tile.  3 and 4 (tests only, outside the search
+ *                space): every tile the rescale way / the recompute way
  *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM, PVSPLIT, EARLY, STAGGER, MAXSKIP: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *

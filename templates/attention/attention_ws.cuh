@@ -443,14 +443,17 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     };
     auto pv_issue = [&](att_u32 (*pa)[4], int s) { pv_issue_k(pa, s, 0, WS_BN / 16); };
     /* causal / sequence-end mask of tile n's raw scores (only where a key may be out) */
-    auto mask = [&](float *sc, int n) {
+    auto needs_mask = [&](int n) -> bool {
         const int n0 = n * WS_BN;
 #if CAUSAL
-        const bool need_mask = (n0 + WS_BN > S) || (n0 + WS_BN - 1 > m0 + cw * 64);
+        return (n0 + WS_BN > S) || (n0 + WS_BN - 1 > m0 + cw * 64);
 #else
-        const bool need_mask = n0 + WS_BN > S;
+        return n0 + WS_BN > S;
 #endif
-        if (need_mask) {
+    };
+    auto mask = [&](float *sc, int n) {
+        const int n0 = n * WS_BN;
+        if (needs_mask(n)) {
             const int kbase = n0 + 2 * t4;
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
@@ -582,21 +585,27 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
      * power of two), its maximum moves up by e and the accumulators are
      * rescaled alike; where a sum passed 1e36 (a P may have overflowed;
      * or NaN), the scores are computed again (qk_warp) and take LAZY's
-     * softmax.  A row's first tile always takes LAZY's softmax.
-     * MAXSKIP = 2 / 3 (tests): every tile the rescale / recompute way. */
+     * softmax.  A row's first tile always takes LAZY's softmax (with
+     * MAXSKIP = 2 so does a tile with keys to mask: the causal diagonal,
+     * keys past S).  MAXSKIP = 3 / 4 (tests): every tile the rescale /
+     * recompute way. */
     auto softmax_ms = [&](float *sc, int n, float *alpha) -> bool {
-        if (!__any_sync(0xffffffffu, m_run[0] == ATT_NEG_INF || m_run[1] == ATT_NEG_INF)) {
-            mask(sc, n);
+        /* MAXSKIP = 2: a tile with keys to mask takes LAZY's softmax too,
+         * and the fast way has no mask (ptxas if-converts it into 192
+         * selects a 256-key tile: fewer instructions, not always faster) */
+        if ((MAXSKIP != 2 || !needs_mask(n)) && !__any_sync(0xffffffffu, m_run[0] == ATT_NEG_INF || m_run[1] == ATT_NEG_INF)) {
+            if (MAXSKIP != 2)
+                mask(sc, n);
             float sum[2];
 #pragma unroll
             for (int r = 0; r < 2; ++r)
                 sum[r] = row_exp(sc, r, m_run[r], 0, WS_BN / 8);
-            if (MAXSKIP == 1 && !__any_sync(0xffffffffu, !(sum[0] < WS_MS_TH) || !(sum[1] < WS_MS_TH))) {
+            if (MAXSKIP <= 2 && !__any_sync(0xffffffffu, !(sum[0] < WS_MS_TH) || !(sum[1] < WS_MS_TH))) {
                 l_run[0] += sum[0];
                 l_run[1] += sum[1];
                 return false;
             }
-            if (MAXSKIP != 3 && !__any_sync(0xffffffffu, !(sum[0] <= 1.0e36f) || !(sum[1] <= 1.0e36f))) {
+            if (MAXSKIP != 4 && !__any_sync(0xffffffffu, !(sum[0] <= 1.0e36f) || !(sum[1] <= 1.0e36f))) {
                 bool moved = false;
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
