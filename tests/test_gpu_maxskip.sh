@@ -30,13 +30,5 @@ json.dump(t, open(sys.argv[1], "w"), indent=1)
 PYEOF
 "$E" check "$tmp/task.json" --gpu --sample "$n" --seed 13 >"$tmp/check.log" 2>&1
 rc=$?
-line=$(grep "gate: " "$tmp/check.log")
-set -- $(echo "$line" | sed -n 's/.*gate: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) not run.*/\1 \2 \3/p')
-passed=${1:-}; failed=${2:-}; notrun=${3:-}
-echo "check exit $rc; MAXSKIP 3/4 sample of $((n + 1)) configurations: ${passed:-?} correct, ${failed:-?} incorrect, ${notrun:-?} stopped by the static checks"
-if [ "$rc" -ne 0 ] || [ "${passed:-0}" -ne $((n + 1)) ] || [ "${failed:-1}" -ne 0 ] || [ "${notrun:-1}" -ne 0 ]; then
-    echo "FAIL: every sampled configuration must compile and pass the gate"
-    cat "$tmp/check.log"
-    exit 1
-fi
-echo "OK"
+. "$ROOT/tests/lib_gate.sh"
+gate_verdict "$tmp/check.log" "$rc" $((n + 1)) "MAXSKIP 3/4 sample" || exit 1

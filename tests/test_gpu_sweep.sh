@@ -21,14 +21,5 @@ tail -n +1 -f --pid="$pid" "$tmp/check.log" 2>/dev/null | grep --line-buffered -
 tpid=$!
 wait "$pid"; rc=$?
 wait "$tpid"
-line=$(grep "gate: " "$tmp/check.log")
-# "gate: P passed, F failed, N not run ..." -> P F N
-set -- $(echo "$line" | sed -n 's/.*gate: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) not run.*/\1 \2 \3/p')
-passed=${1:-}; failed=${2:-}; notrun=${3:-}
-echo "check exit $rc; sweep of $((n + 1)) configurations: ${passed:-?} correct, ${failed:-?} incorrect, ${notrun:-?} stopped by the static checks (constraints, compile)"
-if [ "$rc" -ne 0 ] || [ "${passed:-0}" -ne $((n + 1)) ] || [ "${failed:-1}" -ne 0 ] || [ "${notrun:-1}" -ne 0 ]; then
-    echo "FAIL: every sampled configuration must compile and pass the gate"
-    cat "$tmp/check.log"
-    exit 1
-fi
-echo "OK"
+. "$ROOT/tests/lib_gate.sh"
+gate_verdict "$tmp/check.log" "$rc" $((n + 1)) "sweep" || exit 1
