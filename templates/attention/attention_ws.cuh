@@ -591,8 +591,9 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
      * recompute way. */
     auto softmax_ms = [&](float *sc, int n, float *alpha) -> bool {
         /* MAXSKIP = 2: a tile with keys to mask takes LAZY's softmax too,
-         * and the fast way has no mask (ptxas if-converts it into 192
-         * selects a 256-key tile: fewer instructions, not always faster) */
+         * and the fast way has no mask (ptxas if-converts it into 64
+         * compares and 128 selects a 256-key tile: fewer instructions,
+         * not always faster) */
         if ((MAXSKIP != 2 || !needs_mask(n)) && !__any_sync(0xffffffffu, m_run[0] == ATT_NEG_INF || m_run[1] == ATT_NEG_INF)) {
             if (MAXSKIP != 2)
                 mask(sc, n);
