@@ -55,9 +55,16 @@
 # "K:A|B", K as in knob_rows, A the 256-key configuration, B the winner).
 # (11) 'compile' (not part of 'all', no GPU): the gate's list compiled by check
 # without --gpu (a spill fails it); WS_CACHE=DIR keeps the cubins for a gate.
-# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|all]
+# (12) 'maxskip' (not part of 'all'): MAXSKIP 1 and 2 (LAZY's exponentials
+# without row maxima; 2: no mask on the fast way) against 0, at the rows'
+# winners where the constraint allows it (2 consumers, LAZY, no overlap, no
+# PVSPLIT): B4 H8 S2048 D64 (both), B8 H16 S512 D64, the seed shape (causal
+# with 128-key tiles, non-causal with 256), B4 H8 S2048 D128 (EARLY, no
+# PVSPLIT).  WS_REPEAT=N makes every A/B of a mode N independent ones
+# (evoeng bench --repeat: the ratios, their median and spread).
+# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|maxskip|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|maxskip|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
@@ -120,7 +127,8 @@ fi
 knob_ab() {
     [ -n "$3" ] && [ -n "$4" ] || { echo "ws_ab.sh: an A/B without two configurations ($1, $2)" >&2; exit 2; }
     echo "--- $2 A=$3 B=$4" | tee -a "$out/$1"
-    $E bench $T $2 --params "$3" --against "$4" 2>&1 | grep -E "verdict|latency|TFLOP|vs against|error|fail" | tee -a "$out/$1"
+    $E bench $T $2 --params "$3" --against "$4" ${WS_REPEAT:+--repeat $WS_REPEAT} 2>&1 |
+        grep -E "verdict|latency|TFLOP|vs against|ratios|median|error|fail" | tee -a "$out/$1"
 }
 # configuration $1 with knob $2 moved from $3 to $4, wherever ws() put it
 # (a knob ws() appends later must not break the swap: --params refuses a
@@ -228,6 +236,13 @@ if [ "$what" = bn256 ]; then
         w=${c#*|} c=${c%%|*}
         knob_ab bn256_win.txt "${k:+${shapes[$k]}}" "$c" "$w"
     done
+fi
+if [ "$what" = maxskip ]; then
+    echo "=== MAXSKIP 1 and 2 against 0 (2 consumers, LAZY, no overlap, no PVSPLIT), the rows' winners"
+    ms_rows=("0:$(ws 2 256 3 0 1 0 1 0 1 1),STAGGER=1,MAXSKIP=0" "1:$(ws 2 256 2 0 1 0 1 0 0 1 1),STAGGER=1,MAXSKIP=0"
+             "2:$(ws 2 256 2 0 1 0 1 0 1 1 0 0 1),STAGGER=1,MAXSKIP=0" "6:$(ws 2 128 2 0 0 0 0 0 1 1),STAGGER=1,MAXSKIP=0"
+             ":$(ws 2 256 1 0 1 0 0 0 1 1),STAGGER=1,MAXSKIP=0" "4:$(ws 2 128 3 0 1 0 1 0 1 1 0 0 1),EARLY=1,MAXSKIP=0")
+    for v in 1 2; do KR_TO=$v knob_rows maxskip.txt MAXSKIP "${ms_rows[@]}"; done
 fi
 if [ "$what" = lazy ]; then
     echo "=== LAZY 1 against 0 inside the WS path, each shape's table winner"

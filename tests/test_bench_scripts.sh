@@ -43,11 +43,11 @@ echo "$a|$b" >>"$STUB_LOG"
 echo "  vs against x: 1 us; interleaved A/B ratio (this/against) 1.0000, p10-p90 spread 0.0010: within 2%"
 STUB
 chmod +x "$tmp/evo_ab"
-for m in ostage lazy tail lsum descadd stagger bn256; do
+for m in ostage lazy tail lsum descadd stagger bn256 maxskip; do
     : >"$tmp/ab_$m.log"
     STUB_LOG="$tmp/ab_$m.log" EVOENG="$tmp/evo_ab" bash "$ROOT/bench/ws_ab.sh" "$tmp/ab_$m" "$m" >"$tmp/out" 2>&1
     rc=$?
-    want=$(case $m in ostage) echo O_STAGE;; lazy) echo LAZY;; tail) echo TAIL;; lsum) echo LSUM;; descadd) echo DESCADD;; stagger) echo STAGGER;; bn256) echo BLOCK_N;; esac)
+    want=$(case $m in ostage) echo O_STAGE;; lazy) echo LAZY;; tail) echo TAIL;; lsum) echo LSUM;; descadd) echo DESCADD;; stagger) echo STAGGER;; bn256) echo BLOCK_N;; maxskip) echo MAXSKIP;; esac)
     bad_pairs=$("$PY" - "$tmp/ab_$m.log" "$want" <<'PYEOF'
 import sys
 bad, n = 0, 0
