@@ -127,9 +127,9 @@ else bad "burst_study.sh did not pass the export's shape and params"; cat "$tmp/
 # refused (exit 2), and the analysis recovers known phase lengths
 "$PY" - "$ROOT/templates/attention" "$tmp/ws.json" "$tmp/fa2.json" <<'PYEOF'
 import json, sys
-# the template's three files, as an export inlines them: a patch point
+# the template's four files, as an export inlines them: a patch point
 # must occur once in the whole source, the FA2 path's text included
-src = "".join(open(f"{sys.argv[1]}/{f}").read() for f in ("attention.cu", "attention_fa2.cuh", "attention_ws.cuh"))
+src = "".join(open(f"{sys.argv[1]}/{f}").read() for f in ("attention.cu", "attention_fa2.cuh", "attention_ws.cuh", "attention_ws_sync.cuh"))
 json.dump({"source": src, "params": {"WS": 1}}, open(sys.argv[2], "w"))
 json.dump({"source": src, "params": {"WS": 0}}, open(sys.argv[3], "w"))
 PYEOF

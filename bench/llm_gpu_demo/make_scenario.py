@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write the stub scenario of the GPU LLM demo from templates/attention/attention.cu
-(with its parts attention_fa2.cuh and attention_ws.cuh inlined, as evoeng does).
+(with its parts attention_fa2.cuh, attention_ws.cuh and attention_ws_sync.cuh inlined, as evoeng does).
 
   python3 bench/llm_gpu_demo/make_scenario.py
 
