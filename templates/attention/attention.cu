@@ -125,12 +125,12 @@
  *                turns); 0: both start together
  *   MAXSKIP      (WS path at 2 consumers with LAZY, without the
  *                intra-warpgroup overlap, PVSPLIT or LSUM) 1: once a row
- *                has a running maximum, a
- *                tile's exponentials are taken against it with no row
- *                maxima; a tile where a thread's sum of a row's P reaches
- *                2^15 brings those rows down by a power of two (or, where
- *                P overflowed, computes the scores again with mma.sync, K
- *                from global memory); 2: the same, but a tile with keys
+ *                has a running maximum, a tile's exponentials are taken
+ *                against it with no row maxima; a tile where a thread's
+ *                sum of a row's P reaches 2^15 brings those rows down by a
+ *                power of two (or, where P overflowed, computes the scores
+ *                again with mma.sync, K from global memory); 2: the same,
+ *                but a tile with keys
  *                to mask (causal diagonal, keys past S) takes LAZY's
  *                softmax, so the fast way has no mask; 0: LAZY's maxima
  *                every tile.  3 and 4 (tests only, outside the search
@@ -330,15 +330,13 @@ static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-#if !ATT_WG   /* the mma.sync path's V loads and MMAs */
+#if !ATT_WG   /* the mma.sync path's transposed V loads */
 static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u32 &r1,
                                                   att_u32 &r2, att_u32 &r3)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
 }
-
-
 #endif
 
 /* Pack two floats into f16x2: lo in the low half. */

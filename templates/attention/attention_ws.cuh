@@ -374,13 +374,16 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     /* row r's new running maximum from the tile's scores: sets alpha[r] and
      * m_run[r], returns the maximum the exponentials subtract; move: whether
      * it moved (LAZY: see softmax below) */
-    auto row_max = [&](const float *sc, int r, float *alpha, bool &move) -> float {
-        float mx = ATT_NEG_INF;
+    /* the largest of m and row r's values of the tile (in every thread of the quad) */
+    auto quad_max = [&](const float *sc, int r, float m) -> float {
 #pragma unroll
         for (int nt8 = 0; nt8 < WS_BN / 8; ++nt8)
-            mx = fmaxf(mx, fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            m = fmaxf(m, fmaxf(sc[nt8 * 4 + 2 * r], sc[nt8 * 4 + 2 * r + 1]));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    };
+    auto row_max = [&](const float *sc, int r, float *alpha, bool &move) -> float {
+        const float mx = quad_max(sc, r, ATT_NEG_INF);
         /* LAZY: -inf + 8 is -inf, so a row's first finite maximum moves it */
         move = LAZY ? __any_sync(0xffffffffu, mx * sl > m_run[r] + 8.f) : true;
         const float m_new = move ? fmaxf(m_run[r], mx * sl) : m_run[r];
@@ -511,13 +514,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
                 bool moved = false;
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
-                    float mp = 0.f;
-#pragma unroll
-                    for (int i = 0; i < WS_BN / 8; ++i)
-                        mp = fmaxf(mp, fmaxf(sc[i * 4 + 2 * r], sc[i * 4 + 2 * r + 1]));
-                    mp = fmaxf(mp, __shfl_xor_sync(0xffffffffu, mp, 1));
-                    mp = fmaxf(mp, __shfl_xor_sync(0xffffffffu, mp, 2));
-                    const bool mv = mp >= 256.f;        /* quad-uniform: the row's largest P */
+                    const float mp = quad_max(sc, r, 0.f);   /* the row's largest P */
+                    const bool mv = mp >= 256.f;
                     /* mp in [2^E, 2^(E+1)): e = E + 1, a = 2^-e (mp <= sum <= 1e36 < 2^120: a normal) */
                     const int e = mv ? ((__float_as_int(mp) >> 23) & 0xff) - 126 : 0;
                     const float a = __int_as_float((127 - e) << 23);
