@@ -26,7 +26,9 @@ static const CmdInfo commands[] = {
      "optimize a task: generations of candidates, judged and recorded",
      "Runs the evolutionary search on a task (default: templates/attention/task.json) and records every\n"
      "candidate in the population store. Needs a CUDA GPU. Progress goes to stderr; Ctrl-C stops\n"
-     "cleanly, and `evoeng resume` continues.", 0},
+     "cleanly, and `evoeng resume` continues. By default the loop is steady-state: children are\n"
+     "proposed from the population as it stands and judged on whichever GPU is free, with no\n"
+     "barrier between generations; --sync runs generation by generation, reproducibly per seed.", 0},
     {CMD_RESUME, "resume", "[RUN_ID] [options]",
      "continue an interrupted run",
      "Continues a run (default: the most recent one) from what the store holds. Nothing committed is\n"
@@ -106,7 +108,7 @@ enum {
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
     O_SOURCE, O_COLD, O_AGAINST, O_REPEAT, O_SHARED, O_GPU, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
     O_LLM_CONC, O_LLM_MAX, O_GPUS, O_NO_WARM,
-    O_WIDE, O_RUN,
+    O_WIDE, O_RUN, O_SYNC, O_IN_FLIGHT,
 };
 
 typedef struct OptInfo {
@@ -132,6 +134,8 @@ static const OptInfo options[] = {
     {"seed", required_argument, O_SEED, BIT(CMD_RUN) | BIT(CMD_CHECK) | BIT(CMD_BENCH), "S", "random seed (default 1)"},
     {"strategy", required_argument, O_STRATEGY, BIT(CMD_RUN), "NAME", "evolve | model | random | exhaustive (default evolve); model: a surrogate ranks many proposals"},
     {"no-warm-start", no_argument, O_NO_WARM, BIT(CMD_RUN), NULL, "do not seed generation 0 with the best of earlier runs of the task on this device"},
+    {"sync", no_argument, O_SYNC, BIT(CMD_RUN) | BIT(CMD_RESUME), NULL, "generation-synchronous mode: a barrier after each generation, the same children for the same seed (replay, exact reproduction); default: steady state"},
+    {"in-flight", required_argument, O_IN_FLIGHT, BIT(CMD_RUN) | BIT(CMD_RESUME), "N", "steady state: children kept in flight (default 2 x compile threads + 4 x GPUs)"},
     {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h; 0: no limit); the run is marked time_limit"},
     {"revert-threshold", required_argument, O_REVERT, BIT(CMD_RUN) | BIT(CMD_BENCH), "F", "revert a child more than F slower than its parent (default 0.02)"},
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
@@ -364,6 +368,8 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     }
     case O_COLD: s->cold = 1; return 0;
     case O_NO_WARM: s->no_warm_start = 1; return 0;
+    case O_SYNC: s->sync = 1; return 0;
+    case O_IN_FLIGHT: return int_arg(name, arg, 1, 100000, &s->in_flight, err);
     case O_GPU: s->gpu = 1; return 0;
     case O_AGAINST: s->against = arg; return 0;
     case O_DB: s->db = arg; return 0;

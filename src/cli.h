@@ -46,6 +46,8 @@ typedef struct Settings {
     int          seed_set;
     const char  *strategy;          /* evolve | model | random | exhaustive */
     int          no_warm_start;     /* --no-warm-start */
+    int          sync;              /* --sync: generation-synchronous mode */
+    int          in_flight;         /* --in-flight N (0: sized from the cores and GPUs) */
     double       time_limit_s;      /* 0: none */
     double       revert_threshold;  /* 0.02 */
     int          jobs;              /* compile threads, 0: one per core */

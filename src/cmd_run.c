@@ -72,6 +72,10 @@ static char *config_json(const Settings *s)
                           "source", s->source);
     if (s->no_warm_start)
         json_object_set_new(o, "no_warm_start", json_true());
+    if (s->sync)
+        json_object_set_new(o, "sync", json_true());
+    if (s->in_flight)
+        json_object_set_new(o, "in_flight", json_integer(s->in_flight));
     if (s->llm || s->llm_cmd)
         json_object_set_new(o, "llm",
                             json_pack("{s:s?, s:s?, s:s?, s:s?, s:s, s:f, s:i, s:i}", "provider", s->llm, "url",
@@ -128,6 +132,10 @@ static void settings_from_config(Settings *s, const char *cfg_json, const Settin
     if ((v = json_object_get(o, "seeds")))
         s->seeds = (int)json_integer_value(v);
     s->no_warm_start = json_is_true(json_object_get(o, "no_warm_start"));
+    if (!given->sync)
+        s->sync = json_is_true(json_object_get(o, "sync"));
+    if (!given->in_flight && (v = json_object_get(o, "in_flight")))
+        s->in_flight = (int)json_integer_value(v);
     if (!given->time_limit_set && (v = json_object_get(o, "time_limit_s")))
         s->time_limit_s = json_real_value(v);
     json_t *lo = json_object_get(o, "llm");
@@ -224,6 +232,48 @@ static const char *gpus_prefix(int n)
     return buf;
 }
 
+/* The pipeline's figures after a run: a line of text, or with --json one
+ * object {"event": "summary", ...} (README, JSON output). */
+static void print_pipeline(const EvolveSummary *m, int sync, int json)
+{
+    double min = m->wall_ms / 60000.0, n = m->evaluated > 0 ? m->evaluated : 1;
+    double wall_s = m->wall_ms / 1000.0;
+    double lanes_busy = m->pipe.lanes > 0 && wall_s > 0 ? m->pipe.compile_busy_s / (m->pipe.lanes * wall_s) : 0;
+    if (json) {
+        json_t *busy = json_array();
+        for (int i = 0; i < m->slots && i < 8; i++)
+            json_array_append_new(busy, json_real(wall_s > 0 ? m->slot_busy_s[i] / wall_s : 0));
+        json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:I, s:f, s:f, s:i, s:i, s:o, s:f, s:f, s:f, s:i, s:f, "
+                              "s:i, s:i, s:f, s:{s:I, s:I, s:I, s:I}}",
+                              "run", (json_int_t)m->run_id, "event", "summary", "mode", sync ? "sync" : "steady",
+                              "evaluated", m->evaluated, "wall_s", wall_s,
+                              "candidates_per_min", min > 0 ? m->evaluated / min : 0.0, "best_id",
+                              (json_int_t)m->best_id, "best_latency_us", isnan(m->best_latency_us) ? 0.0 : m->best_latency_us,
+                              "baseline_latency_us", m->baseline_latency_us, "in_flight", m->in_flight, "slots",
+                              m->slots, "slot_busy", busy, "cpu_s", m->cpu_s, "cpu_s_per_candidate",
+                              m->cpu_s / n, "nvrtc_cpu_s", m->nvrtc_cpu_s, "nvrtc_units", m->nvrtc_units,
+                              "nvrtc_units_per_candidate", m->nvrtc_units / n, "cache_hits", m->cache_hits,
+                              "compile_lanes", m->pipe.lanes, "compile_busy", lanes_busy, "units", "now",
+                              (json_int_t)m->pipe.units_now, "next", (json_int_t)m->pipe.units_next, "spec",
+                              (json_int_t)m->pipe.units_spec, "cancelled", (json_int_t)m->pipe.units_cancelled);
+        char *txt = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", txt);
+        free(txt);
+        json_decref(o);
+        return;
+    }
+    printf("pipeline (%s): %.1f candidates / min", sync ? "generation-synchronous" : "steady state",
+           min > 0 ? m->evaluated / min : 0.0);
+    if (!sync)
+        printf(", %d in flight", m->in_flight);
+    for (int i = 0; i < m->slots && i < 8; i++)
+        printf("%s GPU slot %d busy %.0f%%", i ? "," : ";", i, wall_s > 0 ? 100 * m->slot_busy_s[i] / wall_s : 0);
+    printf("\n  compile: %d threads busy %.0f%%, %d NVRTC units (%.2f a candidate, %.2f CPU-s each), %d cache hits; "
+           "evoeng %.2f CPU-s a candidate\n",
+           m->pipe.lanes, 100 * lanes_busy, m->nvrtc_units, m->nvrtc_units / n,
+           m->nvrtc_units ? m->nvrtc_cpu_s / m->nvrtc_units : 0.0, m->cache_hits, m->cpu_s / n);
+}
+
 static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
 {
     EvoErr err;
@@ -306,7 +356,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         .task_path = task_abs, .baseline_source = src,
         .device_name = dev->name, .device_arch = dev->arch, .device_json = devj, .nvrtc_version = nv,
         .driver_version = drv, .stop = &stop_int, .llm = llm, .llm_rate = s->llm_rate,
-        .no_warm_start = s->no_warm_start,
+        .no_warm_start = s->no_warm_start, .sync = s->sync, .in_flight = s->in_flight,
     };
     if (!s->quiet && !s->json)
         out_printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
@@ -358,6 +408,8 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         if (sum.interrupted)
             printf("continue with: evoeng resume %lld --db %s\n", (long long)sum.run_id, s->db);
     }
+    if (!s->quiet)
+        print_pipeline(&sum, s->sync, s->json);
     rc = stopped;
 out:
     gpueval_close(&ge);

@@ -29,7 +29,6 @@ struct GpuEval {
     int            nslots, alive;
     pthread_mutex_t lock;      /* slots' dead/alive, parents' module loads */
     Pool          *pool;       /* compile threads: children's units compile here while the GPU works */
-    int            early;      /* queue a child's other units in the background at stage 1 */
     PrepRef        ref;
 };
 
@@ -121,11 +120,6 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
     free(counted);
     counted = NULL;
     g->alive = g->nslots;
-    /* EVOENG_EARLY_UNITS=1 turns the look-ahead on. Off by default: on an
-     * H200 it cut stage-B waits but lengthened stage-A ones (background
-     * compiles take the cores), 31.1 s against 29.5 s a run (mean of 3). */
-    const char *early = getenv("EVOENG_EARLY_UNITS");
-    g->early = early && strcmp(early, "1") == 0;
     if (pool_open(&g->pool, opt->jobs, err))
         goto fail;
     if (prep_reference(task, &g->slots[0].dev, &g->ref, opt->jobs, err))
@@ -251,21 +245,12 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
     if (!pv)
         return err_set(err, "submit: stage %d of a child that was never rendered", stage);
     Prepared *p = &pv->prep;
-    if (stage <= 1) {
-        if (prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[0], err))
-            return -1;
-        if (stage == 0 || !g->early)
-            return 0;
-        /* the other units in the background: a child that goes on to
-         * stage B finds them built, or promotes them (ge_drop cancels the
-         * queued ones of a child that does not) */
-        for (int u = 0; u < p->nunits; u++)
-            if (prep_unit_submit_bg(g->pool, g->task, &g->slots[0].dev, p, u, err))
-                return -1;
-        return 0;
-    }
+    if (stage <= 1)
+        return prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[0], POOL_NEXT, err);
+    /* stage 2: the child passed stage A, its other units come first; 3:
+     * look-ahead, when nothing else waits (stage 2 promotes them later) */
     for (int u = 0; u < p->nunits; u++)
-        if (prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, u, err))
+        if (prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, u, stage == 2 ? POOL_NOW : POOL_SPEC, err))
             return -1;
     return 0;
 }
@@ -291,6 +276,46 @@ static int ge_ready(void *ctx, Child *c, int stage)
         if (!prep_unit_ready(p, p->shape_unit[s]))
             return 0;
     return 1;
+}
+
+static void ge_urge(void *ctx, Child *c, int stage)
+{
+    GpuEval *g = ctx;
+    Priv *pv = c->priv;
+    if (!pv || pv->prep.status[0])
+        return;
+    Prepared *p = &pv->prep;
+    int s0, s1;
+    stage_shapes(p, stage, &s0, &s1);
+    EvoErr err;
+    for (int s = s0; s < s1; s++)
+        if (p->units[p->shape_unit[s]].state == PREP_UNIT_QUEUED)
+            prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[s], POOL_NOW, &err);
+}
+
+static int ge_lanes(void *ctx)
+{
+    GpuEval *g = ctx;
+    return pool_threads(g->pool);
+}
+
+static void ge_watch(void *ctx, void (*fn)(void *), void *arg)
+{
+    GpuEval *g = ctx;
+    pool_set_hook(g->pool, fn, arg);
+}
+
+static void ge_pipe_stats(void *ctx, EvalPipeStats *out)
+{
+    GpuEval *g = ctx;
+    PoolStats ps;
+    pool_stats(g->pool, &ps);
+    out->lanes = ps.threads;
+    out->compile_busy_s = ps.busy_s;
+    out->units_now = ps.ran[POOL_NOW];
+    out->units_next = ps.ran[POOL_NEXT];
+    out->units_spec = ps.ran[POOL_SPEC];
+    out->units_cancelled = ps.cancelled;
 }
 
 static void ge_drop(void *ctx, Child *c)
@@ -430,11 +455,12 @@ static int ge_gate(void *ctx, Child *c, int stage, EvoErr *err)
     int s0, s1;
     stage_shapes(p, stage, &s0, &s1);
     double t0 = time_now_ms();
-    /* Compile waits, the static gate and loading, shape by shape. */
+    /* Compile waits, the static gate and loading, shape by shape; what
+     * this GPU now waits for is compiled first. */
     for (int s = s0; s < s1 && !p->status[0]; s++) {
         EvalStatus st;
         char msg[768] = "";
-        if (stage == 2 && prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[s], err))
+        if (prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[s], POOL_NOW, err))
             return -1;
         if (unit_ready(g, slot_of(g, c), pv, s, 0, &st, msg, sizeof(msg), err))
             return slot_failed(g, slot_of(g, c), err);
@@ -713,5 +739,8 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
     return 0;
 }
 
-const EvaluatorOps gpueval_ops = {"gpu",      ge_submit, ge_gate,  ge_time,
-                                   ge_compare, ge_release, ge_slots, ge_calibrate, ge_drop, ge_ready};
+const EvaluatorOps gpueval_ops = {
+    .name = "gpu", .submit = ge_submit, .gate = ge_gate, .time = ge_time, .compare = ge_compare,
+    .release = ge_release, .slots = ge_slots, .calibrate = ge_calibrate, .drop = ge_drop, .ready = ge_ready,
+    .urge = ge_urge, .lanes = ge_lanes, .watch = ge_watch, .pipe_stats = ge_pipe_stats,
+};

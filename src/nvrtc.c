@@ -43,6 +43,8 @@
 #define DEFAULT_NAME "kernel.cu"
 
 static atomic_int      g_compiles;                 /* nvrtcCompileProgram calls */
+static atomic_int      g_hits;                     /* compile cache hits */
+static atomic_llong    g_cpu_us, g_wall_us;        /* in nvrtcCompileProgram, summed over threads */
 static pthread_mutex_t g_dir_lock = PTHREAD_MUTEX_INITIALIZER;
 static char           *g_cache_dir;                /* guarded by g_dir_lock */
 static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,6 +83,14 @@ int nvrtc_version(void)
 int nvrtc_compile_count(void)
 {
     return atomic_load(&g_compiles);
+}
+
+void nvrtc_stats(NvrtcStats *out)
+{
+    out->compiles = atomic_load(&g_compiles);
+    out->cache_hits = atomic_load(&g_hits);
+    out->cpu_s = (double)atomic_load(&g_cpu_us) / 1e6;
+    out->wall_s = (double)atomic_load(&g_wall_us) / 1e6;
 }
 
 void nvrtc_set_cache_dir(const char *dir)
@@ -589,10 +599,12 @@ static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult 
             goto fail;
 
     atomic_fetch_add(&g_compiles, 1);
-    double t0 = time_now_ms();
+    double t0 = time_now_ms(), c0 = thread_cpu_ms();
     call = "nvrtcCompileProgram";
     r = nvrtcCompileProgram(prog, o->n, (const char *const *)o->v);
     res->compile_ms = time_now_ms() - t0;
+    atomic_fetch_add(&g_cpu_us, (long long)((thread_cpu_ms() - c0) * 1000));
+    atomic_fetch_add(&g_wall_us, (long long)(res->compile_ms * 1000));
 
     /* The log first, whatever the result: it is the feedback. */
     size_t loglen = 0;
@@ -694,6 +706,7 @@ int nvrtc_compile(const CompileRequest *req, CompileResult *res, EvoErr *err)
     dir = cache_dir_get();
     if (dir && cache_load(dir, res)) {
         res->cache_hit = 1;
+        atomic_fetch_add(&g_hits, 1);
         rc = 0;
         goto done;
     }

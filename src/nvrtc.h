@@ -117,6 +117,15 @@ void nvrtc_max_resources(const CompileResult *res, KernelResources *out);
  * process has made; cache hits do not count. Atomic, any thread. */
 int nvrtc_compile_count(void);
 
+/* Process-wide compile figures since start: real compilations, compile
+ * cache hits, and the CPU and wall seconds spent in nvrtcCompileProgram
+ * (summed over threads). Atomic reads, any thread. */
+typedef struct NvrtcStats {
+    int    compiles, cache_hits;
+    double cpu_s, wall_s;
+} NvrtcStats;
+void nvrtc_stats(NvrtcStats *out);
+
 /* The exact option list nvrtc_compile() would pass for req, in order:
  * --gpu-architecture=<arch>, -std=c++17 (only when req->options has no
  * -std), req->options, --use_fast_math (fast_math), -lineinfo (lineinfo),

@@ -2,13 +2,15 @@
  * pool: a fixed-size pthread thread pool with a FIFO task queue. See
  * pool.h. One mutex guards the queue and the counters; `work` wakes idle
  * workers, `idle` wakes pool_wait() when the pending count drops to zero.
- * The queue is a singly linked list of heap nodes (tasks are few and
- * coarse: whole NVRTC compilations), so there is no capacity to manage.
+ * Each priority level is a singly linked list of heap nodes (tasks are
+ * few and coarse: whole NVRTC compilations), so there is no capacity to
+ * manage.
  */
 #include "pool.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,9 +31,12 @@ struct Pool {
     pthread_cond_t  work;      /* signalled when a task is queued or on close */
     pthread_cond_t  idle;      /* broadcast when pending reaches 0 */
     pthread_cond_t  jobdone;   /* broadcast when a task with a PoolJob finishes */
-    PoolQueue       q[2];      /* [0] urgent, [1] background: urgent tasks run first */
-    int             bg_running;   /* background tasks running now */
-    int             bg_cap;       /* at most this many at once: the rest stay free for urgent ones */
+    PoolQueue       q[POOL_LEVELS];  /* by priority: POOL_NOW first */
+    int             bg_running;   /* POOL_SPEC tasks running now */
+    int             bg_cap;       /* at most this many at once: the rest stay free for the others */
+    void          (*hook)(void *);   /* called after each task (pool_set_hook) */
+    void           *hook_arg;
+    PoolStats       stats;
     long            pending;   /* queued + running tasks */
     int             closing;   /* 1: no new tasks, workers exit when the queue is empty */
     pthread_t      *tids;      /* nthreads started workers */
@@ -67,23 +72,48 @@ static PoolTask *queue_take(PoolQueue *q, const PoolJob *job)
     return NULL;
 }
 
-/* The next task a free worker may run: the oldest urgent one, else the
- * oldest background one while fewer than bg_cap of those run. */
-static PoolTask *queue_pop(Pool *pool, int *bg)
+/* The next task a free worker may run: the oldest of the highest level
+ * queued, a POOL_SPEC one only while fewer than bg_cap of those run. */
+static PoolTask *queue_pop(Pool *pool, int *level)
 {
-    *bg = 0;
-    PoolQueue *q = &pool->q[0];
-    if (!q->head) {
-        q = &pool->q[1];
-        if (!q->head || pool->bg_running >= pool->bg_cap)
-            return NULL;
-        *bg = 1;
+    for (int l = 0; l < POOL_LEVELS; l++) {
+        PoolQueue *q = &pool->q[l];
+        if (!q->head || (l == POOL_SPEC && pool->bg_running >= pool->bg_cap))
+            continue;
+        PoolTask *t = q->head;
+        q->head = t->next;
+        if (!q->head)
+            q->tail = NULL;
+        *level = l;
+        return t;
     }
-    PoolTask *t = q->head;
-    q->head = t->next;
-    if (!q->head)
-        q->tail = NULL;
-    return t;
+    return NULL;
+}
+
+static int queues_empty(const Pool *pool)
+{
+    for (int l = 0; l < POOL_LEVELS; l++)
+        if (pool->q[l].head)
+            return 0;
+    return 1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* After a task finished or was cancelled (lock not held): the hook. */
+static void run_hook(Pool *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    void (*fn)(void *) = pool->hook;
+    void *arg = pool->hook_arg;
+    pthread_mutex_unlock(&pool->lock);
+    if (fn)
+        fn(arg);
 }
 
 static void *pool_worker(void *p)
@@ -91,23 +121,28 @@ static void *pool_worker(void *p)
     Pool *pool = p;
     pthread_mutex_lock(&pool->lock);
     for (;;) {
-        int bg = 0;
+        int level = 0;
         PoolTask *t;
-        while (!(t = queue_pop(pool, &bg)) && !(pool->closing && !pool->q[0].head && !pool->q[1].head))
+        while (!(t = queue_pop(pool, &level)) && !(pool->closing && queues_empty(pool)))
             pthread_cond_wait(&pool->work, &pool->lock);
         if (!t)
             break;                     /* closing and drained */
+        int bg = level == POOL_SPEC;
         pool->bg_running += bg;
         pthread_mutex_unlock(&pool->lock);
 
+        double t0 = now_s();
         t->fn(t->arg);
+        double dt = now_s() - t0;
         PoolJob *job = t->job;
         free(t);
 
         pthread_mutex_lock(&pool->lock);
+        pool->stats.ran[level]++;
+        pool->stats.busy_s += dt;
         if (bg) {
             pool->bg_running--;
-            pthread_cond_signal(&pool->work);   /* a queued background task may start now */
+            pthread_cond_signal(&pool->work);   /* a queued speculative task may start now */
         }
         if (job) {
             job->done = 1;
@@ -115,6 +150,9 @@ static void *pool_worker(void *p)
         }
         if (--pool->pending == 0)
             pthread_cond_broadcast(&pool->idle);
+        pthread_mutex_unlock(&pool->lock);
+        run_hook(pool);
+        pthread_mutex_lock(&pool->lock);
     }
     pthread_mutex_unlock(&pool->lock);
     return NULL;
@@ -164,11 +202,13 @@ int pool_submit(Pool *pool, void (*fn)(void *), void *arg)
 
 int pool_submit_job(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg)
 {
-    return pool_submit_pri(pool, job, fn, arg, 1);
+    return pool_submit_pri(pool, job, fn, arg, POOL_NOW);
 }
 
-int pool_submit_pri(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg, int urgent)
+int pool_submit_pri(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg, int level)
 {
+    if (level < 0 || level >= POOL_LEVELS)
+        return -1;
     PoolTask *t = xmalloc(sizeof(*t));
     t->fn = fn;
     t->arg = arg;
@@ -183,20 +223,25 @@ int pool_submit_pri(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg, int
         free(t);
         return -1;
     }
-    queue_push(&pool->q[urgent ? 0 : 1], t);
+    queue_push(&pool->q[level], t);
     pool->pending++;
     pthread_cond_signal(&pool->work);
     pthread_mutex_unlock(&pool->lock);
     return 0;
 }
 
-void pool_job_promote(Pool *pool, PoolJob *job)
+void pool_job_promote(Pool *pool, PoolJob *job, int level)
 {
+    if (level < 0 || level >= POOL_LEVELS)
+        return;
     pthread_mutex_lock(&pool->lock);
-    PoolTask *t = queue_take(&pool->q[1], job);
-    if (t) {
-        queue_push(&pool->q[0], t);
-        pthread_cond_signal(&pool->work);
+    for (int l = level + 1; l < POOL_LEVELS; l++) {
+        PoolTask *t = queue_take(&pool->q[l], job);
+        if (t) {
+            queue_push(&pool->q[level], t);
+            pthread_cond_signal(&pool->work);
+            break;
+        }
     }
     pthread_mutex_unlock(&pool->lock);
 }
@@ -204,19 +249,38 @@ void pool_job_promote(Pool *pool, PoolJob *job)
 int pool_job_cancel(Pool *pool, PoolJob *job)
 {
     pthread_mutex_lock(&pool->lock);
-    PoolTask *t = queue_take(&pool->q[0], job);
-    if (!t)
-        t = queue_take(&pool->q[1], job);
+    PoolTask *t = NULL;
+    for (int l = 0; l < POOL_LEVELS && !t; l++)
+        t = queue_take(&pool->q[l], job);
     if (t) {
         free(t);
         job->done = 1;
         job->cancelled = 1;
+        pool->stats.cancelled++;
         pthread_cond_broadcast(&pool->jobdone);
         if (--pool->pending == 0)
             pthread_cond_broadcast(&pool->idle);
     }
     pthread_mutex_unlock(&pool->lock);
+    if (t)
+        run_hook(pool);
     return t != NULL;
+}
+
+void pool_set_hook(Pool *pool, void (*fn)(void *), void *arg)
+{
+    pthread_mutex_lock(&pool->lock);
+    pool->hook = fn;
+    pool->hook_arg = arg;
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void pool_stats(Pool *pool, PoolStats *out)
+{
+    pthread_mutex_lock(&pool->lock);
+    *out = pool->stats;
+    out->threads = pool->nthreads;
+    pthread_mutex_unlock(&pool->lock);
 }
 
 void pool_wait(Pool *pool)

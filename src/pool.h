@@ -6,6 +6,10 @@
  * queue, joins the workers and frees the pool. nvrtc_compile_many() uses
  * it to run independent NVRTC compilations in parallel.
  *
+ * Tasks wait in three priority queues (POOL_NOW, POOL_NEXT, POOL_SPEC):
+ * the evaluation pipeline puts the compilations a GPU waits for first,
+ * the next children's after them and speculative ones last.
+ *
  * Thread safety: pool_submit() and pool_wait() may be called from any
  * thread, including from inside a task (submit only: a task that waits on
  * its own pool deadlocks). pool_open()/pool_close() belong to one owner.
@@ -45,17 +49,41 @@ typedef struct PoolJob {
  * is closing (job is then left not done: do not wait on it). */
 int pool_submit_job(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg);
 
-/* Like pool_submit_job, on one of two queues: urgent (1, the queue of
- * pool_submit and pool_submit_job) or background (0). A free worker takes
- * the oldest urgent task, and a background task only when no urgent one
- * is queued and fewer than half the workers (at least one) run background
- * tasks, so the others stay free for urgent ones; a running task is never
- * interrupted. */
-int pool_submit_pri(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg, int urgent);
+/* Priority levels of pool_submit_pri. A free worker takes the oldest
+ * task of the highest level queued (POOL_NOW first); a POOL_SPEC task
+ * only while fewer than half the workers (at least one) run POOL_SPEC
+ * tasks, so the others stay free for the levels above. A running task is
+ * never interrupted. */
+#define POOL_NOW    0   /* something waits for it now (a GPU, a caller) */
+#define POOL_NEXT   1   /* needed soon, in submission order */
+#define POOL_SPEC   2   /* speculative: only when nothing else is queued */
+#define POOL_LEVELS 3
 
-/* Move job's task, while it is still queued in the background, to the
- * end of the urgent queue. Does nothing once it runs or has run. */
-void pool_job_promote(Pool *pool, PoolJob *job);
+/* Like pool_submit_job, on the queue of `level` (POOL_NOW, POOL_NEXT or
+ * POOL_SPEC; pool_submit and pool_submit_job use POOL_NOW). Returns 0, or
+ * -1 when the pool is closing or the level is out of range. */
+int pool_submit_pri(Pool *pool, PoolJob *job, void (*fn)(void *), void *arg, int level);
+
+/* Move job's task, while it is still queued at a lower priority than
+ * `level`, to the end of level's queue. Does nothing once it runs or has
+ * run, or when it is queued at level or above. */
+void pool_job_promote(Pool *pool, PoolJob *job, int level);
+
+/* Call fn(arg) after every task that finishes (or is cancelled), on the
+ * thread that ran (or cancelled) it, outside the pool's lock: a scheduler
+ * waiting for "some compilation finished" sets it. NULL clears it. fn
+ * must not call back into the pool's waits. */
+void pool_set_hook(Pool *pool, void (*fn)(void *), void *arg);
+
+/* Counters since pool_open: tasks run per level, and the seconds workers
+ * spent running tasks (wall time), for utilisation reports. */
+typedef struct PoolStats {
+    long   ran[POOL_LEVELS];
+    long   cancelled;
+    double busy_s;
+    int    threads;
+} PoolStats;
+void pool_stats(Pool *pool, PoolStats *out);
 
 /* Take job's task off the queue if no worker has started it: it is then
  * done without running (job->cancelled = 1) and 1 is returned; the

@@ -203,34 +203,24 @@ static void compile_task(void *arg)
     c->rc = nvrtc_compile(&c->req, &c->res, &c->err);
 }
 
-static int unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, int urgent,
-                       EvoErr *err)
+int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, int level,
+                     EvoErr *err)
 {
     PrepUnit *pu = &p->units[u];
-    if (pu->state == PREP_UNIT_QUEUED && urgent)
-        pool_job_promote(pu->job->pool, &pu->job->job);
+    if (pu->state == PREP_UNIT_QUEUED)
+        pool_job_promote(pu->job->pool, &pu->job->job, level);
     if (pu->state != PREP_UNIT_RENDERED)
         return 0;
     PrepCompile *c = xcalloc(1, sizeof(*c));
     c->pool = pool;
     fill_request(t, dev, pu, p->file, 0, &c->req);
-    if (pool_submit_pri(pool, &c->job, compile_task, c, urgent)) {
+    if (pool_submit_pri(pool, &c->job, compile_task, c, level)) {
         free(c);
         return err_set(err, "prep: the compile pool is closing");
     }
     pu->job = c;
     pu->state = PREP_UNIT_QUEUED;
     return 0;
-}
-
-int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err)
-{
-    return unit_submit(pool, t, dev, p, u, 1, err);
-}
-
-int prep_unit_submit_bg(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err)
-{
-    return unit_submit(pool, t, dev, p, u, 0, err);
 }
 
 int prep_unit_ready(Prepared *p, int u)
@@ -348,7 +338,7 @@ int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepare
     for (int i = 0; i < n && rc == 0; i++)
         if (!out[i].status[0])
             for (int u = 0; u < out[i].nunits && rc == 0; u++)
-                rc = prep_unit_submit(pool, t, dev, &out[i], u, err);
+                rc = prep_unit_submit(pool, t, dev, &out[i], u, POOL_NOW, err);
     for (int i = 0; i < n; i++) {
         Prepared *p = &out[i];
         if (p->status[0])

@@ -77,9 +77,10 @@ int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepa
  * compile.
  *
  * prep_unit_submit queues the NVRTC compilation of unit u of a rendered p
- * (status "") on pool's urgent queue and returns at once; a unit queued
- * in the background is promoted, one queued urgently or done is left
- * alone. Returns 0, or -1 when the pool refuses (err).
+ * (status "") on pool's queue of `level` (POOL_NOW, POOL_NEXT, POOL_SPEC:
+ * pool.h) and returns at once; a unit already queued at a lower priority
+ * is promoted to level, one queued higher or done is left alone. Returns
+ * 0, or -1 when the pool refuses (err).
  *
  * prep_unit_wait blocks until unit u's compilation (submitted, or
  * submitted now when it was not) has finished, then takes its result:
@@ -92,14 +93,12 @@ int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepa
  * spills over the task's limit, threads, shared memory and registers over
  * the device's, a missing entry point. It sets p->status ("resource",
  * "compile_error") and keeps the first failure. */
-int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err);
+int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, int level,
+                     EvoErr *err);
 
-/* prep_unit_submit on the pool's background queue (pool_submit_pri): the
- * compilation runs when no urgent one waits. prep_unit_submit of a unit
- * queued in the background moves it to the urgent queue. prep_unit_cancel
- * takes a queued unit that no thread has started back off the pool (it
- * is RENDERED again); a running or finished one is left as it is. */
-int prep_unit_submit_bg(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, EvoErr *err);
+/* prep_unit_cancel takes a queued unit that no thread has started back
+ * off the pool (it is RENDERED again); a running or finished one is left
+ * as it is. */
 /* 1 when prep_unit_wait of unit u would not wait: its compilation has
  * finished (or was taken in); 0 while queued or running, or never
  * submitted. Never blocks. */

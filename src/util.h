@@ -96,6 +96,8 @@ void sha256_hex(const void *data, size_t len, char hex[65]);
 /* ---- time ------------------------------------------------------------ */
 
 double time_now_ms(void);        /* monotonic clock, milliseconds */
+double thread_cpu_ms(void);      /* CPU time of the calling thread, milliseconds */
+double process_cpu_ms(void);     /* CPU time of this process (every thread), milliseconds */
 char  *time_iso8601(void);       /* current UTC time, fresh string */
 
 /* ---- numbers --------------------------------------------------------- */

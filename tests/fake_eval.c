@@ -218,8 +218,11 @@ static int fake_slots(void *ctx)
     return f->nslots > 0 ? f->nslots : 1;
 }
 
-const EvaluatorOps fake_eval_ops = {"fake", fake_submit, fake_gate, fake_time, fake_compare, fake_release,
-                                    fake_slots, fake_calibrate, fake_drop, fake_ready};
+const EvaluatorOps fake_eval_ops = {
+    .name = "fake", .submit = fake_submit, .gate = fake_gate, .time = fake_time, .compare = fake_compare,
+    .release = fake_release, .slots = fake_slots, .calibrate = fake_calibrate, .drop = fake_drop,
+    .ready = fake_ready,
+};
 
 int fake_eval_setup(const char *name, const char *task_file, char *tmpdir, size_t n, Task **task)
 {

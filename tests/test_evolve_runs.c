@@ -91,6 +91,7 @@ static int deceptive_wins(Task *t, const char *strategy, int no_diversity, int n
         snprintf(name, sizeof(name), "decept_%s_%d_%d.db", strategy, no_diversity, k);
         FakeEval *f = fake_eval_new(deceptive_us, compile_error, gate_error);
         EvolveConfig c = config(strategy, 30);
+        c.sync = 1;   /* the mechanisms, reproducibly (test_steady.c: the steady mode) */
         c.seed = 100 + (uint64_t)k;
         c.no_diversity = no_diversity;
         int64_t v[8];
@@ -133,6 +134,7 @@ static int coupled_wins(const char *tag, int nseeds, int *evals)
         snprintf(name, sizeof(name), "%s_%d.db", tag, k);
         FakeEval *f = fake_eval_new(coupled_us, NULL, NULL);
         EvolveConfig c = config("evolve", 4);
+        c.sync = 1;   /* the mechanisms, reproducibly */
         c.population = 1;
         c.children = 3;
         c.no_diversity = 1;
@@ -330,6 +332,7 @@ static void test_time_limit_resume(void)
     Store *ref = fresh_store("tl_ref.db");
     FakeEval *fr = fake_new();
     EvolveConfig c = config("evolve", 4);
+    c.sync = 1;   /* the same keys per generation after resumes: the synchronous mode's promise */
     EvolveSummary rs;
     EvoErr err;
     CHECK(evolve_run(ref, task, &dev, &fake_eval_ops, fr, &c, 0, &rs, &err) == 0);

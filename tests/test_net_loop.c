@@ -83,6 +83,7 @@ static EvolveConfig loop_config(int gens, LlmOp *op)
     c.config_json = "{}";
     c.llm = op;
     c.llm_rate = 0.5;
+    c.sync = 1;   /* the stub answers in request order: generation by generation (test_steady: the default) */
     return c;
 }
 

@@ -218,11 +218,11 @@ static void test_priorities(void)
     hold_start();
     PoolJob block, b1, b2, b3, u1;
     CHECK(pool_submit_job(pool, &block, held, NULL) == 0);   /* the only worker is busy */
-    CHECK(pool_submit_pri(pool, &b1, note, (void *)1, 0) == 0);
-    CHECK(pool_submit_pri(pool, &b2, note, (void *)2, 0) == 0);
-    CHECK(pool_submit_pri(pool, &b3, note, (void *)3, 0) == 0);
-    CHECK(pool_submit_pri(pool, &u1, note, (void *)4, 1) == 0);
-    pool_job_promote(pool, &b2);
+    CHECK(pool_submit_pri(pool, &b1, note, (void *)1, POOL_SPEC) == 0);
+    CHECK(pool_submit_pri(pool, &b2, note, (void *)2, POOL_SPEC) == 0);
+    CHECK(pool_submit_pri(pool, &b3, note, (void *)3, POOL_SPEC) == 0);
+    CHECK(pool_submit_pri(pool, &u1, note, (void *)4, POOL_NOW) == 0);
+    pool_job_promote(pool, &b2, POOL_NOW);
     CHECK(pool_job_cancel(pool, &b3) == 1);
     CHECK(b3.done == 1 && b3.cancelled == 1);
     CHECK(pool_job_cancel(pool, &b3) == 0);   /* no longer queued */
@@ -248,13 +248,13 @@ static void test_background_cap(void)
     CHECK(pool_open(&pool, 2, &err) == 0);
     hold_start();
     PoolJob bg_held, bg2, u;
-    CHECK(pool_submit_pri(pool, &bg_held, held, NULL, 0) == 0);
+    CHECK(pool_submit_pri(pool, &bg_held, held, NULL, POOL_SPEC) == 0);
     struct timespec ts = {0, 20000000}; /* 20 ms: the held task has started */
     nanosleep(&ts, NULL);
-    CHECK(pool_submit_pri(pool, &bg2, note, (void *)1, 0) == 0);
+    CHECK(pool_submit_pri(pool, &bg2, note, (void *)1, POOL_SPEC) == 0);
     nanosleep(&ts, NULL);
     CHECK_MSG(atomic_load(&norder) == 0, "a second background task ran beside the first");
-    CHECK(pool_submit_pri(pool, &u, note, (void *)2, 1) == 0);
+    CHECK(pool_submit_pri(pool, &u, note, (void *)2, POOL_NOW) == 0);
     pool_job_wait(pool, &u);
     CHECK(atomic_load(&order[0]) == 2);
     CHECK(atomic_load(&held_done) == 0);
@@ -265,9 +265,53 @@ static void test_background_cap(void)
     pool_close(&pool);
 }
 
+static atomic_int hook_calls;
+static void count_hook(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&hook_calls, 1);
+}
+
+/* Three levels: NOW before NEXT before SPEC, FIFO within a level; a
+ * promotion moves a task up, never down; the hook runs once per task
+ * that finishes or is cancelled; the stats count tasks per level. */
+static void test_levels(void)
+{
+    Pool *pool = NULL;
+    EvoErr err = {{0}};
+    CHECK(pool_open(&pool, 1, &err) == 0);
+    hold_start();
+    atomic_store(&hook_calls, 0);
+    pool_set_hook(pool, count_hook, NULL);
+    PoolJob block, s1, n1, n2, w1, s2, x;
+    CHECK(pool_submit_job(pool, &block, held, NULL) == 0);
+    CHECK(pool_submit_pri(pool, &s1, note, (void *)1, POOL_SPEC) == 0);
+    CHECK(pool_submit_pri(pool, &n1, note, (void *)2, POOL_NEXT) == 0);
+    CHECK(pool_submit_pri(pool, &n2, note, (void *)3, POOL_NEXT) == 0);
+    CHECK(pool_submit_pri(pool, &w1, note, (void *)4, POOL_NOW) == 0);
+    CHECK(pool_submit_pri(pool, &s2, note, (void *)5, POOL_SPEC) == 0);
+    CHECK(pool_submit_pri(pool, &x, note, (void *)6, POOL_LEVELS) == -1);   /* no such level */
+    pool_job_promote(pool, &s2, POOL_NEXT);   /* after n1, n2 */
+    pool_job_promote(pool, &n2, POOL_SPEC);   /* never down */
+    atomic_store(&release, 1);
+    pool_wait(pool);
+    CHECK_MSG(atomic_load(&norder) == 5, "%d tasks ran", atomic_load(&norder));
+    int want[5] = {4, 2, 3, 5, 1};
+    for (int i = 0; i < 5; i++)
+        CHECK_MSG(atomic_load(&order[i]) == want[i], "task %d ran as %d", atomic_load(&order[i]), i);
+    CHECK_MSG(atomic_load(&hook_calls) == 6, "hook called %d times", atomic_load(&hook_calls));
+    PoolStats ps;
+    pool_stats(pool, &ps);
+    CHECK(ps.ran[POOL_NOW] == 2 && ps.ran[POOL_NEXT] == 3 && ps.ran[POOL_SPEC] == 1 && ps.threads == 1);
+    CHECK(ps.busy_s > 0);
+    pool_set_hook(pool, NULL, NULL);
+    pool_close(&pool);
+}
+
 int main(void)
 {
     RUN(test_exactly_once);
+    RUN(test_levels);
     RUN(test_wait_repeatedly);
     RUN(test_tasks_submit_tasks);
     RUN(test_close_drains);

@@ -416,8 +416,10 @@ static int me_calibrate(void *ctx, Child *base, EvoErr *err)
     return 0;
 }
 
-const EvaluatorOps mpieval_ops = {"mpi",      me_submit, me_gate,  me_time,      me_compare,
-                                  me_release, me_slots,  me_calibrate, me_drop, me_ready};
+const EvaluatorOps mpieval_ops = {
+    .name = "mpi", .submit = me_submit, .gate = me_gate, .time = me_time, .compare = me_compare,
+    .release = me_release, .slots = me_slots, .calibrate = me_calibrate, .drop = me_drop, .ready = me_ready,
+};
 
 /* ---- open, start, close ------------------------------------------------ */
 

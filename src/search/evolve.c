@@ -18,65 +18,6 @@
 #include "ops.h"
 
 
-int evolve_should_revert(double ratio, double threshold)
-{
-    return !(ratio <= 1.0 + threshold);   /* NaN reverts too */
-}
-
-int evolve_tournament(Rng *rng, int n, int k)
-{
-    int best = n;
-    for (int i = 0; i < k; i++) {
-        int x = (int)rng_below(rng, (uint64_t)n);
-        if (x < best)
-            best = x;
-    }
-    return best;
-}
-
-/* ---- children -------------------------------------------------------- */
-
-int evolve_evaluate(const EvaluatorOps *ev, void *ctx, Child *kid, EvoErr *err)
-{
-    int rc;
-    if ((rc = ev->submit(ctx, kid, 1, err)) || (rc = ev->gate(ctx, kid, 1, err)) ||
-        (rc = ev->submit(ctx, kid, 2, err)) || (rc = ev->gate(ctx, kid, 2, err)) || (rc = ev->time(ctx, kid, err)))
-        return rc;
-    return 0;
-}
-
-void evolve_child_init(Child *c, int nparams)
-{
-    memset(c, 0, sizeof(*c));
-    c->vals = xcalloc((size_t)nparams + 1, sizeof(int64_t));
-    candidate_record_init(&c->rec);
-    compile_record_init(&c->comp);
-}
-
-void evolve_child_clear(Child *c, const EvaluatorOps *ev, void *ev_ctx)
-{
-    if (c->priv && ev && ev->release)
-        ev->release(ev_ctx, c);
-    free(c->vals);
-    free(c->params_key);
-    free(c->source_text);
-    free(c->own_source);
-    candidate_record_free(&c->rec);
-    compile_record_free(&c->comp);
-    memset(c, 0, sizeof(*c));
-}
-
-void loop_child_init(Loop *L, Child *c)
-{
-    evolve_child_init(c, L->np);
-}
-
-void loop_child_free(Loop *L, Child *c)
-{
-    evolve_child_clear(c, L->ev, L->ev_ctx);
-}
-
-/* Rebuild a prepared Child from a committed candidate (a parent). */
 /* ---- progress -------------------------------------------------------- */
 
 void loop_live_line(Loop *L, const char *fmt, ...)
@@ -151,9 +92,7 @@ static void report_generation(Loop *L, const GenerationRecord *g, int total_gens
 
 /* A line about the run (not a generation): text, or with --json the
  * object {"run", "event", "count", "runs"?}. Nothing with --quiet. */
-static void report_event(Loop *L, const char *event, int count, const char *runs, const char *fmt, ...)
-    EVO_PRINTF(5, 6);
-static void report_event(Loop *L, const char *event, int count, const char *runs, const char *fmt, ...)
+void loop_report_event(Loop *L, const char *event, int count, const char *runs, const char *fmt, ...)
 {
     if (L->cfg->quiet)
         return;
@@ -221,12 +160,12 @@ static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
         goto out;
     }
     if (gen == 0 && L->sum->warm_seeded)
-        report_event(L, "warm_start", L->sum->warm_seeded, L->sum->warm_runs,
+        loop_report_event(L, "warm_start", L->sum->warm_seeded, L->sum->warm_runs,
                      "warm start: %d of generation 0's members seeded from run%s %s (same task, same device)",
                      L->sum->warm_seeded, strchr(L->sum->warm_runs, ',') ? "s" : "", L->sum->warm_runs);
     if (exhausted && !L->sum->space_exhausted) {
         L->sum->space_exhausted = 1;
-        report_event(L, "space_exhausted", n, NULL,
+        loop_report_event(L, "space_exhausted", n, NULL,
                      "gen %3lld: the valid space is exhausted: %d new of %d children asked for, every other valid "
                      "configuration was evaluated", (long long)gen, n, want);
     }
@@ -246,28 +185,63 @@ out:
     free(done);
     store_candidates_free(pop, npop);
     if (rc == 0 && !L->sum->interrupted) {
-        /* The generation's best counts everything committed in it (a resumed
-         * generation too), so read it back from the store. */
         g.wall_ms = time_now_ms() - t0;
-        CandidateRecord *best = NULL;
-        int nb = 0;
-        if (store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 1, &best, &nb, err) == 0 && nb) {
-            g.best_id = best[0].id;
-            g.best_latency_us = best[0].latency_us;
-        }
-        store_candidates_free(best, nb);
-        if (store_generation_put(L->st, &g, err))
-            return -1;
-        L->run.generations_done = gen + 1;
-        if (store_run_update(L->st, &L->run, err))
-            return -1;
-        L->sum->generations_done = (int)gen + 1;
-        report_generation(L, &g, total_gens);
+        return loop_generation_close(L, &g, gen + 1, total_gens, err);
     }
     return rc;
 }
 
+int loop_generation_close(Loop *L, GenerationRecord *g, int64_t done, int total_gens, EvoErr *err)
+{
+    /* The generation's best counts everything committed up to now (a
+     * resumed generation too), so read it back from the store. */
+    CandidateRecord *best = NULL;
+    int nb = 0;
+    if (store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 1, &best, &nb, err) == 0 && nb) {
+        g->best_id = best[0].id;
+        g->best_latency_us = best[0].latency_us;
+    }
+    store_candidates_free(best, nb);
+    if (store_generation_put(L->st, g, err))
+        return -1;
+    if (done > L->run.generations_done) {
+        L->run.generations_done = done;
+        if (store_run_update(L->st, &L->run, err))
+            return -1;
+        L->sum->generations_done = (int)done;
+    }
+    if (total_gens >= 0)
+        report_generation(L, g, total_gens);
+    return 0;
+}
+
 /* ---- the run --------------------------------------------------------- */
+
+/* The summary's pipeline figures: this process's CPU and NVRTC's since the
+ * start (cpu0, nv0), the evaluator's compile threads (ps0 at the start). */
+static void pipe_figures(Loop *L, double cpu0, const NvrtcStats *nv0, const EvalPipeStats *ps0)
+{
+    EvolveSummary *s = L->sum;
+    NvrtcStats nv;
+    nvrtc_stats(&nv);
+    s->cpu_s = (process_cpu_ms() - cpu0) / 1000.0;
+    s->nvrtc_cpu_s = nv.cpu_s - nv0->cpu_s;
+    s->nvrtc_units = nv.compiles - nv0->compiles;
+    s->cache_hits = nv.cache_hits - nv0->cache_hits;
+    if (!s->slots)
+        s->slots = L->ev->slots ? L->ev->slots(L->ev_ctx) : 1;
+    if (L->ev->pipe_stats) {
+        EvalPipeStats p;
+        memset(&p, 0, sizeof(p));
+        L->ev->pipe_stats(L->ev_ctx, &p);
+        s->pipe.lanes = p.lanes;
+        s->pipe.compile_busy_s = p.compile_busy_s - ps0->compile_busy_s;
+        s->pipe.units_now = p.units_now - ps0->units_now;
+        s->pipe.units_next = p.units_next - ps0->units_next;
+        s->pipe.units_spec = p.units_spec - ps0->units_spec;
+        s->pipe.units_cancelled = p.units_cancelled - ps0->units_cancelled;
+    }
+}
 
 /* Evaluate and commit the baseline, or reload it on resume. */
 static int setup_baseline(Loop *L, EvoErr *err)
@@ -329,9 +303,16 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
     L.np = task_nparams(task);
     L.t0 = time_now_ms();
     L.tty = isatty(STDERR_FILENO);
-    L.nparents = cfg->population + 1 > PARENT_CACHE ? cfg->population + 1 : PARENT_CACHE;
-    L.parents = xcalloc((size_t)L.nparents, sizeof(Child));
-    L.parent_used = xcalloc((size_t)L.nparents, sizeof(uint64_t));
+    L.parent_cap = cfg->population + 1 > PARENT_CACHE ? cfg->population + 1 : PARENT_CACHE;
+    L.steady = !cfg->sync;
+    L.resumed = resume_run_id != 0;
+    double cpu0 = process_cpu_ms();
+    NvrtcStats nv0;
+    nvrtc_stats(&nv0);
+    EvalPipeStats ps0;
+    memset(&ps0, 0, sizeof(ps0));
+    if (ev->pipe_stats)
+        ev->pipe_stats(ev_ctx, &ps0);
     int rc = -1;
 
     if (resume_run_id) {
@@ -384,7 +365,9 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
     int total = exhaustive ? 1 << 30 : cfg->generations;
     /* The exhaustive cursor restarts at 0 on resume: what was evaluated is
      * skipped as a duplicate, so nothing is done twice. */
-    for (int64_t gen = L.run.generations_done; gen <= total; gen++) {
+    if (L.steady && loop_steady(&L, err))
+        goto fail_run;
+    for (int64_t gen = L.run.generations_done; !L.steady && gen <= total; gen++) {
         if (loop_time_limit_hit(&L))
             break;
         int64_t before = summary->evaluated;
@@ -431,15 +414,12 @@ fail_run:
         store_run_update(st, &L.run, &e2);
     }
 out:
+    pipe_figures(&L, cpu0, &nv0, &ps0);
     loop_live_clear(&L);
     summary->wall_ms = time_now_ms() - L.t0;
     if (L.baseline.vals)
         loop_child_free(&L, &L.baseline);
-    for (int i = 0; i < L.nparents; i++)
-        if (L.parents[i].vals)
-            loop_child_free(&L, &L.parents[i]);
-    free(L.parents);
-    free(L.parent_used);
+    loop_parents_free(&L);
     task_space_free(&L.space);
     loop_spec_free(&L);
     free(L.base_kernel);

@@ -108,17 +108,21 @@ typedef struct Child {
  * judged and goes to another slot. */
 #define EVAL_RETRY (-2)
 
+struct EvalPipeStats;
+
 typedef struct EvaluatorOps {
     const char *name;
     /* Queue a child's work without waiting for it. Stage 1: check its
      * configuration against the constraints, render it for every shape
-     * and queue the compilation of its benchmark-shape unit (and, where
-     * the evaluator looks ahead, its other units at a lower priority); a
-     * child that fails there gets rec.status "invalid" and rec.error.
-     * Stage 0: stage 1 without the look-ahead (a speculative child).
-     * Stage 2: queue the compilation of its other units (now urgent). A child with rec.status set is
-     * left alone. Returns 0, or -1 only when evaluation cannot go on at
-     * all. */
+     * and queue the compilation of its benchmark-shape unit (priority
+     * "next": after what a GPU waits for, in submission order); a child
+     * that fails there gets rec.status "invalid" and rec.error. Stage 0:
+     * the same (a speculative child). Stage 2: queue the compilation of
+     * its other units, first in line (the child passed stage A). Stage 3:
+     * queue them speculatively, at the lowest priority (the child is
+     * likely to pass stage A; stage 2 later promotes them). A child with
+     * rec.status set is left alone. Returns 0, or -1 only when evaluation
+     * cannot go on at all. */
     int (*submit)(void *ctx, Child *kid, int stage, EvoErr *err);
     /* Wait for the stage's compilations, apply the static gate and run the
      * correctness gate with every seed: stage 1 on the benchmark shape,
@@ -159,10 +163,35 @@ typedef struct EvaluatorOps {
      * started). May be called on a GPU thread. NULL: nothing to do. */
     void (*drop)(void *ctx, Child *kid);
     /* 1 when gate(kid, stage) would start without waiting for compilation
-     * (every unit of the stage built), 0 otherwise; never blocks. A GPU
-     * thread with other work does that first. NULL: always ready. */
+     * (every unit of the stage built), 0 otherwise; never blocks and is
+     * cheap (the steady loop asks it often, under its lock). A GPU thread
+     * with other work does that first. NULL: always ready. */
     int (*ready)(void *ctx, Child *kid, int stage);
+    /* A GPU waits for the stage's units of kid: move them to the front of
+     * the compile queue. Never blocks. NULL: nothing to do. */
+    void (*urge)(void *ctx, Child *kid, int stage);
+    /* How many compilations the evaluator runs at once (its compile
+     * threads, over every host), to size the children kept in flight.
+     * NULL: 2 per slot. */
+    int (*lanes)(void *ctx);
+    /* Call fn(arg), from any thread, whenever a compilation finishes, so a
+     * waiting scheduler can ask ready() again; fn NULL stops it. NULL: the
+     * scheduler polls. */
+    void (*watch)(void *ctx, void (*fn)(void *), void *arg);
+    /* 1 when slot can judge kid without compiling it again (MPI: the slot
+     * is on the agent that compiled it). NULL: every slot can. */
+    int (*home)(void *ctx, const Child *kid, int slot);
+    /* Figures for the run's summary: compile threads' busy seconds and
+     * units run per priority. NULL: none. */
+    void (*pipe_stats)(void *ctx, struct EvalPipeStats *out);
 } EvaluatorOps;
+
+/* What pipe_stats reports (zero where unknown). */
+typedef struct EvalPipeStats {
+    int    lanes;               /* compile threads */
+    double compile_busy_s;      /* their busy seconds since the evaluator opened */
+    long   units_now, units_next, units_spec, units_cancelled;
+} EvalPipeStats;
 
 typedef struct EvolveConfig {
     int         generations;      /* after generation 0 */
@@ -183,6 +212,8 @@ typedef struct EvolveConfig {
     double      llm_rate;         /* fraction of each generation's children asked of the LLM */
     int         no_warm_start;    /* generation 0: no seeds from earlier runs of the task on the device */
     int         no_diversity;     /* tests, benchmarks: no niches, adaptive strength or immigrants */
+    int         sync;             /* generation-synchronous, seed-deterministic mode (else steady) */
+    int         in_flight;        /* steady: children kept in flight; 0: sized from the lanes and slots */
 } EvolveConfig;
 
 typedef struct EvolveSummary {
@@ -201,6 +232,16 @@ typedef struct EvolveSummary {
     int     ahead_used;           /* of which the generation proposed (their stage A was taken over) */
     int     warm_seeded;          /* generation 0 members seeded from earlier runs */
     char    warm_runs[128];       /* those runs' ids, "3, 5" */
+    /* the pipeline (steady mode; the sync mode fills what applies) */
+    int     in_flight;            /* the window: children kept in flight */
+    int     slots;                /* GPU slots */
+    double  slot_busy_s[8];       /* per slot (the first 8): seconds inside gate, time and compare */
+    double  slot_idle_s;          /* summed over slots: waiting with nothing ready to judge */
+    double  cpu_s;                /* CPU seconds of this process (NVRTC included) during the run */
+    double  nvrtc_cpu_s;          /* of which in NVRTC */
+    int     nvrtc_units;          /* NVRTC compilations during the run */
+    int     cache_hits;           /* compile cache hits during the run */
+    EvalPipeStats pipe;           /* the evaluator's figures (pipe_stats), deltas over the run */
 } EvolveSummary;
 
 /* Start a new run (resume_run_id == 0) or continue one, and run it to the

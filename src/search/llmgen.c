@@ -6,6 +6,7 @@
 #include "loop.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +35,14 @@ int loop_llm_slots(Loop *L, int64_t gen, int npop, EvoErr *err)
         n = cfg->children;
     int max = llmop_max_requests(cfg->llm);
     if (max > 0) {
-        int used = store_llm_request_count(L->st, L->run.id, 0, gen - 1, err);
+        /* steady: every recorded request and those still in flight (later
+         * waves may have asked before this one) */
+        int used = L->steady ? store_llm_request_count(L->st, L->run.id, 0, INT64_MAX, err)
+                             : store_llm_request_count(L->st, L->run.id, 0, gen - 1, err);
         if (used < 0)
             return -1;
+        if (L->steady)
+            used += llmop_pending(cfg->llm);
         if (n > max - used)
             n = max - used > 0 ? max - used : 0;
     }
@@ -64,14 +70,8 @@ int loop_llm_submit_generation(Loop *L, int64_t gen, CandidateRecord *pop, int n
     return 0;
 }
 
-/* Record answers ans[0..n) in llm_requests and turn the usable ones into
- * children: the LLM's kernel rendered with its parent's params. Then
- * compile them together and decide each against its parent. Frees the
- * answers' results. */
-static int llm_answers(Loop *L, int64_t gen, GenerationRecord *g, LlmOpAnswer *ans, int n, EvoErr *err)
+int loop_llm_children(Loop *L, int64_t gen, LlmOpAnswer *ans, int n, Child *kids, int64_t *req_ids, EvoErr *err)
 {
-    Child *kids = xcalloc((size_t)n + 1, sizeof(Child));
-    int64_t *req_ids = xcalloc((size_t)n + 1, sizeof(int64_t));
     int nk = 0, rc = -1;
     for (int i = 0; i < n; i++) {
         const LlmResult *res = ans[i].res;
@@ -138,13 +138,29 @@ static int llm_answers(Loop *L, int64_t gen, GenerationRecord *g, LlmOpAnswer *a
         if (src)
             goto out;
     }
-    loop_live_line(L, "gen %lld: evaluating %d LLM children", (long long)gen, nk);
-    rc = loop_decide_all(L, kids, NULL, nk, g, req_ids, 0, err);
+    rc = nk;
 out:
     for (int i = 0; i < n; i++)
         llm_result_free(&ans[i].res);
-    for (int i = 0; i < nk; i++)
-        loop_child_free(L, &kids[i]);
+    if (rc < 0)
+        for (int i = 0; i < nk; i++)
+            loop_child_free(L, &kids[i]);
+    return rc;
+}
+
+/* Turn answers into children, then compile them together and decide each
+ * against its parent. */
+static int llm_answers(Loop *L, int64_t gen, GenerationRecord *g, LlmOpAnswer *ans, int n, EvoErr *err)
+{
+    Child *kids = xcalloc((size_t)n + 1, sizeof(Child));
+    int64_t *req_ids = xcalloc((size_t)n + 1, sizeof(int64_t));
+    int nk = loop_llm_children(L, gen, ans, n, kids, req_ids, err), rc = -1;
+    if (nk >= 0) {
+        loop_live_line(L, "gen %lld: evaluating %d LLM children", (long long)gen, nk);
+        rc = loop_decide_all(L, kids, NULL, nk, g, req_ids, 0, err);
+        for (int i = 0; i < nk; i++)
+            loop_child_free(L, &kids[i]);
+    }
     free(kids);
     free(req_ids);
     return rc;

@@ -1,10 +1,13 @@
 /*
  * loop: the private state of one evolve_run() and the functions its parts
- * share. evolve.c runs generations and reports progress; stages.c takes a
- * batch of children through stage A and stage B (the pipeline), keeps
- * parents prepared and speculates on the next generation; propose.c makes
- * populations and proposals; llmgen.c adds the LLM's children. Not for use
- * outside src/search/.
+ * share. evolve.c starts the run and, in the generation-synchronous mode,
+ * runs its generations; steady.c is the steady-state mode (the default):
+ * children flow through compilation and the GPUs with no barrier between
+ * generations; child.c takes one child through its stages and commit and
+ * keeps parents prepared; stages.c takes a synchronous generation's batch
+ * through stage A and stage B and speculates on the next; propose.c makes
+ * populations and proposals; llmgen.c adds the LLM's children. Not for
+ * use outside src/search/.
  */
 #ifndef EVO_SEARCH_LOOP_H
 #define EVO_SEARCH_LOOP_H
@@ -38,10 +41,13 @@ typedef struct Loop {
     int                 space_state;
     char               *base_kernel;   /* the baseline's raw kernel when not the template, else NULL */
     /* parents kept prepared (compiled, loaded), least recently used out */
-    Child              *parents;       /* nparents entries: max(PARENT_CACHE, population + 1), so a */
-    uint64_t           *parent_used;   /* batch's parents (population members) all fit */
-    int                 nparents;
-    uint64_t            parent_tick;
+    struct ParentCache *pc;
+    int                 parent_cap;    /* unreferenced parents kept: max(PARENT_CACHE, population + 1) */
+    /* steady mode: stagnation counts commits, not generations */
+    int                 steady;
+    int                 resumed;       /* evolve_run continues a run */
+    int64_t             best_commit;   /* L->commits when the best survivor last improved */
+    double              best_latency;  /* that survivor's latency */
     /* the next generation's likely children, compiling ahead (speculate());
      * those whose parent is committed are also judged ahead (stage A) while
      * the GPU would wait for stage B's compilations: spec_jobs[i] */
@@ -56,20 +62,58 @@ typedef struct Loop {
     struct Job         *spec_jobs;
 } Loop;
 
-/* evolve.c */
+typedef struct ParentCache ParentCache;
+
+/* child.c */
 void loop_child_init(Loop *L, Child *c);
 void loop_child_free(Loop *L, Child *c);
+/* Rebuild a Child from a committed candidate (a parent), its
+ * benchmark-shape unit queued for compilation. 0 or -1 (err). */
+int loop_child_from_record(Loop *L, const CandidateRecord *r, Child *c, EvoErr *err);
+/* The prepared Child that candidate parent_id is, as the A/B reference of
+ * a child: NULL for no parent (0), the baseline itself, or a candidate of
+ * the parent cache (prepared into it on a miss) with one more reference;
+ * give it back with loop_parent_put. 0 or -1 (err). Loop thread only. */
+int loop_parent_get(Loop *L, int64_t parent_id, Child **parent, EvoErr *err);
+void loop_parent_put(Loop *L, Child *parent);
+/* c was just committed as a survivor: the cache takes it over (its
+ * compiled units stay loaded for its children's A/Bs) and *c is zeroed;
+ * nothing happens when it is there already or was never prepared. */
+void loop_parent_offer(Loop *L, Child *c);
+void loop_parents_free(Loop *L);
+/* Stage A of a submitted child on slot c->gpu: the gate on the benchmark
+ * shape, then the A/B against its parent. Sets *next = 1 when the child
+ * goes on to stage B (its other units are then queued first), 0 when it
+ * is decided (failed, or reverted and not needing the full gate). Returns
+ * 0, EVAL_RETRY (its slot was lost: judge it again elsewhere) or -1. Runs
+ * on a GPU thread: it touches nothing of the loop but the child. */
+int loop_stage_a(Loop *L, Child *c, Child *parent, int *next, EvoErr *err);
+/* Stage B of a child that passed stage A, on slot c->gpu: the gate on
+ * every other shape, and the timing of a child with no parent. Sets its
+ * decision. Returns 0, EVAL_RETRY (the child is as it was) or -1. Runs on
+ * a GPU thread. */
+int loop_stage_b(Loop *L, Child *c, EvoErr *err);
+/* Decide and commit a child whose stages are over, counted in g, and link
+ * it to its LLM request req_id (0: none). Loop thread only. 0 or -1. */
+int loop_commit(Loop *L, Child *c, int64_t req_id, GenerationRecord *g, EvoErr *err);
+
+/* evolve.c */
 /* A status line on a terminal (replaced by the next), nothing otherwise. */
 void loop_live_line(Loop *L, const char *fmt, ...) EVO_PRINTF(2, 3);
 void loop_live_clear(Loop *L);
 /* 1 (and the summary marked interrupted) when the time limit or *stop is
  * reached. */
 int loop_time_limit_hit(Loop *L);
+/* Close generation g (its wall_ms set): its best from the store, its row
+ * (replaced if written before), the run's generations_done raised to done
+ * (when higher), and its progress line unless total_gens < 0. 0 or -1. */
+int loop_generation_close(Loop *L, GenerationRecord *g, int64_t done, int total_gens, EvoErr *err);
+/* A line about the run (not a generation): text, or with --json the
+ * object {"run", "event", "count", "runs"?}. Nothing with --quiet. */
+void loop_report_event(Loop *L, const char *event, int count, const char *runs, const char *fmt, ...)
+    EVO_PRINTF(5, 6);
 
 /* stages.c */
-/* Rebuild a Child from a committed candidate (a parent), its
- * benchmark-shape unit queued for compilation. 0 or -1 (err). */
-int loop_child_from_record(Loop *L, const CandidateRecord *r, Child *c, EvoErr *err);
 /* Evaluate and commit each child of kids[0..n) not marked done (done may
  * be NULL), linking it to req_ids[i] when given; ahead: speculate on the
  * next generation during stage B. 0 (also when stopped early) or -1. */
@@ -92,8 +136,9 @@ int loop_population_pick(Loop *L, CandidateRecord *all, int m, CandidateRecord *
  * the best survivor of each unrepresented value of a structural knob
  * (niches). */
 int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, EvoErr *err);
-/* Generations since the population's best was found. */
-int loop_stagnation(int64_t gen, const CandidateRecord *pop, int npop);
+/* Generations since the population's best was found (steady mode: its
+ * commits since then, in generations of L->cfg->children). */
+int loop_stagnation(Loop *L, int64_t gen, const CandidateRecord *pop, int npop);
 
 /* What the moves of one generation work from. */
 typedef struct LoopMoves {
@@ -146,6 +191,13 @@ int loop_warm_propose(Loop *L, Child *kids, int want, int *done, EvoErr *err);
 int loop_model_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *kids, int nprior, int want,
                        int *done, int *exhausted, EvoErr *err);
 
+/* steady.c */
+/* The steady-state loop after the baseline: children proposed from the
+ * population as it stands, kept in flight up to the window, judged on
+ * whichever GPU is free, committed as they are decided; generation g is
+ * the g-th wave of proposals. 0 (also when stopped) or -1. */
+int loop_steady(Loop *L, EvoErr *err);
+
 /* llmgen.c */
 /* LLM slots of generation gen, or -1. */
 int loop_llm_slots(Loop *L, int64_t gen, int npop, EvoErr *err);
@@ -153,5 +205,10 @@ int loop_llm_slots(Loop *L, int64_t gen, int npop, EvoErr *err);
 int loop_llm_submit_generation(Loop *L, int64_t gen, CandidateRecord *pop, int npop, int slots, EvoErr *err);
 /* Wait for the generation's answers and evaluate their children. 0 or -1. */
 int loop_llm_collect_generation(Loop *L, int64_t gen, GenerationRecord *g, EvoErr *err);
+/* Record answers ans[0..n) in llm_requests and turn the usable ones into
+ * children (the LLM's kernel rendered with its parent's params) in
+ * kids[], with their requests' ids in req_ids[] (room for n each); frees
+ * the answers' results. Returns how many children, or -1. */
+int loop_llm_children(Loop *L, int64_t gen, LlmOpAnswer *ans, int n, Child *kids, int64_t *req_ids, EvoErr *err);
 
 #endif

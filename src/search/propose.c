@@ -142,9 +142,15 @@ int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, Ev
 
 /* Generations since the population's best was found (0 when it was found
  * in the generation before gen): the stagnation that widens the moves and
- * brings immigrants. A function of the committed population only. */
-int loop_stagnation(int64_t gen, const CandidateRecord *pop, int npop)
+ * brings immigrants. A function of the committed population only. In the
+ * steady mode, where generations overlap, the commits since the best
+ * last improved, in generations of cfg->children. */
+int loop_stagnation(Loop *L, int64_t gen, const CandidateRecord *pop, int npop)
 {
+    if (L->steady) {
+        int64_t s = (L->commits - L->best_commit) / (L->cfg->children > 0 ? L->cfg->children : 1);
+        return npop == 0 ? 0 : (int)s;
+    }
     if (npop == 0 || gen <= 1)
         return 0;
     int64_t s = gen - 1 - pop[0].generation;
@@ -490,7 +496,7 @@ void loop_moves_init(Loop *L, int64_t gen, const CandidateRecord *pop, int npop,
     mv->npop = npop;
     mv->p1 = xcalloc((size_t)L->np + 1, sizeof(int64_t));
     mv->p2 = xcalloc((size_t)L->np + 1, sizeof(int64_t));
-    int stag = L->cfg->no_diversity ? 0 : loop_stagnation(gen, pop, npop);
+    int stag = L->cfg->no_diversity ? 0 : loop_stagnation(L, gen, pop, npop);
     mv->strength = 1 + stag / 2;
     mv->stagnation = stag;
 }

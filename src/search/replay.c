@@ -231,7 +231,9 @@ static void r_release(void *ctx, Child *kid)
     kid->priv = NULL;
 }
 
-const EvaluatorOps replay_eval_ops = {"replay", r_submit, r_gate, r_time, r_compare, r_release, NULL, NULL, NULL, NULL};
+const EvaluatorOps replay_eval_ops = {
+    .name = "replay", .submit = r_submit, .gate = r_gate, .time = r_time, .compare = r_compare, .release = r_release,
+};
 
 /* ---- one replay -------------------------------------------------------- */
 
@@ -254,6 +256,7 @@ int replay_run(ReplayTruth *t, const char *strategy, uint64_t seed, int budget, 
     EvolveConfig c = {
         .generations = budget / 8 + 8, .population = 8, .children = 8, .seed = seed, .strategy = strategy,
         .revert_threshold = 0.02, .quiet = 1, .config_json = "{}", .stop = &stop, .stop_after = budget,
+        .sync = 1,
     };
     EvolveSummary sum;
     CandidateRecord *l = NULL;

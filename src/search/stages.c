@@ -1,7 +1,8 @@
 /*
- * stages: a batch of children through the pipeline (stage A for all, then
- * stage B for those that go on), their commits, the parent cache and the
- * speculation on the next generation. See loop.h and evolve.h.
+ * stages: the generation-synchronous mode's batch of children through the
+ * pipeline (stage A for all, then stage B for those that go on), their
+ * commits in proposal order, and the speculation on the next generation.
+ * See loop.h and evolve.h.
  */
 #include "loop.h"
 
@@ -16,239 +17,6 @@
 
 #include "nvrtc.h"
 
-int loop_child_from_record(Loop *L, const CandidateRecord *r, Child *c, EvoErr *err)
-{
-    loop_child_init(L, c);
-    if (task_params_parse(L->task, r->params_json, c->vals, err))
-        return err_prefix(err, "candidate %lld: params", (long long)r->id);
-    c->params_key = xstrdup(r->params_key);
-    c->op = "parent";
-    c->rec.id = r->id;
-    c->rec.latency_us = r->latency_us;
-    if (strchr(r->params_key, '@')) {
-        /* Not the template: the evaluator needs the raw kernel (or, in a
-         * store from before the kernels table, the rendered source: its
-         * #defines repeat the same values, which the preprocessor allows). */
-        EvoErr e2;
-        c->own_source = store_kernel_get(L->st, r->params_key, &e2);
-        if (!c->own_source)
-            c->own_source = store_source_get(L->st, r->source_hash, err);
-        c->custom_source = c->own_source;
-    }
-    /* A parent passed the full gate when it was committed: it only needs its
-     * benchmark-shape unit, for the A/B. */
-    if (L->ev->submit(L->ev_ctx, c, 1, err))
-        return -1;
-    if (c->rec.status)
-        return err_set(err, "candidate %lld no longer prepares: %s: %s", (long long)r->id, c->rec.status,
-                       c->rec.error ? c->rec.error : "");
-    return 0;
-}
-
-/* ---- evaluating and committing one child ----------------------------- */
-
-static int commit_child(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
-{
-    CandidateRecord *r = &c->rec;
-    r->run_id = L->run.id;
-    r->generation = g->generation;
-    if (!r->params_json)
-        r->params_json = task_params_json(L->task, c->vals);
-    if (!r->params_key)
-        r->params_key = xstrdup(c->params_key);
-    if (!r->operator)
-        r->operator = xstrdup(c->op);
-    r->parent_id = c->parent_id;
-    r->parent2_id = c->parent2_id;
-    if (!r->status)
-        r->status = xstrdup("invalid");
-    if (!r->decision)
-        r->decision = xstrdup("failed");
-    if (strcmp(r->decision, "baseline") == 0 && r->latency_us > 0)
-        r->speedup = 1.0;
-    else if (L->base_latency > 0 && r->latency_us > 0)
-        r->speedup = L->base_latency / r->latency_us;
-    if (store_candidate_insert(L->st, r, c->source_text, c->comp.cache_key ? &c->comp : NULL, err))
-        return -1;
-    L->commits++;
-    g->evaluated++;
-    L->sum->evaluated++;
-    if (strcmp(r->status, "ok") == 0) {
-        g->valid++;
-        L->sum->valid++;
-    } else {
-        g->failed++;
-        L->sum->failed++;
-    }
-    if (strcmp(r->decision, "accepted") == 0)
-        g->accepted++;
-    if (strcmp(r->decision, "reverted") == 0) {
-        g->reverted++;
-        L->sum->reverted++;
-    }
-    if (strcmp(r->status, "ok") == 0 && strcmp(r->decision, "reverted") != 0 &&
-        (g->best_id == 0 || r->latency_us < g->best_latency_us)) {
-        g->best_id = r->id;
-        g->best_latency_us = r->latency_us;
-    }
-    if (L->cfg->stop_after && L->commits >= L->cfg->stop_after && L->cfg->stop)
-        *L->cfg->stop = 1;
-    return 0;
-}
-
-/* Does the child go through the full gate whatever its A/B says? The
- * baseline, generation 0 and the children of the random and exhaustive
- * strategies (ground truth for comparing strategies) do. */
-static int needs_full_gate(const Child *c, const Child *parent)
-{
-    return !parent || strcmp(c->op, "baseline") == 0 || strcmp(c->op, "random") == 0 ||
-           strcmp(c->op, "exhaustive") == 0;
-}
-
-/* Stage A of a submitted child on slot c->gpu: the gate on the benchmark
- * shape, then the A/B against its parent. Sets *next = 1 when the child
- * goes on to stage B (its other units are then queued), 0 when it is
- * decided (failed, or reverted and not needing the full gate). Returns 0,
- * EVAL_RETRY (its slot was lost: judge it again elsewhere) or -1. Runs on
- * a GPU thread: it touches nothing of the loop but the child. */
-static int stage_a(Loop *L, Child *c, Child *parent, int *next, EvoErr *err)
-{
-    int rc;
-    *next = 0;
-    if ((rc = L->ev->gate(L->ev_ctx, c, 1, err)) != 0)
-        return rc;
-    if (!c->rec.status && parent) {
-        double ratio = NAN, spread = NAN;
-        if ((rc = L->ev->compare(L->ev_ctx, parent, c, &ratio, &spread, err)) != 0)
-            return rc;
-        if (!c->rec.status)
-            c->rec.status = xstrdup("crashed");   /* an evaluator that judged nothing */
-        if (strcmp(c->rec.status, "ok") == 0) {
-            c->rec.ratio_to_parent = ratio;
-            c->rec.ratio_spread = spread;
-            c->rec.decision =
-                xstrdup(evolve_should_revert(ratio, L->cfg->revert_threshold) ? "reverted" : "accepted");
-            if (strcmp(c->rec.decision, "reverted") == 0 && !needs_full_gate(c, parent))
-                goto decided;
-        }
-    }
-    if (c->rec.status && strcmp(c->rec.status, "ok") != 0)
-        goto decided;
-    *next = 1;
-    return L->ev->submit(L->ev_ctx, c, 2, err);
-decided:
-    if (L->ev->drop)
-        L->ev->drop(L->ev_ctx, c);
-    return 0;
-}
-
-/* Stage B of a child that passed stage A, on slot c->gpu: the gate on
- * every other shape, and the timing of a child with no parent. Sets its
- * decision. Returns 0, EVAL_RETRY (the child is as it was) or -1. Runs on
- * a GPU thread. */
-static int stage_b(Loop *L, Child *c, EvoErr *err)
-{
-    char *ab_status = c->rec.status;   /* "ok" after an A/B, NULL without one */
-    c->rec.status = NULL;
-    int rc = L->ev->gate(L->ev_ctx, c, 2, err);
-    if (rc == 0 && !c->rec.status && ab_status) {
-        c->rec.status = ab_status;
-        ab_status = NULL;
-    }
-    if (rc) {
-        c->rec.status = ab_status;
-        return rc;
-    }
-    free(ab_status);
-    if (!c->rec.status && (rc = L->ev->time(L->ev_ctx, c, err)) != 0)
-        return rc;
-    if (!c->rec.status)
-        c->rec.status = xstrdup("crashed");
-    if (strcmp(c->rec.status, "ok") != 0) {
-        free(c->rec.decision);
-        c->rec.decision = NULL;
-    } else if (!c->rec.decision) {
-        /* no parent: the baseline, or a member of the initial population */
-        c->rec.decision = xstrdup(c->parent_id == 0 && strcmp(c->op, "baseline") == 0 ? "baseline" : "accepted");
-    }
-    return 0;
-}
-
-/* Decide and commit a child whose stages are over. */
-static int finish_child(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
-{
-    if (!c->rec.status)
-        c->rec.status = xstrdup("crashed");
-    if (strcmp(c->rec.status, "ok") != 0) {
-        free(c->rec.decision);
-        c->rec.decision = xstrdup("failed");
-    }
-    return commit_child(L, c, g, err);
-}
-
-/* The prepared Child that candidate parent_id is, as the A/B reference of
- * a child: the baseline itself, or a candidate kept in the parent cache
- * (prepared into it on a miss, evicting the least recently used). *parent
- * is NULL for no parent. */
-static int load_parent(Loop *L, int64_t parent_id, Child **parent, EvoErr *err)
-{
-    *parent = NULL;
-    if (parent_id == 0)
-        return 0;
-    if (parent_id == L->baseline.rec.id) {
-        *parent = &L->baseline;
-        return 0;
-    }
-    int slot = -1;
-    for (int i = 0; i < L->nparents; i++) {
-        if (L->parents[i].vals && L->parents[i].rec.id == parent_id) {
-            L->parent_used[i] = ++L->parent_tick;
-            *parent = &L->parents[i];
-            return 0;
-        }
-    }
-    for (int i = 0; i < L->nparents && slot < 0; i++)
-        if (!L->parents[i].vals)
-            slot = i;
-    if (slot < 0) {
-        slot = 0;
-        for (int i = 1; i < L->nparents; i++)
-            if (L->parent_used[i] < L->parent_used[slot])
-                slot = i;
-    }
-    Child *c = &L->parents[slot];
-    if (c->vals)
-        loop_child_free(L, c);
-    CandidateRecord pr;
-    int got = store_candidate_get(L->st, parent_id, &pr, err);
-    if (got != 1)
-        return got == 0 ? err_set(err, "parent candidate %lld is missing", (long long)parent_id) : -1;
-    int prc = loop_child_from_record(L, &pr, c, err);
-    candidate_record_free(&pr);
-    if (prc) {
-        loop_child_free(L, c);
-        return -1;
-    }
-    L->parent_used[slot] = ++L->parent_tick;
-    *parent = c;
-    return 0;
-}
-
-/* Commit child i of a batch and link it to its LLM request, if any. */
-static int commit_one(Loop *L, Child *c, int64_t req_id, GenerationRecord *g, EvoErr *err)
-{
-    if (finish_child(L, c, g, err))
-        return -1;
-    if (req_id) {
-        if (store_llm_request_link(L->st, req_id, c->rec.id, err))
-            return -1;
-        L->sum->llm_children++;
-        if (strcmp(c->rec.decision, "accepted") == 0)
-            L->sum->llm_accepted++;
-    }
-    return 0;
-}
-
 /* One stage of a batch, spread over the evaluator's slots: a thread per
  * slot takes the next queued child, runs the stage on it and marks it
  * done; the main thread waits for the children in order and commits
@@ -256,8 +24,9 @@ static int commit_one(Loop *L, Child *c, int64_t req_id, GenerationRecord *g, Ev
  * order. A slot whose GPU is lost (EVAL_RETRY) puts its child back and
  * its thread ends; the others take it. */
 typedef struct Job {
-    Child *kid, *parent;
+    Child *kid, *parent;   /* parent: from the parent cache (put back when the job goes), or a batch child */
     Child *pend[2];      /* speculative: parent, second parent still in stage B (NULL: committed) */
+    int    cached;       /* parent came from loop_parent_get */
     int    state;        /* JOB_* */
     int    next;         /* stage A: goes on to stage B */
     int    rc;
@@ -277,6 +46,9 @@ void loop_spec_free(Loop *L)
 {
     for (int i = 0; i < L->nspec; i++)
         loop_child_free(L, &L->spec[i]);
+    for (int i = 0; L->spec_jobs && i < L->nspec; i++)
+        if (L->spec_jobs[i].cached)
+            loop_parent_put(L, L->spec_jobs[i].parent);
     free(L->spec);
     free(L->spec_jobs);
     L->spec = NULL;
@@ -426,8 +198,9 @@ static void speculate(Loop *L, int64_t gen, Child *kids, const int *later, int n
             j->pend[1] = &kids[later[-1 - c->parent2_id]];
         if ((c->parent_id < 0 && !j->pend[0]) || (c->parent2_id < 0 && !j->pend[1]))
             continue;
-        if (!j->pend[0] && load_parent(L, c->parent_id, &j->parent, &e))
+        if (!j->pend[0] && loop_parent_get(L, c->parent_id, &j->parent, &e))
             continue;
+        j->cached = !j->pend[0];
         j->state = j->pend[0] || j->pend[1] ? JOB_WAIT : JOB_QUEUED;
     }
     free(done);
@@ -515,8 +288,8 @@ static void *gpu_thread(void *arg)
         j->state = JOB_RUNNING;
         pthread_mutex_unlock(&d->lock);
         j->kid->gpu = t->slot;
-        int rc = d->stage == 1 || spec ? stage_a(d->L, j->kid, j->parent, &j->next, &j->err)
-                                       : stage_b(d->L, j->kid, &j->err);
+        int rc = d->stage == 1 || spec ? loop_stage_a(d->L, j->kid, j->parent, &j->next, &j->err)
+                                       : loop_stage_b(d->L, j->kid, &j->err);
         pthread_mutex_lock(&d->lock);
         if (rc == EVAL_RETRY) {
             j->state = spec ? JOB_SKIP : JOB_QUEUED;   /* this slot is gone: another takes it */
@@ -680,7 +453,7 @@ static int take_a(Loop *L, Job *j, int i, void *arg)
         b->later[b->nlater++] = k;
         return 0;
     }
-    return commit_one(L, &b->kids[k], b->req_ids ? b->req_ids[k] : 0, b->g, &j->err);
+    return loop_commit(L, &b->kids[k], b->req_ids ? b->req_ids[k] : 0, b->g, &j->err);
 }
 
 static int take_b(Loop *L, Job *j, int i, void *arg)
@@ -688,7 +461,7 @@ static int take_b(Loop *L, Job *j, int i, void *arg)
     Batch *b = arg;
     int k = b->idx[i];
     loop_live_line(L, "gen %lld: full gate %d/%d", (long long)b->g->generation, i + 1, b->nlater);
-    return commit_one(L, &b->kids[k], b->req_ids ? b->req_ids[k] : 0, b->g, &j->err);
+    return loop_commit(L, &b->kids[k], b->req_ids ? b->req_ids[k] : 0, b->g, &j->err);
 }
 
 int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationRecord *g, int64_t *req_ids,
@@ -699,7 +472,8 @@ int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationReco
     b.later = xcalloc((size_t)n + 1, sizeof(int));
     b.idx = xcalloc((size_t)n + 1, sizeof(int));
     int *pre = xcalloc((size_t)n + 1, sizeof(int));
-    int nj = 0, rc = -1;
+    Child **parents = xcalloc((size_t)n + 1, sizeof(Child *));   /* taken from the cache: put back at the end */
+    int nj = 0, rc = -1, nparents = 0;
     /* The children judged ahead (speculate()) keep their stage A; the
      * other speculative children are dropped, their compilations in the
      * cache. */
@@ -719,8 +493,9 @@ int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationReco
             jobs[nj++].next = pre[i] == 2;
             continue;
         }
-        if (L->ev->submit(L->ev_ctx, &kids[i], 1, err) || load_parent(L, kids[i].parent_id, &jobs[nj].parent, err))
+        if (L->ev->submit(L->ev_ctx, &kids[i], 1, err) || loop_parent_get(L, kids[i].parent_id, &jobs[nj].parent, err))
             goto out;
+        parents[nparents++] = jobs[nj].parent;
         nj++;
     }
     b.n = nj;
@@ -742,6 +517,9 @@ int loop_decide_all(Loop *L, Child *kids, const int *done, int n, GenerationReco
     rc = run_stage(L, 2, jobs, b.nlater, ahead ? L->spec_jobs : NULL, ahead && L->spec_jobs ? L->nspec : 0, 0,
                    take_b, &b, err);
 out:
+    for (int i = 0; i < nparents; i++)
+        loop_parent_put(L, parents[i]);
+    free(parents);
     free(pre);
     free(jobs);
     free(b.later);

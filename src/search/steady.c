@@ -1,0 +1,778 @@
+/*
+ * steady: the steady-state loop, the default mode of `run` (the
+ * generation-synchronous one is evolve.c + stages.c, behind --sync).
+ *
+ * There is no barrier between generations. The loop thread keeps up to
+ * `window` children in flight: whenever fewer are, it proposes the next
+ * wave of children (a "generation": cfg->children of them, the first wave
+ * the population's random members) from the population as it stands,
+ * submits each (its benchmark-shape unit to the compile farm at priority
+ * "next", its other units speculatively at the lowest), and commits
+ * every child as soon as it is decided, in the order they finish. One
+ * thread per GPU slot takes, whenever it is free, the oldest child whose
+ * units are built: a child that passed stage A (its stage B) first, then
+ * a child waiting for stage A. When nothing is ready it asks the farm to
+ * build first what it would take next, and waits for a compilation to
+ * finish. A child is judged exactly as in the synchronous mode
+ * (loop_stage_a and loop_stage_b of child.c: the staged gate, the A/B
+ * against its parent on the same GPU, the 2% rule); only the order of
+ * work differs.
+ *
+ * Generations stay the store's unit: a child belongs to the wave that
+ * proposed it, a wave's row in `generations` is written once its last
+ * child is committed (in any order; at a stop, with what it has), and
+ * generations_done counts the waves before the first incomplete one.
+ * Stagnation counts commits since the best last improved (loop.h).
+ *
+ * What it guarantees (README, "The loop"): no candidate is judged twice
+ * (a proposal is checked against every committed key and every child in
+ * flight); each candidate is committed in its own transaction when it is
+ * decided, so kill -9 loses only the children in flight, never a commit;
+ * `resume` goes on with new waves after the last one committed. It does
+ * not promise the same proposals for the same seed: they depend on which
+ * children were committed first. --sync does.
+ */
+#include "loop.h"
+
+#include <pthread.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "msg.h"
+
+#define F_QUEUED_A 0   /* submitted; waits for its benchmark unit and a free GPU */
+#define F_RUNNING  1   /* on a GPU */
+#define F_QUEUED_B 2   /* passed stage A; waits for its other units and a free GPU */
+#define F_DONE     3   /* decided: the loop thread commits it */
+
+#define POLL_MS    50  /* a waiting thread looks again at least this often */
+#define LLM_BATCH  8
+
+typedef struct Flight {
+    Child    kid;
+    Child   *parent;    /* from loop_parent_get, put back at the commit; NULL: none */
+    int64_t  wave;
+    int64_t  req_id;    /* its LLM request, 0: none */
+    int      state;     /* F_* */
+    int      stage;     /* what it runs or waits for: 1 (stage A) or 2 (stage B) */
+    int      urged;     /* bit s: its stage-s units were moved up for a waiting GPU */
+    int      rc;        /* the stage's return code (-1: the run fails with err) */
+    EvoErr   err;
+} Flight;
+
+typedef struct Wave {
+    int64_t          gen;
+    int              open;     /* children proposed and not yet committed or dropped */
+    int              llm;      /* LLM requests of the wave not yet answered */
+    int              closed;   /* its row is written for good */
+    int              commits;  /* committed so far */
+    double           t0;
+    GenerationRecord g;
+} Wave;
+
+typedef struct Steady {
+    Loop           *L;
+    pthread_mutex_t lock;      /* everything below but the waves */
+    pthread_cond_t  work;      /* GPU threads: something may be ready, or the end */
+    pthread_cond_t  done;      /* the loop thread: a child is decided, a thread ended */
+    Flight        **f;         /* in flight, in submission order */
+    int             nf, capf;
+    int             nslots, running;
+    int             draining;  /* 1: no new stage A (time limit); 2: nothing new at all (stop) */
+    int             quit;
+    int             lost;      /* GPU threads ended by a lost slot */
+    double         *busy_s;    /* per slot: inside gate, time and compare */
+    double          idle_s;    /* summed over slots: nothing ready to judge */
+    /* the loop thread's own */
+    Wave           *waves;
+    int             nwaves;
+    int64_t         first_wave, next_wave;
+    int             window, proposing, exhausted;
+    pthread_t      *tids;
+} Steady;
+
+typedef struct SlotArg {
+    Steady *S;
+    int     slot;
+} SlotArg;
+
+static double now_ms(void)
+{
+    return time_now_ms();
+}
+
+static void wait_ms(pthread_cond_t *cv, pthread_mutex_t *m, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(cv, m, &ts);
+}
+
+/* A compilation finished somewhere (the evaluator's watch hook). */
+static void on_compiled(void *arg)
+{
+    Steady *S = arg;
+    pthread_mutex_lock(&S->lock);
+    pthread_cond_broadcast(&S->work);
+    pthread_mutex_unlock(&S->lock);
+}
+
+/* ---- GPU threads -------------------------------------------------------- */
+
+static int can_take(const Steady *S, const Flight *x, int slot)
+{
+    const EvaluatorOps *ev = S->L->ev;
+    return !ev->home || ev->home(S->L->ev_ctx, &x->kid, slot);
+}
+
+/* Under S->lock: the job for a free GPU on slot: the oldest child in
+ * stage B whose units are built, else the oldest in stage A whose unit
+ * is built (none while draining). NULL when none is ready; then the
+ * oldest of each kind that waits has its units moved up (once). */
+static Flight *pick(Steady *S, int slot)
+{
+    const EvaluatorOps *ev = S->L->ev;
+    void *ctx = S->L->ev_ctx;
+    Flight *a = NULL, *wait_a = NULL, *wait_b = NULL;
+    for (int i = 0; i < S->nf; i++) {
+        Flight *x = S->f[i];
+        int queued_b = x->state == F_QUEUED_B && S->draining < 2, queued_a = x->state == F_QUEUED_A && !S->draining;
+        if ((!queued_a && !queued_b) || !can_take(S, x, slot))
+            continue;
+        if (!ev->ready || ev->ready(ctx, &x->kid, x->stage)) {
+            if (queued_b)
+                return x;
+            if (!a)
+                a = x;
+        } else if (queued_b && !wait_b) {
+            wait_b = x;
+        } else if (queued_a && !wait_a) {
+            wait_a = x;
+        }
+    }
+    if (a)
+        return a;
+    /* nothing ready: what this GPU would take first is built first */
+    Flight *w[2] = {wait_b, wait_a};
+    for (int k = 0; k < 2; k++)
+        if (w[k] && ev->urge && !(w[k]->urged & (1 << w[k]->stage))) {
+            w[k]->urged |= 1 << w[k]->stage;
+            ev->urge(ctx, &w[k]->kid, w[k]->stage);
+        }
+    return NULL;
+}
+
+static void *slot_main(void *p)
+{
+    SlotArg *sa = p;
+    Steady *S = sa->S;
+    Loop *L = S->L;
+    int slot = sa->slot;
+    free(sa);
+    pthread_mutex_lock(&S->lock);
+    for (;;) {
+        if (S->quit)
+            break;
+        Flight *j = pick(S, slot);
+        if (!j) {
+            double t0 = now_ms();
+            wait_ms(&S->work, &S->lock, POLL_MS);
+            S->idle_s += (now_ms() - t0) / 1000.0;
+            continue;
+        }
+        j->state = F_RUNNING;
+        pthread_mutex_unlock(&S->lock);
+        j->kid.gpu = slot;
+        int next = 0, stage = j->stage;
+        EvoErr err;
+        double t0 = now_ms();
+        int rc = stage == 1 ? loop_stage_a(L, &j->kid, j->parent, &next, &err) : loop_stage_b(L, &j->kid, &err);
+        double dt = (now_ms() - t0) / 1000.0;
+        pthread_mutex_lock(&S->lock);
+        S->busy_s[slot] += dt;
+        if (rc == EVAL_RETRY) {   /* this slot is gone: another takes the child */
+            j->state = stage == 1 ? F_QUEUED_A : F_QUEUED_B;
+            S->lost++;
+            pthread_cond_broadcast(&S->work);
+            break;
+        }
+        if (rc == 0 && stage == 1 && next) {
+            j->stage = 2;
+            j->state = F_QUEUED_B;
+        } else {
+            j->rc = rc;
+            if (rc)
+                j->err = err;
+            j->state = F_DONE;
+        }
+        pthread_cond_broadcast(&S->work);
+        pthread_cond_signal(&S->done);
+    }
+    S->running--;
+    pthread_cond_signal(&S->done);
+    pthread_mutex_unlock(&S->lock);
+    return NULL;
+}
+
+/* ---- waves -------------------------------------------------------------- */
+
+static Wave *wave_of(Steady *S, int64_t gen)
+{
+    int64_t i = gen - S->first_wave;
+    return i >= 0 && i < S->nwaves ? &S->waves[i] : NULL;
+}
+
+static Wave *wave_new(Steady *S, int64_t gen)
+{
+    S->waves = xrealloc(S->waves, (size_t)(S->nwaves + 1) * sizeof(Wave));
+    Wave *w = &S->waves[S->nwaves++];
+    memset(w, 0, sizeof(*w));
+    w->gen = gen;
+    w->t0 = now_ms();
+    w->g = (GenerationRecord){.run_id = S->L->run.id, .generation = gen, .best_latency_us = NAN};
+    return w;
+}
+
+/* The waves before the first one still open. */
+static int64_t waves_done(const Steady *S)
+{
+    int64_t done = S->first_wave;
+    for (int i = 0; i < S->nwaves && S->waves[i].closed; i++)
+        done = S->waves[i].gen + 1;
+    return done;
+}
+
+/* Write the row of every wave that has nothing left in flight (final:
+ * also those cut short, with what they have). */
+static int waves_close(Steady *S, int final, EvoErr *err)
+{
+    Loop *L = S->L;
+    int total = strcmp(L->cfg->strategy, "exhaustive") == 0 ? 0 : L->cfg->generations;
+    for (int i = 0; i < S->nwaves; i++) {
+        Wave *w = &S->waves[i];
+        if (w->closed || (!final && (w->open > 0 || w->llm > 0)))
+            continue;
+        if (final && w->commits == 0)
+            continue;   /* nothing of it reached the store */
+        w->closed = 1;
+        w->g.wall_ms = now_ms() - w->t0;
+        if (loop_generation_close(L, &w->g, waves_done(S), L->cfg->quiet ? -1 : total, err))
+            return -1;
+    }
+    /* resume goes on after the last wave with a commit, complete or not */
+    for (int i = S->nwaves - 1; final && i >= 0; i--) {
+        if (!S->waves[i].commits)
+            continue;
+        int64_t after = S->waves[i].gen + 1;
+        if (after <= L->run.generations_done)
+            break;
+        L->run.generations_done = after;
+        L->sum->generations_done = (int)after;
+        return store_run_update(L->st, &L->run, err);
+    }
+    return 0;
+}
+
+/* ---- flights ------------------------------------------------------------ */
+
+static int inflight(const Steady *S)
+{
+    return S->nf;
+}
+
+/* Under no lock (the loop thread): add kid (taken over) to the flights,
+ * submitted, its parent prepared. */
+static int flight_add(Steady *S, Child *kid, int64_t gen, int64_t req_id, EvoErr *err)
+{
+    Loop *L = S->L;
+    Flight *x = xcalloc(1, sizeof(*x));
+    x->kid = *kid;
+    memset(kid, 0, sizeof(*kid));
+    x->wave = gen;
+    x->req_id = req_id;
+    x->stage = 1;
+    if (L->ev->submit(L->ev_ctx, &x->kid, 1, err) ||
+        (!x->kid.rec.status && loop_parent_get(L, x->kid.parent_id, &x->parent, err))) {
+        loop_child_free(L, &x->kid);
+        free(x);
+        return -1;
+    }
+    /* its other units, speculatively: built only while the farm has
+     * nothing more urgent, promoted if it passes stage A, cancelled if
+     * it does not */
+    if (!x->kid.rec.status && L->ev->submit(L->ev_ctx, &x->kid, 3, err)) {
+        loop_parent_put(L, x->parent);
+        loop_child_free(L, &x->kid);
+        free(x);
+        return -1;
+    }
+    pthread_mutex_lock(&S->lock);
+    x->state = x->kid.rec.status ? F_DONE : F_QUEUED_A;   /* invalid: decided at once */
+    if (S->nf == S->capf) {
+        S->capf = S->capf ? S->capf * 2 : 64;
+        S->f = xrealloc(S->f, (size_t)S->capf * sizeof(*S->f));
+    }
+    S->f[S->nf++] = x;
+    pthread_cond_broadcast(&S->work);
+    pthread_mutex_unlock(&S->lock);
+    Wave *w = wave_of(S, gen);
+    if (w)
+        w->open++;
+    return 0;
+}
+
+/* The children in flight as committed records (their keys taken), for
+ * the proposals' duplicate check: L->pending. */
+static CandidateRecord *pending_keys(Steady *S, int *n)
+{
+    pthread_mutex_lock(&S->lock);
+    CandidateRecord *p = xcalloc((size_t)S->nf + 1, sizeof(*p));
+    for (int i = 0; i < S->nf; i++) {
+        candidate_record_init(&p[i]);
+        p[i].params_key = xstrdup(S->f[i]->kid.params_key);
+        p[i].params_json = task_params_json(S->L->task, S->f[i]->kid.vals);
+    }
+    *n = S->nf;
+    pthread_mutex_unlock(&S->lock);
+    return p;
+}
+
+/* Is c, just committed, a survivor: a parent, a population member? */
+static int survivor(const Child *c)
+{
+    return c->rec.status && strcmp(c->rec.status, "ok") == 0 && c->rec.decision &&
+           (strcmp(c->rec.decision, "accepted") == 0 || strcmp(c->rec.decision, "baseline") == 0) &&
+           c->rec.gate_stage == GATE_STAGE_FULL;
+}
+
+/* Commit flight x (decided) and let it go. */
+static int flight_commit(Steady *S, Flight *x, EvoErr *err)
+{
+    Loop *L = S->L;
+    Wave *w = wave_of(S, x->wave);
+    GenerationRecord scratch = {.run_id = L->run.id, .generation = x->wave, .best_latency_us = NAN};
+    int rc = x->rc ? -1 : loop_commit(L, &x->kid, x->req_id, w ? &w->g : &scratch, err);
+    if (x->rc)
+        *err = x->err;
+    if (rc == 0) {
+        if (w) {
+            w->open--;
+            w->commits++;
+        }
+        loop_live_line(L, "gen %lld: %d in flight, %d committed (%s)", (long long)x->wave, inflight(S),
+                       L->commits, x->kid.params_key);
+        if (survivor(&x->kid)) {
+            if (!(L->best_latency > 0) || x->kid.rec.latency_us < L->best_latency) {
+                L->best_latency = x->kid.rec.latency_us;
+                L->best_commit = L->commits;
+            }
+            loop_parent_offer(L, &x->kid);   /* its modules stay loaded for its children */
+        }
+    }
+    loop_parent_put(L, x->parent);
+    loop_child_free(L, &x->kid);
+    free(x);
+    return rc;
+}
+
+/* Take the decided flights out (under the lock), then commit them. With
+ * drop, the queued ones go too, uncommitted (a stop): their proposals
+ * were never judged. Returns 0 or -1. */
+static int harvest(Steady *S, int drop, EvoErr *err)
+{
+    pthread_mutex_lock(&S->lock);
+    Flight **out = xcalloc((size_t)S->nf + 1, sizeof(*out));
+    int n = 0, k = 0;
+    for (int i = 0; i < S->nf; i++) {
+        Flight *x = S->f[i];
+        if (x->state == F_DONE || (drop && (x->state == F_QUEUED_A || x->state == F_QUEUED_B)))
+            out[n++] = x;
+        else
+            S->f[k++] = x;
+    }
+    S->nf = k;
+    pthread_mutex_unlock(&S->lock);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        Flight *x = out[i];
+        if (x->state == F_DONE) {
+            if (rc == 0)
+                rc = flight_commit(S, x, err);
+            else {
+                loop_parent_put(S->L, x->parent);
+                loop_child_free(S->L, &x->kid);
+                free(x);
+            }
+            continue;
+        }
+        Wave *w = wave_of(S, x->wave);
+        if (w)
+            w->open--;
+        loop_parent_put(S->L, x->parent);
+        loop_child_free(S->L, &x->kid);   /* its queued compilations are cancelled */
+        free(x);
+    }
+    free(out);
+    return rc;
+}
+
+/* ---- proposals ---------------------------------------------------------- */
+
+/* Propose the next wave from the population as it stands and put its
+ * children in flight. Sets S->proposing = 0 when no more will come (the
+ * generations are done, the valid space is exhausted). 0 or -1. */
+static int propose_wave(Steady *S, EvoErr *err)
+{
+    Loop *L = S->L;
+    const EvolveConfig *cfg = L->cfg;
+    int exhaustive = strcmp(cfg->strategy, "exhaustive") == 0;
+    int64_t gen = S->next_wave;
+    if (!exhaustive && gen > cfg->generations) {
+        S->proposing = 0;
+        return 0;
+    }
+    CandidateRecord *pop = NULL;
+    int npop = 0;
+    if (gen > 0 && loop_load_population(L, gen, &pop, &npop, err))
+        return -1;
+    int nllm = loop_llm_slots(L, gen, npop, err);
+    if (nllm < 0) {
+        store_candidates_free(pop, npop);
+        return -1;
+    }
+    int want = gen == 0 ? cfg->population - 1 : cfg->children - nllm;
+    Child *kids = xcalloc((size_t)want + 1, sizeof(Child));
+    int *done = xcalloc((size_t)want + 1, sizeof(int));
+    int n = 0, rc = -1, exhausted = 0, npend = 0;
+    Wave *w = wave_new(S, gen);
+    S->next_wave++;
+    if (nllm > 0) {
+        if (loop_llm_submit_generation(L, gen, pop, npop, nllm, err))
+            goto out;
+        w->llm = nllm;
+    }
+    CandidateRecord *pend = pending_keys(S, &npend);
+    L->pending = pend;
+    L->npending = npend;
+    L->npending_surv = 0;
+    n = want > 0 ? loop_propose(L, gen, pop, npop, kids, want, done, &exhausted, err) : 0;
+    L->pending = NULL;
+    L->npending = 0;
+    store_candidates_free(pend, npend);
+    if (n < 0) {
+        n = 0;
+        goto out;
+    }
+    if (gen == 0 && L->sum->warm_seeded)
+        loop_report_event(L, "warm_start", L->sum->warm_seeded, L->sum->warm_runs,
+                          "warm start: %d of generation 0's members seeded from run%s %s (same task, same device)",
+                          L->sum->warm_seeded, strchr(L->sum->warm_runs, ',') ? "s" : "", L->sum->warm_runs);
+    if (exhausted && !L->sum->space_exhausted) {
+        L->sum->space_exhausted = 1;
+        loop_report_event(L, "space_exhausted", n, NULL,
+                          "gen %3lld: the valid space is exhausted: %d new of %d children asked for, every other "
+                          "valid configuration was evaluated", (long long)gen, n, want);
+    }
+    if (exhausted || (exhaustive && n == 0 && L->exh_index >= (int64_t)task_space_size(L->task)))
+        S->proposing = 0;
+    for (int i = 0; i < n; i++)
+        if (!done[i] && flight_add(S, &kids[i], gen, 0, err))
+            goto out;
+    rc = 0;
+out:
+    for (int i = 0; i < n; i++)
+        loop_child_free(L, &kids[i]);
+    free(kids);
+    free(done);
+    store_candidates_free(pop, npop);
+    return rc;
+}
+
+/* LLM answers that came in: their children join the flights (in their
+ * request's wave). wait_ms > 0: wait that long for one. 0 or -1. */
+static int take_llm(Steady *S, int wait, EvoErr *err)
+{
+    Loop *L = S->L;
+    LlmOp *op = L->cfg->llm;
+    if (!op || llmop_pending(op) == 0)
+        return 0;
+    LlmOpAnswer ans[LLM_BATCH];
+    int n = llmop_collect(op, wait, ans, LLM_BATCH);
+    for (int i = 0; i < n; i++) {
+        Wave *w = wave_of(S, ans[i].generation);
+        if (w && w->llm > 0)
+            w->llm--;
+    }
+    if (n <= 0)
+        return 0;
+    Child kids[LLM_BATCH];
+    int64_t req_ids[LLM_BATCH];
+    int64_t gens[LLM_BATCH];
+    for (int i = 0; i < n; i++)
+        gens[i] = ans[i].generation;
+    int npend = 0;
+    CandidateRecord *pend = pending_keys(S, &npend);
+    L->pending = pend;
+    L->npending = npend;
+    L->npending_surv = 0;
+    memset(kids, 0, sizeof(kids));
+    int rc = 0;
+    /* one answer at a time: each child keeps its own request's wave */
+    for (int i = 0; i < n && rc == 0; i++) {
+        int nk = loop_llm_children(L, gens[i], &ans[i], 1, kids, req_ids, err);
+        if (nk < 0)
+            rc = -1;
+        for (int k = 0; k < nk; k++)
+            if (rc == 0 && flight_add(S, &kids[k], gens[i], req_ids[k], err))
+                rc = -1;
+        for (int k = 0; k < (nk > 0 ? nk : 0); k++)
+            loop_child_free(L, &kids[k]);
+    }
+    for (int i = 0; i < n && rc; i++)   /* results of answers not reached were not freed */
+        if (ans[i].res)
+            llm_result_free(&ans[i].res);
+    L->pending = NULL;
+    L->npending = 0;
+    store_candidates_free(pend, npend);
+    return rc;
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+/* Where a resumed run goes on: the wave after the last one that has a
+ * commit (0 when only the baseline is there); the rows of waves cut by a
+ * kill are written from what the store holds. */
+static int resume_point(Steady *S, EvoErr *err)
+{
+    Loop *L = S->L;
+    CandidateRecord *all = NULL;
+    int n = 0;
+    if (store_candidate_list(L->st, L->run.id, STORE_ALL_BY_ID, 0, &all, &n, err))
+        return -1;
+    int64_t last = -1, best_id = 0;
+    double best = INFINITY;
+    for (int i = 0; i < n; i++) {
+        if (all[i].id != L->baseline.rec.id && all[i].generation > last)
+            last = all[i].generation;
+        int surv = strcmp(all[i].status, "ok") == 0 && all[i].gate_stage == GATE_STAGE_FULL &&
+                   (strcmp(all[i].decision, "accepted") == 0 || strcmp(all[i].decision, "baseline") == 0);
+        if (surv && all[i].latency_us < best) {
+            best = all[i].latency_us;
+            best_id = all[i].id;
+        }
+    }
+    /* stagnation goes on from the commits since the best */
+    int after = 0;
+    for (int i = 0; i < n; i++)
+        after += all[i].id > best_id;
+    L->best_commit = -after;
+    L->best_latency = isfinite(best) ? best : 0;
+    /* rows of the waves a kill cut short */
+    GenerationRecord *rows = NULL;
+    int nrows = 0, rc = 0;
+    if (last >= 0 && store_generation_list(L->st, L->run.id, &rows, &nrows, err) == 0) {
+        for (int64_t gen = L->run.generations_done; gen <= last && rc == 0; gen++) {
+            int have = 0;
+            for (int r = 0; r < nrows; r++)
+                have |= rows[r].generation == gen;
+            if (have)
+                continue;
+            GenerationRecord g = {.run_id = L->run.id, .generation = gen, .best_latency_us = NAN};
+            for (int i = 0; i < n; i++) {
+                if (all[i].generation != gen || all[i].id == L->baseline.rec.id)
+                    continue;
+                g.evaluated++;
+                int ok = strcmp(all[i].status, "ok") == 0;
+                g.valid += ok;
+                g.failed += !ok;
+                g.accepted += strcmp(all[i].decision, "accepted") == 0;
+                g.reverted += strcmp(all[i].decision, "reverted") == 0;
+            }
+            rc = loop_generation_close(L, &g, 0, -1, err);
+        }
+        free(rows);   /* GenerationRecord has no owned strings but finished_at */
+    } else if (last >= 0) {
+        rc = -1;
+    }
+    store_candidates_free(all, n);
+    S->next_wave = last + 1;
+    if (rc == 0 && last + 1 > L->run.generations_done) {
+        L->run.generations_done = last + 1;
+        rc = store_run_update(L->st, &L->run, err);
+    }
+    return rc;
+}
+
+/* The window: enough children in flight that every compile thread has a
+ * unit to build and every GPU a child ready, in proposal waves. */
+static int window_of(const Loop *L, int nslots)
+{
+    if (L->cfg->in_flight > 0)
+        return L->cfg->in_flight;
+    int lanes = L->ev->lanes ? L->ev->lanes(L->ev_ctx) : 2 * nslots;
+    int w = 2 * lanes + 4 * nslots;
+    int floor = L->cfg->children + nslots;
+    return w > floor ? w : floor;
+}
+
+static int start_threads(Steady *S, EvoErr *err)
+{
+    S->tids = xcalloc((size_t)S->nslots, sizeof(pthread_t));
+    for (int i = 0; i < S->nslots; i++) {
+        SlotArg *a = xmalloc(sizeof(*a));
+        a->S = S;
+        a->slot = i;
+        pthread_mutex_lock(&S->lock);
+        S->running++;
+        pthread_mutex_unlock(&S->lock);
+        int e = pthread_create(&S->tids[i], NULL, slot_main, a);
+        if (e) {
+            free(a);
+            pthread_mutex_lock(&S->lock);
+            S->running--;
+            pthread_mutex_unlock(&S->lock);
+            S->nslots = i;
+            return err_set(err, "pthread_create: %s", strerror(e));
+        }
+    }
+    return 0;
+}
+
+static void stop_threads(Steady *S)
+{
+    pthread_mutex_lock(&S->lock);
+    S->quit = 1;
+    pthread_cond_broadcast(&S->work);
+    pthread_mutex_unlock(&S->lock);
+    for (int i = 0; i < S->nslots; i++)
+        pthread_join(S->tids[i], NULL);
+    free(S->tids);
+    S->tids = NULL;
+}
+
+/* Anything on a GPU or waiting for one that the drain lets finish? */
+static int busy(Steady *S)
+{
+    pthread_mutex_lock(&S->lock);
+    int b = 0;
+    for (int i = 0; i < S->nf && !b; i++)
+        b = S->f[i]->state == F_RUNNING || S->f[i]->state == F_DONE ||
+            (S->f[i]->state == F_QUEUED_B && S->draining < 2) || (S->f[i]->state == F_QUEUED_A && !S->draining);
+    pthread_mutex_unlock(&S->lock);
+    return b;
+}
+
+int loop_steady(Loop *L, EvoErr *err)
+{
+    Steady S = {.L = L, .proposing = 1};
+    pthread_mutex_init(&S.lock, NULL);
+    pthread_cond_init(&S.work, NULL);
+    pthread_cond_init(&S.done, NULL);
+    S.nslots = L->ev->slots ? L->ev->slots(L->ev_ctx) : 1;
+    S.busy_s = xcalloc((size_t)S.nslots + 1, sizeof(double));
+    S.window = window_of(L, S.nslots);
+    L->sum->in_flight = S.window;
+    L->sum->slots = S.nslots;
+    int rc = -1;
+    if (L->resumed) {
+        if (resume_point(&S, err))
+            goto out;
+    } else {
+        L->best_latency = L->base_latency;   /* the baseline is the best so far */
+        L->best_commit = L->commits;
+    }
+    S.first_wave = S.next_wave;
+    if (L->ev->watch)
+        L->ev->watch(L->ev_ctx, on_compiled, &S);
+    if (start_threads(&S, err))
+        goto out_threads;
+    for (;;) {
+        if (harvest(&S, S.draining == 2, err))
+            goto out_threads;
+        if (waves_close(&S, 0, err))
+            goto out_threads;
+        if (!S.draining && loop_time_limit_hit(L))
+            S.draining = L->cfg->stop && *L->cfg->stop ? 2 : 1;
+        if (S.draining) {
+            pthread_mutex_lock(&S.lock);
+            S.draining = S.draining > 1 ? 2 : S.draining;
+            pthread_cond_broadcast(&S.work);
+            pthread_mutex_unlock(&S.lock);
+        }
+        while (!S.draining && S.proposing && inflight(&S) < S.window) {
+            if (propose_wave(&S, err))
+                goto out_threads;
+            if (L->cfg->stop && *L->cfg->stop)
+                break;
+        }
+        if (!S.draining && take_llm(&S, 0, err))
+            goto out_threads;
+        int llm_left = L->cfg->llm && !S.draining && llmop_pending(L->cfg->llm) > 0;
+        pthread_mutex_lock(&S.lock);
+        int alive = S.running;
+        pthread_mutex_unlock(&S.lock);
+        if (alive == 0) {
+            if (S.lost && !(L->cfg->stop && *L->cfg->stop))
+                err_set(err, "every GPU of the run was lost");
+            else
+                rc = 0;
+            break;
+        }
+        if (!busy(&S) && !llm_left && (S.draining || !S.proposing) && (S.draining == 1 || inflight(&S) == 0)) {
+            rc = 0;
+            break;
+        }
+        pthread_mutex_lock(&S.lock);
+        int any_done = 0;
+        for (int i = 0; i < S.nf && !any_done; i++)
+            any_done = S.f[i]->state == F_DONE;
+        if (!any_done)
+            wait_ms(&S.done, &S.lock, llm_left ? 20 : POLL_MS);
+        pthread_mutex_unlock(&S.lock);
+    }
+    if (rc == 0 || S.lost) {
+        stop_threads(&S);
+        EvoErr e2;
+        int h = harvest(&S, 1, rc == 0 ? err : &e2);   /* the decided ones are committed; the rest go */
+        if (rc == 0 && h)
+            rc = -1;
+        goto closing;
+    }
+out_threads:
+    stop_threads(&S);
+    {
+        EvoErr e2;
+        harvest(&S, 1, &e2);
+    }
+closing:
+    if (L->ev->watch)
+        L->ev->watch(L->ev_ctx, NULL, NULL);
+    if (L->cfg->llm && llmop_pending(L->cfg->llm) > 0)
+        llmop_discard(L->cfg->llm);
+    {
+        EvoErr e3;
+        if (waves_close(&S, 1, rc == 0 ? err : &e3) && rc == 0)
+            rc = -1;
+    }
+    if (S.draining)
+        L->sum->interrupted = 1;
+    for (int i = 0; i < S.nslots && i < 8; i++)
+        L->sum->slot_busy_s[i] = S.busy_s[i];
+    L->sum->slot_idle_s = S.idle_s;
+out:
+    free(S.busy_s);
+    free(S.waves);
+    free(S.f);
+    pthread_cond_destroy(&S.done);
+    pthread_cond_destroy(&S.work);
+    pthread_mutex_destroy(&S.lock);
+    return rc;
+}
