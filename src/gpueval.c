@@ -293,6 +293,13 @@ static void ge_urge(void *ctx, Child *c, int stage)
             prep_unit_submit(g->pool, g->task, &g->slots[0].dev, p, p->shape_unit[s], POOL_NOW, &err);
 }
 
+static int ge_busy(void *ctx, Child *c)
+{
+    (void)ctx;
+    Priv *pv = c->priv;
+    return pv && prep_busy(&pv->prep);
+}
+
 static int ge_lanes(void *ctx)
 {
     GpuEval *g = ctx;
@@ -742,5 +749,5 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
 const EvaluatorOps gpueval_ops = {
     .name = "gpu", .submit = ge_submit, .gate = ge_gate, .time = ge_time, .compare = ge_compare,
     .release = ge_release, .slots = ge_slots, .calibrate = ge_calibrate, .drop = ge_drop, .ready = ge_ready,
-    .urge = ge_urge, .lanes = ge_lanes, .watch = ge_watch, .pipe_stats = ge_pipe_stats,
+    .urge = ge_urge, .lanes = ge_lanes, .watch = ge_watch, .pipe_stats = ge_pipe_stats, .busy = ge_busy,
 };

@@ -361,6 +361,14 @@ int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepare
     return rc;
 }
 
+int prep_busy(Prepared *p)
+{
+    for (int u = 0; u < p->nunits; u++)
+        if (p->units[u].state == PREP_UNIT_QUEUED && !pool_job_is_done(p->units[u].job->pool, &p->units[u].job->job))
+            return 1;
+    return 0;
+}
+
 void prep_free(Prepared *p)
 {
     for (int u = 0; u < p->nunits; u++) {

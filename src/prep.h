@@ -123,6 +123,10 @@ void prep_ref_lower(const PrepRef *ref, Plan *plan, int shape);
  * when the work could not run at all (err). */
 int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *out, int n, int jobs,
               EvoErr *err);
+/* 1 while a compilation of one of p's units is queued or running (so
+ * prep_free would wait for it), 0 otherwise. Never blocks. */
+int prep_busy(Prepared *p);
+
 /* Release p, first waiting for any compilation of its units still in
  * flight. */
 void prep_free(Prepared *p);

@@ -59,7 +59,9 @@ static int fake_submit(void *ctx, Child *c, int stage, EvoErr *err)
     FakeEval *f = ctx;
     if (c->rec.status && strcmp(c->rec.status, "ok") != 0)
         return 0;
+    pthread_mutex_lock(&f->lock);   /* GPU threads submit stage 2 */
     f->submits[stage]++;
+    pthread_mutex_unlock(&f->lock);
     if (stage <= 1 && !c->priv) {
         char hex[65];
         c->source_text = xasprintf("// %s\n%s", c->params_key, c->custom_source ? c->custom_source : "template");

@@ -27,7 +27,7 @@ typedef struct FakeEval {
     int per_slot[8];      /* stage-1 gates per slot */
     int calibrations;
     /* counters */
-    int submits[3], gates[3], times, compares;
+    int submits[4], gates[3], times, compares;   /* submits[3]: speculative look-ahead */
     int drops;            /* children decided at stage 1 (drop) */
     int evaluates;        /* stage-1 gates: candidates judged */
     int double_eval;      /* stage-1 gates of a params key judged before */

@@ -280,21 +280,12 @@ static int commit_child(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
     return 0;
 }
 
-/* Does the child go through the full gate whatever its A/B says? The
- * baseline, generation 0 and the children of the random and exhaustive
- * strategies (ground truth for comparing strategies) do. */
-static int needs_full_gate(const Child *c, const Child *parent)
+int loop_needs_full_gate(const Child *c)
 {
-    return !parent || strcmp(c->op, "baseline") == 0 || strcmp(c->op, "random") == 0 ||
+    return c->parent_id == 0 || strcmp(c->op, "baseline") == 0 || strcmp(c->op, "random") == 0 ||
            strcmp(c->op, "exhaustive") == 0;
 }
 
-/* Stage A of a submitted child on slot c->gpu: the gate on the benchmark
- * shape, then the A/B against its parent. Sets *next = 1 when the child
- * goes on to stage B (its other units are then queued), 0 when it is
- * decided (failed, or reverted and not needing the full gate). Returns 0,
- * EVAL_RETRY (its slot was lost: judge it again elsewhere) or -1. Runs on
- * a GPU thread: it touches nothing of the loop but the child. */
 int loop_stage_a(Loop *L, Child *c, Child *parent, int *next, EvoErr *err)
 {
     int rc;
@@ -312,7 +303,7 @@ int loop_stage_a(Loop *L, Child *c, Child *parent, int *next, EvoErr *err)
             c->rec.ratio_spread = spread;
             c->rec.decision =
                 xstrdup(evolve_should_revert(ratio, L->cfg->revert_threshold) ? "reverted" : "accepted");
-            if (strcmp(c->rec.decision, "reverted") == 0 && !needs_full_gate(c, parent))
+            if (strcmp(c->rec.decision, "reverted") == 0 && !loop_needs_full_gate(c))
                 goto decided;
         }
     }

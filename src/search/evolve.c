@@ -16,6 +16,7 @@
 #include "msg.h"
 #include "nvrtc.h"
 #include "ops.h"
+#include "task/space_index.h"
 
 
 /* ---- progress -------------------------------------------------------- */
@@ -420,6 +421,7 @@ out:
     if (L.baseline.vals)
         loop_child_free(&L, &L.baseline);
     loop_parents_free(&L);
+    space_index_free(&L.sidx);
     task_space_free(&L.space);
     loop_spec_free(&L);
     free(L.base_kernel);

@@ -184,6 +184,10 @@ typedef struct EvaluatorOps {
     /* Figures for the run's summary: compile threads' busy seconds and
      * units run per priority. NULL: none. */
     void (*pipe_stats)(void *ctx, struct EvalPipeStats *out);
+    /* 1 while a compilation of kid is queued or running, so release()
+     * would wait for it; never blocks. The steady loop releases such a
+     * child later instead of waiting. NULL: never busy. */
+    int (*busy)(void *ctx, Child *kid);
 } EvaluatorOps;
 
 /* What pipe_stats reports (zero where unknown). */

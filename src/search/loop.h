@@ -39,6 +39,8 @@ typedef struct Loop {
      * space_state 0 not tried yet, 1 enumerated, -1 not enumerable */
     TaskSpace           space;
     int                 space_state;
+    struct SpaceIndex  *sidx;          /* lookups over space (propose.c), once enumerated */
+    int                 checks;        /* constraint checks so far (propose.c) */
     char               *base_kernel;   /* the baseline's raw kernel when not the template, else NULL */
     /* parents kept prepared (compiled, loaded), least recently used out */
     struct ParentCache *pc;
@@ -81,6 +83,10 @@ void loop_parent_put(Loop *L, Child *parent);
  * nothing happens when it is there already or was never prepared. */
 void loop_parent_offer(Loop *L, Child *c);
 void loop_parents_free(Loop *L);
+/* Does the child go through the full gate whatever its A/B says? The
+ * baseline, generation 0 and the children of the random and exhaustive
+ * strategies (ground truth for comparing strategies) do. */
+int loop_needs_full_gate(const Child *c);
 /* Stage A of a submitted child on slot c->gpu: the gate on the benchmark
  * shape, then the A/B against its parent. Sets *next = 1 when the child
  * goes on to stage B (its other units are then queued first), 0 when it

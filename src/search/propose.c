@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "task/space_index.h"
 
 /* A slot's attempts widen the move: plain operators first, then stronger
  * mutations, then random resets of several params, then random valid
@@ -41,6 +42,18 @@ static int niche_knobs(const Task *t, int *knobs)
     return n;
 }
 
+/* The params of recs[0..n), parsed once: n x L->np values, and (*ok)[j]
+ * = 1 where recs[j]'s parsed (the caller frees both). */
+static int64_t *parse_all(Loop *L, const CandidateRecord *recs, int n, char **ok)
+{
+    int64_t *v = xcalloc((size_t)n * (size_t)L->np + 1, sizeof(int64_t));
+    *ok = xcalloc((size_t)n + 1, 1);
+    EvoErr e;
+    for (int j = 0; j < n; j++)
+        (*ok)[j] = task_params_parse(L->task, recs[j].params_json, v + (size_t)j * (size_t)L->np, &e) == 0;
+    return v;
+}
+
 /* Niches: a value of a structural knob that no member of the plain top-P
  * holds, but some survivor does, gets its best survivor into the
  * population in place of the slowest members (at most half of it; the
@@ -49,15 +62,15 @@ static int niche_knobs(const Task *t, int *knobs)
 static void add_niches(Loop *L, CandidateRecord *all, int na, char *take, int *n)
 {
     int np = L->np, *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = niche_knobs(L->task, knobs);
-    int64_t *v = xcalloc((size_t)np + 1, sizeof(int64_t));
     int *rep = xcalloc((size_t)na + 1, sizeof(int)), nrep = 0;
-    EvoErr e;
+    char *ok = NULL;
+    int64_t *v = parse_all(L, all, na, &ok);   /* each survivor's params, parsed once */
     for (int k = 0; k < nk; k++) {
         int i = knobs[k];
         for (int vi = 0; vi < task_param_nvalues(L->task, i); vi++) {
             int64_t val = task_param_value(L->task, i, vi), held = 0, best = -1;
             for (int j = 0; j < na && !held; j++) {
-                if (task_params_parse(L->task, all[j].params_json, v, &e) || v[i] != val)
+                if (!ok[j] || v[(size_t)j * (size_t)np + (size_t)i] != val)
                     continue;
                 if (take[j])
                     held = 1;
@@ -97,6 +110,7 @@ static void add_niches(Loop *L, CandidateRecord *all, int na, char *take, int *n
     }
     free(knobs);
     free(v);
+    free(ok);
     free(rep);
 }
 
@@ -187,15 +201,9 @@ int loop_in_batch(Child *kids, int n, const char *key)
     return 0;
 }
 
-/* Is vals valid for the task on this device? 1 yes, 0 no, -1 error. */
-static int valid_config(Loop *L, const int64_t *vals, char **why, EvoErr *err)
-{
-    return task_check(L->task, vals, L->dev, why, err);
-}
-
-/* The task's valid configurations, enumerated once a run (L->space). 1
- * when they are there, 0 when there are too many to enumerate, -1 on an
- * error. */
+/* The task's valid configurations, enumerated once a run (L->space) and
+ * indexed (L->sidx). 1 when they are there, 0 when there are too many to
+ * enumerate, -1 on an error. */
 static int have_space(Loop *L, EvoErr *err)
 {
     if (L->space_state == 0) {
@@ -203,8 +211,25 @@ static int have_space(Loop *L, EvoErr *err)
         if (e < 0)
             return -1;
         L->space_state = e == 0 && L->space.count > 0 ? 1 : -1;
+        if (L->space_state > 0 && space_index_build(&L->sidx, L->task, &L->space, err))
+            return -1;
     }
     return L->space_state > 0;
+}
+
+#define CHECKS_BEFORE_INDEX 256   /* constraint checks before the space is enumerated for lookups */
+
+/* Is vals valid for the task on this device? 1 yes, 0 no, -1 error. Once
+ * a run has checked many configurations, the valid ones are enumerated
+ * and a check is a lookup (the same answer, without evaluating every
+ * constraint); why (a reason for a refusal) always evaluates them. */
+static int valid_config(Loop *L, const int64_t *vals, char **why, EvoErr *err)
+{
+    if (!why && !L->sidx && L->space_state == 0 && ++L->checks >= CHECKS_BEFORE_INDEX && have_space(L, err) < 0)
+        return -1;
+    if (!why && L->sidx)
+        return space_index_find(L->sidx, vals) >= 0;
+    return task_check(L->task, vals, L->dev, why, err);
 }
 
 /* A uniformly random valid configuration into vals. Up to QUICK_DRAWS
@@ -374,9 +399,14 @@ static int repair_wide(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, 
         at[i] = task_param_find(L->task, i, vals[i]);
     }
     long beststep = 0;
-    size_t pick = 0, ties = 0;
-    for (size_t k = 0; k < L->space.count; k++) {
+    size_t pick = 0, ties = 0, n = L->space.count;
+    /* only the configurations holding the move's first param's value, in
+     * space order: the same as scanning them all */
+    const uint32_t *bucket = nm > 0 ? space_index_bucket(L->sidx, moved[0], at[moved[0]], &n) : NULL;
+    for (size_t b = 0; b < n; b++) {
+        size_t k = bucket ? bucket[b] : b;
         const int64_t *cfg = task_space_config(&L->space, k);
+        const uint16_t *vi = space_index_vidx(L->sidx, k);
         int ok = 1, d = 0;
         long step = 0;
         for (int m = 0; m < nm && ok; m++)   /* the move's own params first: the strongest filter */
@@ -386,7 +416,7 @@ static int repair_wide(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, 
             if (cfg[i] == vals[i])
                 continue;
             ok = ++d <= bestd;
-            step += labs((long)task_param_find(L->task, i, cfg[i]) - at[i]);
+            step += labs((long)vi[i] - at[i]);
         }
         if (!ok || d == 0)
             continue;
@@ -526,20 +556,20 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
     int *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = niche_knobs(L->task, knobs), pairs = 0;
     for (int k = 0; k < nk; k++)
         pairs += task_param_nvalues(L->task, knobs[k]);
-    int64_t *v = xcalloc((size_t)np + 1, sizeof(int64_t)), *base = xcalloc((size_t)np + 1, sizeof(int64_t));
+    int64_t *base = xcalloc((size_t)np + 1, sizeof(int64_t));
     int *miss_k = xcalloc((size_t)pairs + 1, sizeof(int)), *miss_v = xcalloc((size_t)pairs + 1, sizeof(int));
     int nmiss = 0;
-    EvoErr e;
+    char *ok = NULL, *pok = NULL;
+    int64_t *v = parse_all(L, all, na, &ok), *pv = parse_all(L, L->pending, L->npending_surv, &pok);
     for (int k = 0; k < nk; k++) {
         int i = knobs[k];
         for (int vi = 0; vi < task_param_nvalues(L->task, i); vi++) {
             int64_t val = task_param_value(L->task, i, vi);
             int held = 0;
             for (int j = 0; j < na && !held; j++)
-                held = all[j].generation < gen && task_params_parse(L->task, all[j].params_json, v, &e) == 0 &&
-                       v[i] == val;
+                held = all[j].generation < gen && ok[j] && v[(size_t)j * (size_t)np + (size_t)i] == val;
             for (int j = 0; j < L->npending_surv && !held; j++)   /* speculation: as if committed */
-                held = task_params_parse(L->task, L->pending[j].params_json, v, &e) == 0 && v[i] == val;
+                held = pok[j] && pv[(size_t)j * (size_t)np + (size_t)i] == val;
             if (!held) {
                 miss_k[nmiss] = i;
                 miss_v[nmiss++] = vi;
@@ -582,6 +612,9 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
     store_candidates_free(all, na);
     free(knobs);
     free(v);
+    free(ok);
+    free(pv);
+    free(pok);
     free(base);
     free(miss_k);
     free(miss_v);

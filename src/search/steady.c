@@ -89,6 +89,8 @@ typedef struct Steady {
     double         *busy_s;    /* per slot: inside gate, time and compare */
     double          idle_s;    /* summed over slots: nothing ready to judge */
     /* the loop thread's own */
+    Child         **graves;    /* let go, their compilations still running: released later */
+    int             ngraves;
     Wave           *waves;
     int             nwaves;
     int64_t         first_wave, next_wave;
@@ -283,6 +285,46 @@ static int waves_close(Steady *S, int final, EvoErr *err)
 
 /* ---- flights ------------------------------------------------------------ */
 
+/* Let kid go: what of it is queued for compilation is cancelled, and
+ * while one of its compilations still runs it waits among the graves
+ * (release would block the loop thread until it ends). */
+static void bury(Steady *S, Child *kid)
+{
+    Loop *L = S->L;
+    int busy = kid->priv && L->ev->busy && L->ev->busy(L->ev_ctx, kid);
+    if (busy && L->ev->drop) {   /* cancel what no thread has started */
+        L->ev->drop(L->ev_ctx, kid);
+        busy = L->ev->busy(L->ev_ctx, kid);
+    }
+    if (busy) {
+        Child *g = xmalloc(sizeof(*g));
+        *g = *kid;
+        memset(kid, 0, sizeof(*kid));
+        S->graves = xrealloc(S->graves, (size_t)(S->ngraves + 1) * sizeof(*S->graves));
+        S->graves[S->ngraves++] = g;
+        return;
+    }
+    loop_child_free(L, kid);
+}
+
+/* Release the graves whose compilations have ended (all of them, waiting,
+ * with wait). */
+static void graves_sweep(Steady *S, int wait)
+{
+    Loop *L = S->L;
+    int k = 0;
+    for (int i = 0; i < S->ngraves; i++) {
+        Child *g = S->graves[i];
+        if (!wait && L->ev->busy(L->ev_ctx, g)) {
+            S->graves[k++] = g;
+            continue;
+        }
+        loop_child_free(L, g);
+        free(g);
+    }
+    S->ngraves = k;
+}
+
 static int inflight(const Steady *S)
 {
     return S->nf;
@@ -305,10 +347,12 @@ static int flight_add(Steady *S, Child *kid, int64_t gen, int64_t req_id, EvoErr
         free(x);
         return -1;
     }
-    /* its other units, speculatively: built only while the farm has
-     * nothing more urgent, promoted if it passes stage A, cancelled if
-     * it does not */
-    if (!x->kid.rec.status && L->ev->submit(L->ev_ctx, &x->kid, 3, err)) {
+    /* a child that goes through the full gate whatever its A/B says has
+     * its other units queued speculatively: built while the farm has
+     * nothing more urgent, promoted if it passes stage A, cancelled if it
+     * does not (for the others, three in four are reverted: their units
+     * would mostly be wasted CPU) */
+    if (!x->kid.rec.status && loop_needs_full_gate(&x->kid) && L->ev->submit(L->ev_ctx, &x->kid, 3, err)) {
         loop_parent_put(L, x->parent);
         loop_child_free(L, &x->kid);
         free(x);
@@ -378,7 +422,7 @@ static int flight_commit(Steady *S, Flight *x, EvoErr *err)
         }
     }
     loop_parent_put(L, x->parent);
-    loop_child_free(L, &x->kid);
+    bury(S, &x->kid);
     free(x);
     return rc;
 }
@@ -408,7 +452,7 @@ static int harvest(Steady *S, int drop, EvoErr *err)
                 rc = flight_commit(S, x, err);
             else {
                 loop_parent_put(S->L, x->parent);
-                loop_child_free(S->L, &x->kid);
+                bury(S, &x->kid);
                 free(x);
             }
             continue;
@@ -417,7 +461,7 @@ static int harvest(Steady *S, int drop, EvoErr *err)
         if (w)
             w->open--;
         loop_parent_put(S->L, x->parent);
-        loop_child_free(S->L, &x->kid);   /* its queued compilations are cancelled */
+        bury(S, &x->kid);   /* its queued compilations are cancelled */
         free(x);
     }
     free(out);
@@ -694,25 +738,31 @@ int loop_steady(Loop *L, EvoErr *err)
         L->ev->watch(L->ev_ctx, on_compiled, &S);
     if (start_threads(&S, err))
         goto out_threads;
+    double t_h = 0, t_p = 0, t_w = 0, t_c = 0;
     for (;;) {
+        double q0 = now_ms();
         if (harvest(&S, S.draining == 2, err))
             goto out_threads;
+        graves_sweep(&S, 0);
+        double q1 = now_ms();
+        t_h += q1 - q0;
         if (waves_close(&S, 0, err))
             goto out_threads;
-        if (!S.draining && loop_time_limit_hit(L))
+        t_c += now_ms() - q1;
+        if (!S.draining && loop_time_limit_hit(L)) {
+            pthread_mutex_lock(&S.lock);   /* the GPU threads read it */
             S.draining = L->cfg->stop && *L->cfg->stop ? 2 : 1;
-        if (S.draining) {
-            pthread_mutex_lock(&S.lock);
-            S.draining = S.draining > 1 ? 2 : S.draining;
             pthread_cond_broadcast(&S.work);
             pthread_mutex_unlock(&S.lock);
         }
+        double q2 = now_ms();
         while (!S.draining && S.proposing && inflight(&S) < S.window) {
             if (propose_wave(&S, err))
                 goto out_threads;
             if (L->cfg->stop && *L->cfg->stop)
                 break;
         }
+        t_p += now_ms() - q2;
         if (!S.draining && take_llm(&S, 0, err))
             goto out_threads;
         int llm_left = L->cfg->llm && !S.draining && llmop_pending(L->cfg->llm) > 0;
@@ -730,12 +780,30 @@ int loop_steady(Loop *L, EvoErr *err)
             rc = 0;
             break;
         }
+        if (getenv("EVOENG_STEADY_DEBUG")) {
+            static double last;
+            if (now_ms() - last > 1000) {
+                last = now_ms();
+                int h[8] = {0};
+                pthread_mutex_lock(&S.lock);
+                for (int i = 0; i < S.nf; i++) {
+                    Flight *x = S.f[i];
+                    int r = x->state == F_QUEUED_A || x->state == F_QUEUED_B ? L->ev->ready(L->ev_ctx, &x->kid, x->stage) : 0;
+                    h[x->state * 2 + r]++;
+                }
+                pthread_mutex_unlock(&S.lock);
+                fprintf(stderr, "dbg nf %d: A wait %d ready %d | run %d | B wait %d ready %d | done %d; harvest %.0f close %.0f propose %.0f ms\n", S.nf, h[0], h[1], h[2], h[4], h[5], h[6], t_h, t_c, t_p);
+            }
+        }
         pthread_mutex_lock(&S.lock);
         int any_done = 0;
         for (int i = 0; i < S.nf && !any_done; i++)
             any_done = S.f[i]->state == F_DONE;
-        if (!any_done)
+        if (!any_done) {
+            double q3 = now_ms();
             wait_ms(&S.done, &S.lock, llm_left ? 20 : POLL_MS);
+            t_w += now_ms() - q3;
+        }
         pthread_mutex_unlock(&S.lock);
     }
     if (rc == 0 || S.lost) {
@@ -768,6 +836,8 @@ closing:
         L->sum->slot_busy_s[i] = S.busy_s[i];
     L->sum->slot_idle_s = S.idle_s;
 out:
+    graves_sweep(&S, 1);
+    free(S.graves);
     free(S.busy_s);
     free(S.waves);
     free(S.f);
