@@ -71,6 +71,10 @@ static EvolveConfig config(void)
     c.revert_threshold = 0.02;
     c.quiet = 1;
     c.config_json = "{}";
+    /* the same commits as one process: the synchronous mode's promise;
+     * EVO_TEST_STEADY=1: the steady mode (no key twice, every generation) */
+    const char *steady = getenv("EVO_TEST_STEADY");
+    c.sync = !(steady && strcmp(steady, "1") == 0);
     return c;
 }
 

@@ -36,6 +36,19 @@ EVO_TEST_AGENT_SLOTS=2 timeout 120 $MPIRUN -np 2 -x EVO_TEST_AGENT_SLOTS "$T" mp
 check "mpirun -np 2, one agent of 2 slots, commits the same" 'cmp -s "$dir/single.txt" "$dir/mpi2.txt"' \
     || { cat "$dir/mpi2.log"; diff "$dir/single.txt" "$dir/mpi2.txt" | head -20; }
 
+# The steady mode (the default of run) over MPI: every generation full,
+# nothing committed twice, with one agent a slot and with one agent of 2.
+want=$(grep -c '^[0-9]' "$dir/single.txt")
+for np in 3 2; do
+    EVO_TEST_STEADY=1 EVO_TEST_AGENT_SLOTS=$((4 - np)) timeout 120 $MPIRUN -np $np -x EVO_TEST_STEADY \
+        -x EVO_TEST_AGENT_SLOTS "$T" mpi "$dir/steady$np.db" > "$dir/steady$np.log" 2>&1
+    rc=$?
+    "$T" dump "$dir/steady$np.db" > "$dir/steady$np.txt"
+    check "steady over mpirun -np $np: exits 0, completed, $want candidates, no duplicates" \
+          '[ $rc -eq 0 ] && grep -q "^run 1 completed" "$dir/steady$np.txt" && grep -q "^duplicates 0" "$dir/steady$np.txt" && [ "$(grep -c "^[0-9]" "$dir/steady$np.txt")" -eq "$want" ]' \
+        || { cat "$dir/steady$np.log"; tail -3 "$dir/steady$np.txt"; }
+done
+
 # Agent 2 dies in its 6th gate; rank 0 notices within EVOENG_MPI_TIMEOUT.
 EVOENG_MPI_TIMEOUT=3 EVO_TEST_DIE=2:6 timeout 120 $MPIRUN -np 3 -x EVOENG_MPI_TIMEOUT -x EVO_TEST_DIE \
     "$T" mpi "$dir/die.db" > "$dir/die.log" 2>&1

@@ -23,6 +23,11 @@ typedef struct SlotThread {
     Child          *kid, *parent; /* its mirrors, resolved by the main thread */
 } SlotThread;
 
+typedef struct Watch {        /* a child's stage whose units rank 0 waits to hear are built */
+    int64_t id;
+    int     stage;
+} Watch;
+
 typedef struct Agent {
     MpiLink            *l;
     const EvaluatorOps *ev;
@@ -38,6 +43,8 @@ typedef struct Agent {
     int                 nout, capout;
     int                 quit;
     int                 lost;   /* rank 0's quit said a rank was lost */
+    Watch              *watch;  /* (main thread) stages to announce once built */
+    int                 nwatch, capwatch;
 } Agent;
 
 /* ---- mirrors ----------------------------------------------------------- */
@@ -76,8 +83,24 @@ static Mirror *mirror_get(Agent *a, json_t *o)
     return m;
 }
 
+/* Watch child id's stage: announce {"op": "ready"} once its units are built. */
+static void watch_add(Agent *a, int64_t id, int stage)
+{
+    for (int i = 0; i < a->nwatch; i++)
+        if (a->watch[i].id == id && a->watch[i].stage == stage)
+            return;
+    if (a->nwatch == a->capwatch) {
+        a->capwatch = a->capwatch ? a->capwatch * 2 : 64;
+        a->watch = xrealloc(a->watch, (size_t)a->capwatch * sizeof(*a->watch));
+    }
+    a->watch[a->nwatch++] = (Watch){.id = id, .stage = stage};
+}
+
 static void mirror_drop(Agent *a, int64_t id)
 {
+    for (int i = 0; i < a->nwatch; i++)
+        if (a->watch[i].id == id)
+            a->watch[i--] = a->watch[--a->nwatch];
     for (int i = 0; i < a->nm; i++)
         if (a->m[i]->id == id) {
             Mirror *m = a->m[i];
@@ -216,6 +239,14 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
             wire_result_get(json_object_get(req, "res"), &m->c);
             rc = a->ev->submit(a->ctx, &m->c, stage, &e);
             json_object_set_new(o, "res", wire_result_put(&m->c, 0));
+            if (rc == 0 && stage >= 0 && stage <= 2)
+                watch_add(a, m->id, stage == 2 ? 2 : 1);
+            if (!json_object_get(req, "seq")) {   /* sent without waiting for a reply */
+                json_decref(o);
+                if (rc)
+                    return err_set(err, "agent: submit: %s", e.msg);
+                return 0;
+            }
         } else {
             json_object_set_new(o, "ready", json_integer(!a->ev->ready || a->ev->ready(a->ctx, &m->c, stage)));
         }
@@ -245,6 +276,20 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
     return 0;
 }
 
+/* Announce the watched stages whose units are built (main thread). */
+static void announce(Agent *a)
+{
+    for (int i = 0; i < a->nwatch; i++) {
+        Mirror *m = mirror_find(a, a->watch[i].id);
+        if (m && a->ev->ready && !a->ev->ready(a->ctx, &m->c, a->watch[i].stage))
+            continue;
+        if (m)
+            outbox_push(a, xasprintf("{\"op\":\"ready\",\"id\":%lld,\"stage\":%d}", (long long)m->id,
+                                     a->watch[i].stage));
+        a->watch[i--] = a->watch[--a->nwatch];
+    }
+}
+
 /* Send what the slot threads and handle() left in the outbox. */
 static void flush(Agent *a)
 {
@@ -260,8 +305,10 @@ static void flush(Agent *a)
 static int next_message(MpiLink *l, Agent *a, char **msg, EvoErr *err)
 {
     for (;;) {
-        if (a)
+        if (a) {
+            announce(a);
             flush(a);
+        }
         int src, tag;
         int got = mpilink_poll(l, &src, &tag, msg, err);
         if (got < 0)
@@ -333,7 +380,8 @@ int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, cons
         }
     }
     if (rc == 0)
-        hello(l, json_pack("{s:i, s:s}", "slots", a.nslots, "device", device_hex));
+        hello(l, json_pack("{s:i, s:s, s:i}", "slots", a.nslots, "device", device_hex, "lanes",
+                           ev->lanes ? ev->lanes(ctx) : 1));
     while (rc == 0 && !a.quit) {
         char *msg = NULL;
         if (next_message(l, &a, &msg, err) < 0) {
@@ -358,6 +406,7 @@ int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, cons
         free(a.m[i]);
     }
     free(a.m);
+    free(a.watch);
     free(a.slots);
     free(a.outbox);
     pthread_mutex_destroy(&a.lock);

@@ -17,6 +17,7 @@ typedef struct Out {
 
 struct MpiLink {
     int     rank, size;
+    int     local_agents;   /* agent ranks on this host (every rank but 0 is one) */
     double  timeout_ms;
     double *heard;          /* per rank: when it was last heard from (ms) */
     double  beat_ms;        /* when the last heartbeats were sent */
@@ -57,6 +58,16 @@ int mpilink_open(MpiLink **out, double timeout_s, EvoErr *err)
     MpiLink *l = xcalloc(1, sizeof(*l));
     MPI_Comm_rank(MPI_COMM_WORLD, &l->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &l->size);
+    /* the ranks on this host, and whether rank 0 is one of them: agents
+     * that share a host share its cores (runmpi sizes their pools) */
+    MPI_Comm node;
+    int nsize = 1, root_here = l->rank == 0, any_root = 0;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &nsize);
+        MPI_Allreduce(&root_here, &any_root, 1, MPI_INT, MPI_MAX, node);
+        MPI_Comm_free(&node);
+    }
+    l->local_agents = nsize - any_root > 0 ? nsize - any_root : 1;
     const char *env = getenv("EVOENG_MPI_TIMEOUT");
     if (env && atof(env) > 0)
         timeout_s = atof(env);
@@ -105,6 +116,11 @@ void mpilink_close(MpiLink **lp, int abandon)
 int mpilink_rank(const MpiLink *l)
 {
     return l->rank;
+}
+
+int mpilink_local_agents(const MpiLink *l)
+{
+    return l->local_agents;
 }
 
 int mpilink_size(const MpiLink *l)

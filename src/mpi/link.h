@@ -33,6 +33,9 @@ void mpilink_close(MpiLink **l, int abandon);
 
 int mpilink_rank(const MpiLink *l);
 int mpilink_size(const MpiLink *l);
+/* The agent ranks on this process's host (at least 1): they share its
+ * cores. */
+int mpilink_local_agents(const MpiLink *l);
 
 /* Queue msg (ownership taken, a malloc'd string) to dest. Never blocks. */
 void mpilink_send(MpiLink *l, int dest, int tag, char *msg);

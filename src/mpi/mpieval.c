@@ -32,6 +32,8 @@ typedef struct OutMsg {
 
 typedef struct AgentInfo {
     int        rank, first, nslots;
+    int        lanes;         /* its compile threads (hello) */
+    int        load;          /* children homed there, not yet released */
     int        hello, lost;
     char      *error;         /* the agent's refusal, or NULL */
     DeviceInfo dev;
@@ -39,7 +41,8 @@ typedef struct AgentInfo {
 
 typedef struct MChild {       /* a child's priv on rank 0 */
     int64_t        id;
-    int            home;      /* the agent it was submitted to */
+    int            home;      /* the agent it was submitted to (read unlocked: atomic) */
+    int            ready;     /* bit s: its home announced stage s's units built (atomic) */
     int            st[3];     /* the stages submitted */
     unsigned char *on;        /* per agent: it has a mirror there */
 } MChild;
@@ -58,7 +61,12 @@ struct MpiEval {
     AgentInfo      *ag;
     int             nag, nslots;
     int            *slot_ag, *slot_local;
-    int             lost_rank, quit, rr;
+    MChild        **live;      /* children submitted and not released, for the ready notices */
+    int             nlive, caplive;
+    void          (*watch_fn)(void *);   /* the loop's hook: a unit was built */
+    void           *watch_arg;
+    int             notify;    /* a notice came in: call the hook (outside the lock) */
+    int             lost_rank, quit;
 };
 
 /* ---- the communication thread ---------------------------------------- */
@@ -104,11 +112,23 @@ static void on_message(MpiEval *m, int src, const char *text)
     if (!o)
         return;
     json_t *seq = json_object_get(o, "seq");
+    const char *op = json_string_value(json_object_get(o, "op"));
+    if (!seq && op && strcmp(op, "ready") == 0) {   /* a child's units are built at its home */
+        int64_t id = (int64_t)json_integer_value(json_object_get(o, "id"));
+        int stage = (int)json_integer_value(json_object_get(o, "stage"));
+        for (int i = 0; i < m->nlive; i++)
+            if (m->live[i]->id == id && stage >= 0 && stage < 8)
+                __atomic_fetch_or(&m->live[i]->ready, 1 << stage, __ATOMIC_RELEASE);
+        m->notify = 1;
+        json_decref(o);
+        return;
+    }
     if (!seq) {   /* hello */
         AgentInfo *ai = &m->ag[a];
         const char *e = json_string_value(json_object_get(o, "error"));
         const char *dev = json_string_value(json_object_get(o, "device"));
         ai->nslots = (int)json_integer_value(json_object_get(o, "slots"));
+        ai->lanes = (int)json_integer_value(json_object_get(o, "lanes"));
         if (e)
             ai->error = xstrdup(e);
         else if (ai->nslots < 1 || !dev || mpieval_device_unhex(dev, &ai->dev))
@@ -155,6 +175,14 @@ static void *comm_main(void *arg)
             if (tag == LINK_TAG_REPLY)
                 on_message(m, src, msg);
             free(msg);
+        }
+        if (m->notify && m->watch_fn) {   /* the hook takes the loop's lock: not under ours */
+            void (*fn)(void *) = m->watch_fn;
+            void *fn_arg = m->watch_arg;
+            m->notify = 0;
+            pthread_mutex_unlock(&m->lock);
+            fn(fn_arg);
+            pthread_mutex_lock(&m->lock);
         }
         for (int a = 0; a < m->nag; a++)
             if (!m->ag[a].lost && mpilink_lost(m->l, m->ag[a].rank, m->ag[a].hello ? 1 : STARTUP_FACTOR))
@@ -287,17 +315,43 @@ static int me_submit(void *ctx, Child *kid, int stage, EvoErr *err)
         mc->on = xcalloc((size_t)m->nag, 1);
         mc->home = -1;
         kid->priv = mc;
+        if (m->nlive == m->caplive) {
+            m->caplive = m->caplive ? m->caplive * 2 : 64;
+            m->live = xrealloc(m->live, (size_t)m->caplive * sizeof(*m->live));
+        }
+        m->live[m->nlive++] = mc;
     }
     if (mc->home < 0 || m->ag[mc->home].lost) {
-        for (int i = 0; i < m->nag && (mc->home < 0 || m->ag[mc->home].lost); i++)
-            mc->home = (m->rr++) % m->nag;
+        /* the agent with the fewest children per compile thread: each
+         * compiles its children on its own host's cores */
+        int best = -1;
+        for (int a = 0; a < m->nag; a++)
+            if (!m->ag[a].lost && (best < 0 || (double)m->ag[a].load / (m->ag[a].lanes > 0 ? m->ag[a].lanes : 1) <
+                                                   (double)m->ag[best].load / (m->ag[best].lanes > 0 ? m->ag[best].lanes : 1)))
+                best = a;
+        if (best >= 0) {
+            if (mc->home >= 0)
+                m->ag[mc->home].load--;
+            m->ag[best].load++;
+            __atomic_store_n(&mc->home, best, __ATOMIC_RELEASE);
+        }
     }
     int home = mc->home;
-    if (stage >= 0 && stage <= 2) {
-        mc->st[stage] = 1;
-        mc->on[home] |= ON_STAGE(stage);
+    if (home < 0) {
+        pthread_mutex_unlock(&m->lock);
+        return err_set(err, "submit: every MPI agent is lost");
+    }
+    if (stage >= 0 && stage <= 3) {
+        mc->st[stage > 2 ? 2 : stage] = 1;
+        mc->on[home] |= ON_STAGE(stage > 2 ? 2 : stage);
     }
     pthread_mutex_unlock(&m->lock);
+    /* stage 1 answers whether the child is valid; queuing its other units
+     * (2, 3) answers nothing the loop waits for: sent without a reply */
+    if (stage >= 2)
+        return call(m, home, "submit", kid, NULL, json_pack("{s:i}", "stage", stage), NULL, err) == EVAL_RETRY
+                   ? err_set(err, "submit: every MPI agent is lost")
+                   : 0;
     json_t *reply = NULL;
     int rc = call(m, home, "submit", kid, NULL, json_pack("{s:i}", "stage", stage), &reply, err);
     rc = take(reply, kid, rc);
@@ -363,6 +417,15 @@ static void me_release(void *ctx, Child *kid)
     if (!mc)
         return;
     to_holders(m, kid, "release");
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->nlive; i++)
+        if (m->live[i] == mc) {
+            m->live[i] = m->live[--m->nlive];
+            break;
+        }
+    if (mc->home >= 0)
+        m->ag[mc->home].load--;
+    pthread_mutex_unlock(&m->lock);
     free(mc->on);
     free(mc);
     kid->priv = NULL;
@@ -379,25 +442,42 @@ static int me_slots(void *ctx)
     return m->nslots;
 }
 
+/* Built, as the child's home announced it: a lookup (the steady loop asks
+ * it under its lock, for every child in flight). */
 static int me_ready(void *ctx, Child *kid, int stage)
 {
-    MpiEval *m = ctx;
+    (void)ctx;
     MChild *mc = kid->priv;
-    if (!mc)
+    if (!mc || (kid->rec.status && strcmp(kid->rec.status, "ok") != 0))
         return 1;
-    json_t *extra, *reply = NULL;
-    int a = slot_agent(m, kid, 0, &extra);
+    return (__atomic_load_n(&mc->ready, __ATOMIC_ACQUIRE) >> (stage == 2 ? 2 : 1)) & 1;
+}
+
+/* A slot judges only children homed on its agent: another agent would
+ * have to compile them again. */
+static int me_home(void *ctx, const Child *kid, int slot)
+{
+    MpiEval *m = ctx;
+    const MChild *mc = kid->priv;
+    return !mc || slot < 0 || slot >= m->nslots || __atomic_load_n(&mc->home, __ATOMIC_ACQUIRE) == m->slot_ag[slot];
+}
+
+static int me_lanes(void *ctx)
+{
+    MpiEval *m = ctx;
+    int n = 0;
+    for (int a = 0; a < m->nag; a++)
+        n += m->ag[a].lanes > 0 ? m->ag[a].lanes : 1;
+    return n;
+}
+
+static void me_watch(void *ctx, void (*fn)(void *), void *arg)
+{
+    MpiEval *m = ctx;
     pthread_mutex_lock(&m->lock);
-    int here = mc->on[a] & ON_MIRROR;
+    m->watch_fn = fn;
+    m->watch_arg = arg;
     pthread_mutex_unlock(&m->lock);
-    if (!here)
-        a = mc->home;   /* not on its slot's agent yet: ask where it compiles */
-    json_object_set_new(extra, "stage", json_integer(stage));
-    EvoErr err;
-    int rc = call(m, a, "ready", kid, NULL, extra, &reply, &err);
-    int ready = rc != 0 || json_integer_value(json_object_get(reply, "ready")) != 0;
-    json_decref(reply);
-    return ready;
 }
 
 static int me_calibrate(void *ctx, Child *base, EvoErr *err)
@@ -419,6 +499,7 @@ static int me_calibrate(void *ctx, Child *base, EvoErr *err)
 const EvaluatorOps mpieval_ops = {
     .name = "mpi", .submit = me_submit, .gate = me_gate, .time = me_time, .compare = me_compare,
     .release = me_release, .slots = me_slots, .calibrate = me_calibrate, .drop = me_drop, .ready = me_ready,
+    .lanes = me_lanes, .watch = me_watch, .home = me_home,
 };
 
 /* ---- open, start, close ------------------------------------------------ */
@@ -500,6 +581,7 @@ void mpieval_close(MpiEval **mp)
         free(m->ag[a].error);
     free(m->ag);
     free(m->slot_ag);
+    free(m->live);
     free(m->slot_local);
     pthread_mutex_destroy(&m->lock);
     pthread_cond_destroy(&m->cv);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "gpueval.h"
@@ -62,6 +63,13 @@ static EvoExit agent_main(const Settings *given, int *abandon)
     runctx_set_cache(&s);
     GpuEvalOptions go = {.jobs = s.jobs, .verbose = s.verbose, .devices = s.gpus, .ndevices = s.ngpus,
                          .count = s.gpus_count};
+    /* agents of one host share its cores: without -j, each compiles on
+     * its share (one agent a GPU on an 8-GPU host: cores / 8 each) */
+    if (go.jobs == 0) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        int share = (int)(ncpu > 0 ? ncpu : 1) / mpilink_local_agents(link_);
+        go.jobs = share > 0 ? share : 1;
+    }
     gate_options_default(&go.gate);
     go.gate.nseeds = s.seeds;
     bench_options_default(&go.bench);
