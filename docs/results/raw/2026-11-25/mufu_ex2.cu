@@ -10,13 +10,13 @@
  * reporting exponentials a second, and the f16x2 form's error on [-20, 0]
  * against exp2f.  Read the SASS too:
  *
- *   nvcc -arch=sm_90 -cubin -o /tmp/m.cubin bench/mufu_ex2.cu
+ *   nvcc -arch=sm_90 -cubin -o /tmp/m.cubin docs/results/raw/2026-11-25/mufu_ex2.cu
  *   cuobjdump -sass /tmp/m.cubin | grep MUFU
- *   nvcc -arch=sm_90 -o /tmp/mufu_ex2 bench/mufu_ex2.cu && /tmp/mufu_ex2
+ *   nvcc -arch=sm_90 -o /tmp/mufu_ex2 docs/results/raw/2026-11-25/mufu_ex2.cu && /tmp/mufu_ex2
  *
  * On sm_90 each ex2.approx.f16x2 becomes two MUFU.EX2.F16 (one a half), so
- * the rate a exponential is the f32 one (bench/results/raw_2026-11-25/
- * 15_mufu_ex2_h100.txt).  Exit: 0 measured, 1 a CUDA error.
+ * the rate a exponential is the f32 one (15_mufu_ex2_h100.txt beside
+ * this file).  Exit: 0 measured, 1 a CUDA error.
  */
 #include <cmath>
 #include <cstdio>
