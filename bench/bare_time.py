@@ -21,8 +21,9 @@ What it does, mirroring evoeng's timing (src/gpu/bench.c):
 
 Why: in a process that also runs PyTorch/CuPy work (bench/compare_sdpa.py),
 the same cubin on the same data was measured 2-3% slower at the seed shape
-once other launches had run (bench/README.md, "Latency agreement"); this
-script is the reference without that history.
+once other launches had run (docs/results/2026-11-24-timing.md, "A bare
+process, and the measuring process's history"); this script is the
+reference without that history.
 
 Usage: bare_time.py EXPORT.json [--calls N,M | --replay-ms 0.5] [--rounds 30] [--json]
 Exit: 0 timed, 1 no driver or a CUDA/NVRTC failure, 2 usage or a bad export.

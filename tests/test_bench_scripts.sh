@@ -192,11 +192,11 @@ else bad "ws_trace.py's analysis: $(tail -3 "$tmp/out")"; fi
 # ws_ablate.py: the ablation switches leave the kernel as it was (all 0: the
 # same cubin as the export's own source), each variant compiles, and an
 # export it cannot ablate is refused with its name
-EXP="$ROOT/bench/results/raw_2026-11-26/exports/b4h8s2048d64c0.json"
+EXP="$ROOT/docs/results/raw/2026-11-26/exports/b4h8s2048d64c0.json"
 if "$PY" "$ROOT/bench/ws_ablate.py" "$EXP" --out "$tmp/abl" --prepare-only >"$tmp/out" 2>&1 \
    && [ "$(ls "$tmp"/abl/*.json | wc -l)" -eq 6 ]; then ok "ws_ablate.py --prepare-only: 6 variants"
 else bad "ws_ablate.py --prepare-only: $(head -3 "$tmp/out")"; fi
-"$PY" "$ROOT/bench/ws_ablate.py" "$ROOT/bench/results/raw_2026-11-26/exports/b1h1s128d64c1.json" \
+"$PY" "$ROOT/bench/ws_ablate.py" "$ROOT/docs/results/raw/2026-11-26/exports/b1h1s128d64c1.json" \
     --out "$tmp/abl_bad" --prepare-only >"$tmp/out" 2>&1
 rc=$?
 if [ "$rc" -eq 1 ] && grep -q "b1h1s128d64c1.json: WS=0" "$tmp/out"; then ok "ws_ablate.py refuses a WS=0 export (exit 1, named)"

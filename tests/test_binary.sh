@@ -108,7 +108,7 @@ for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LA
 done
 # TAIL (the persistent scheduler's last wave as items of all consumer
 # warpgroups but one): in the search since its gate and A/Bs ran on an H100
-# (bench/results raw 19); the task compiles it with 2 and 3 consumers, TMA
+# (docs/results/raw/2026-11-25/19_*); the task compiles it with 2 and 3 consumers, TMA
 # and cp.async, ping-pong and not, and refuses it without PERSIST or with
 # one consumer. Its gate shapes (B1 H40 S900, D=64 and 128: a last wave
 # that TAIL cuts on 114- and 132-SM GPUs) are in the task.

@@ -96,7 +96,7 @@
  *                wave costs about (CONSUMERS - 1) / CONSUMERS of a tile);
  *                otherwise, and with causal masking, the same schedule as 0.
  *                0.945 of TAIL=0 at B4 H8 S2048 D64 with 3 consumers on an
- *                H100 (bench/results/raw_2026-11-25/19_uniform_cw_tail_h100.txt)
+ *                H100 (docs/results/raw/2026-11-25/19_uniform_cw_tail_h100.txt)
  *   LSUM         (WS path) 1: the softmax row sums run on the tensor cores,
  *                a P x ones wgmma (m64n8k16, ones in 512 bytes of shared
  *                memory) after each k16 step of P V, accumulated and
