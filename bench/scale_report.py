@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""The tables of bench/scale.sh: one row a run (OUTDIR/<shape>-<mode>[-sync]/)
+and the simulated rows (OUTDIR/sim-<slots>.json), as Markdown on stdout and
+as OUTDIR/scale.json.
+
+Per run: candidates a minute (the run's own summary: evaluated over its
+wall time), each GPU's busy share (nvidia-smi utilisation, mean of the
+samples), the cores busy (/proc/stat over the run, in cores of --cores),
+the best latency, NVRTC units and evoeng CPU seconds a candidate, and the
+ratio of candidates a minute against the one-GPU run of the same shape.
+
+usage: scale_report.py OUTDIR [--cores N] [--json]
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+
+
+def summary_of(path):
+    """The last {"event": "summary"} object of a run's JSON lines, or None."""
+    last = None
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                try:
+                    o = json.loads(line)
+                except ValueError:
+                    continue
+                if o.get("event") == "summary":
+                    last = o
+    except OSError:
+        return None
+    return last
+
+
+def gpu_busy(path):
+    """Mean utilisation (0..1) per GPU index from nvidia-smi's CSV samples."""
+    per = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = [p.strip() for p in line.split(",")]
+                if len(parts) != 2 or not parts[0].isdigit():
+                    continue
+                try:
+                    per.setdefault(int(parts[0]), []).append(float(parts[1]) / 100.0)
+                except ValueError:
+                    continue
+    except OSError:
+        pass
+    return [sum(v) / len(v) for _, v in sorted(per.items())]
+
+
+def times_of(path, cores):
+    """(exit code, wall seconds, cores busy) from times.txt."""
+    try:
+        with open(path) as f:
+            rc, t0, t1, cb0, ct0, cb1, ct1 = f.read().split()
+    except (OSError, ValueError):
+        return None, None, None
+    total = float(ct1) - float(ct0)
+    busy = (float(cb1) - float(cb0)) / total * cores if total > 0 else None
+    return int(rc), float(t1) - float(t0), busy
+
+
+def runs(outdir, cores):
+    rows = []
+    for d in sorted(glob.glob(os.path.join(outdir, "*-*"))):
+        if not os.path.isdir(d) or not os.path.exists(os.path.join(d, "times.txt")):
+            continue
+        name = os.path.basename(d)
+        parts = name.split("-")
+        shape, mode, sync = parts[0], parts[1], len(parts) > 2 and parts[2] == "sync"
+        rc, wall, cores_busy = times_of(os.path.join(d, "times.txt"), cores)
+        s = summary_of(os.path.join(d, "out.jsonl")) or {}
+        rows.append({
+            "name": name, "shape": shape, "mode": mode, "sync": sync, "exit": rc, "wall_s": wall,
+            "evaluated": s.get("evaluated"), "candidates_per_min": s.get("candidates_per_min"),
+            "best_latency_us": s.get("best_latency_us"), "slots": s.get("slots"),
+            "gpu_busy": gpu_busy(os.path.join(d, "gpu.csv")), "cores_busy": cores_busy, "cores": cores,
+            "nvrtc_units_per_candidate": s.get("nvrtc_units_per_candidate"),
+            "cpu_s_per_candidate": s.get("cpu_s_per_candidate"), "compile_busy": s.get("compile_busy"),
+            "in_flight": s.get("in_flight"),
+        })
+    base = {(r["shape"], r["sync"]): r for r in rows if r["mode"] == "1"}
+    for r in rows:
+        b = base.get((r["shape"], r["sync"]))
+        ok = b and b.get("candidates_per_min") and r.get("candidates_per_min")
+        r["ratio_vs_1gpu"] = r["candidates_per_min"] / b["candidates_per_min"] if ok else None
+    return rows
+
+
+def sims(outdir):
+    rows = []
+    for p in sorted(glob.glob(os.path.join(outdir, "sim-*.json")), key=lambda p: int(p.split("-")[-1][:-5])):
+        try:
+            with open(p) as f:
+                rows.append(json.load(f))
+        except (OSError, ValueError):
+            continue
+    one = next((r for r in rows if r.get("slots") == 1), None)
+    for r in rows:
+        r["ratio_vs_1"] = r["candidates_per_min"] / one["candidates_per_min"] if one and one.get("candidates_per_min") else None
+    return rows
+
+
+def fmt(v, f):
+    return "-" if v is None else f.format(v)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("outdir")
+    ap.add_argument("--cores", type=int, default=os.cpu_count())
+    ap.add_argument("--json", action="store_true", help="print the JSON instead of the tables")
+    a = ap.parse_args()
+    rows, sim = runs(a.outdir, a.cores), sims(a.outdir)
+    doc = {"runs": rows, "simulated": sim}
+    with open(os.path.join(a.outdir, "scale.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    if a.json:
+        json.dump(doc, sys.stdout, indent=1)
+        print()
+        return 0
+    print("| run | mode | GPUs | candidates / min | vs 1 GPU | GPU busy | cores busy | best us | NVRTC units / cand | CPU-s / cand | exit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        busy = " ".join("{:.0%}".format(b) for b in r["gpu_busy"]) or "-"
+        cores = "-" if r["cores_busy"] is None else "{:.1f} of {}".format(r["cores_busy"], r["cores"])
+        print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            r["shape"], r["mode"] + (" sync" if r["sync"] else ""), fmt(r["slots"], "{}"),
+            fmt(r["candidates_per_min"], "{:.1f}"), fmt(r["ratio_vs_1gpu"], "{:.2f}x"), busy, cores,
+            fmt(r["best_latency_us"], "{:.2f}"), fmt(r["nvrtc_units_per_candidate"], "{:.2f}"),
+            fmt(r["cpu_s_per_candidate"], "{:.2f}"), fmt(r["exit"], "{}")))
+    if sim:
+        print()
+        print("Simulated (bench/pipe_sim: sleeping compilations and GPU work, not measured on a GPU):")
+        print()
+        print("| slots | compile lanes | candidates / min | vs 1 slot | slots busy | compile busy |")
+        print("|---|---|---|---|---|---|")
+        for r in sim:
+            print("| {} | {} | {:.1f} | {} | {} | {:.0%} |".format(
+                r["slots"], r["lanes"], r["candidates_per_min"], fmt(r.get("ratio_vs_1"), "{:.2f}x"),
+                " ".join("{:.0%}".format(b) for b in r["slot_busy"]), r["compile_busy"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
