@@ -15,11 +15,13 @@
 
 /* One GPU: its worker process and what it keeps loaded. */
 typedef struct Slot {
-    Worker    *worker;
+    Worker    *worker;     /* one request at a time: only the slot's GPU thread talks to it */
     DeviceInfo dev;
     int       *ref_ids;    /* worker module id per reference unit */
     double     scale;      /* latency normalisation to slot 0 (gpueval_calibrate) */
     int        dead;       /* dropped from the run: its worker could not go on */
+    int       *unload;     /* modules released by other threads, unloaded by the slot's (under lock) */
+    int        nunload, capunload;
 } Slot;
 
 struct GpuEval {
@@ -143,6 +145,7 @@ void gpueval_close(GpuEval **pg)
     for (int w = 0; w < g->nslots; w++) {
         worker_close(&g->slots[w].worker);
         free(g->slots[w].ref_ids);
+        free(g->slots[w].unload);
     }
     free(g->slots);
     pool_close(&g->pool);
@@ -177,10 +180,31 @@ const DeviceInfo *gpueval_slot_device(const GpuEval *g, int slot)
     return slot >= 0 && slot < g->nslots ? &g->slots[slot].dev : NULL;
 }
 
-/* The slot a child is judged on. */
+/* Unload what other threads released on slot sl: called on the thread
+ * that is about to send sl's worker a request, so a worker never sees two
+ * threads at once (release runs on the loop's thread while the slot's
+ * GPU thread gates or times). */
+static void slot_flush(GpuEval *g, Slot *sl)
+{
+    pthread_mutex_lock(&g->lock);
+    int n = sl->nunload, *ids = sl->unload;
+    sl->unload = NULL;
+    sl->capunload = 0;
+    __atomic_store_n(&sl->nunload, 0, __ATOMIC_RELAXED);
+    int dead = sl->dead;
+    pthread_mutex_unlock(&g->lock);
+    EvoErr err;
+    for (int i = 0; i < n && !dead; i++)
+        worker_unload(sl->worker, ids[i], &err);
+    free(ids);
+}
+
+/* The slot a child is judged on, its pending unloads done. */
 static Slot *slot_of(GpuEval *g, const Child *c)
 {
     int w = c->gpu >= 0 && c->gpu < g->nslots ? c->gpu : 0;
+    if (__atomic_load_n(&g->slots[w].nunload, __ATOMIC_RELAXED))
+        slot_flush(g, &g->slots[w]);
     return &g->slots[w];
 }
 
@@ -341,11 +365,24 @@ static void ge_release(void *ctx, Child *c)
     if (!pv)
         return;
     ge_drop(ctx, c);   /* what no thread has started is not built */
-    EvoErr err;
-    for (int w = 0; w < pv->nslots; w++)
-        for (int u = 0; u < pv->prep.nunits; u++)
-            if (pv->ids[w * pv->prep.nunits + u] >= 0 && !g->slots[w].dead)
-                worker_unload(g->slots[w].worker, pv->ids[w * pv->prep.nunits + u], &err);
+    /* the modules are unloaded by each slot's own thread, before its next
+     * request (slot_flush): this may run on another thread */
+    pthread_mutex_lock(&g->lock);
+    for (int w = 0; w < pv->nslots; w++) {
+        Slot *sl = &g->slots[w];
+        for (int u = 0; u < pv->prep.nunits && !sl->dead; u++) {
+            int id = pv->ids[w * pv->prep.nunits + u];
+            if (id < 0)
+                continue;
+            if (sl->nunload == sl->capunload) {
+                sl->capunload = sl->capunload ? sl->capunload * 2 : 32;
+                sl->unload = xrealloc(sl->unload, (size_t)sl->capunload * sizeof(int));
+            }
+            sl->unload[sl->nunload] = id;
+            __atomic_store_n(&sl->nunload, sl->nunload + 1, __ATOMIC_RELAXED);
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
     prep_free(&pv->prep);
     free(pv->ids);
     free(pv);

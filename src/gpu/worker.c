@@ -88,21 +88,22 @@ static int wait_child(pid_t pid, int *st, int nohang)
 static void stop_worker(Worker *w, double grace_ms, char *how, size_t cap)
 {
     int st = 0, reaped = 0;
+    pid_t pid = w->pid;   /* never kill(0): that is the whole process group */
     if (how && cap)
         how[0] = 0;
-    if (w->pid <= 0) {
+    if (pid <= 0) {
         close_fds(w);
         return;
     }
     close_fds(w);
     if (grace_ms > 0) {
         double end = time_now_ms() + grace_ms;
-        while (!(reaped = wait_child(w->pid, &st, 1)) && time_now_ms() < end)
+        while (!(reaped = wait_child(pid, &st, 1)) && time_now_ms() < end)
             usleep(2000);
     }
     if (!reaped) {
-        kill(w->pid, SIGKILL);
-        reaped = wait_child(w->pid, &st, 0);
+        kill(pid, SIGKILL);
+        reaped = wait_child(pid, &st, 0);
     }
     if (how && reaped)
         describe_exit(st, how, cap);
