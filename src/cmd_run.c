@@ -268,10 +268,12 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
         printf(", %d in flight", m->in_flight);
     for (int i = 0; i < m->slots && i < 8; i++)
         printf("%s GPU slot %d busy %.0f%%", i ? "," : ";", i, wall_s > 0 ? 100 * m->slot_busy_s[i] / wall_s : 0);
-    printf("\n  compile: %d threads busy %.0f%%, %d NVRTC units (%.2f a candidate, %.2f CPU-s each), %d cache hits; "
-           "evoeng %.2f CPU-s a candidate\n",
+    printf("\n  compile: %d threads busy %.0f%%, %d NVRTC units (%.2f a candidate, %.2f CPU-s each; by priority: "
+           "%ld for a waiting GPU or stage B, %ld next, %ld speculative, %ld cancelled), %d cache hits; evoeng %.2f "
+           "CPU-s a candidate\n",
            m->pipe.lanes, 100 * lanes_busy, m->nvrtc_units, m->nvrtc_units / n,
-           m->nvrtc_units ? m->nvrtc_cpu_s / m->nvrtc_units : 0.0, m->cache_hits, m->cpu_s / n);
+           m->nvrtc_units ? m->nvrtc_cpu_s / m->nvrtc_units : 0.0, m->pipe.units_now, m->pipe.units_next,
+           m->pipe.units_spec, m->pipe.units_cancelled, m->cache_hits, m->cpu_s / n);
 }
 
 static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)

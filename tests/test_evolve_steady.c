@@ -155,6 +155,9 @@ static void test_steady_resume(void)
         CHECK_STR(r.status, "completed");
         CHECK_MSG(r.generations_done == 9, "k=%d: generations_done %lld", ks[i], (long long)r.generations_done);
         run_record_free(&r);
+        /* the waves the stop cut short were refilled: as many as a run never stopped */
+        int total = s1.evaluated + s2.evaluated;
+        CHECK_MSG(total == 1 + 5 + 8 * 6, "k=%d: %d + %d evaluated", ks[i], s1.evaluated, s2.evaluated);
         /* what was committed before the stop is never judged again */
         for (int a = nseen; a < f->nseen; a++)
             CHECK_MSG(!strstr(committed, f->seen[a]), "k=%d: committed %s was judged again", ks[i], f->seen[a]);

@@ -280,10 +280,12 @@ static int commit_child(Loop *L, Child *c, GenerationRecord *g, EvoErr *err)
     return 0;
 }
 
-int loop_needs_full_gate(const Child *c)
+int loop_needs_full_gate(const Loop *L, const Child *c)
 {
-    return c->parent_id == 0 || strcmp(c->op, "baseline") == 0 || strcmp(c->op, "random") == 0 ||
-           strcmp(c->op, "exhaustive") == 0;
+    /* an evolve run's random immigrants are compared with the baseline
+     * like any child with its parent: reverted, they stop at stage A */
+    return c->parent_id == 0 || strcmp(c->op, "baseline") == 0 || strcmp(c->op, "exhaustive") == 0 ||
+           (strcmp(c->op, "random") == 0 && strcmp(L->cfg->strategy, "random") == 0);
 }
 
 int loop_stage_a(Loop *L, Child *c, Child *parent, int *next, EvoErr *err)
@@ -303,7 +305,7 @@ int loop_stage_a(Loop *L, Child *c, Child *parent, int *next, EvoErr *err)
             c->rec.ratio_spread = spread;
             c->rec.decision =
                 xstrdup(evolve_should_revert(ratio, L->cfg->revert_threshold) ? "reverted" : "accepted");
-            if (strcmp(c->rec.decision, "reverted") == 0 && !loop_needs_full_gate(c))
+            if (strcmp(c->rec.decision, "reverted") == 0 && !loop_needs_full_gate(L, c))
                 goto decided;
         }
     }

@@ -85,8 +85,10 @@ void loop_parent_offer(Loop *L, Child *c);
 void loop_parents_free(Loop *L);
 /* Does the child go through the full gate whatever its A/B says? The
  * baseline, generation 0 and the children of the random and exhaustive
- * strategies (ground truth for comparing strategies) do. */
-int loop_needs_full_gate(const Child *c);
+ * strategies (ground truth for comparing strategies) do; the random
+ * immigrants of the other strategies do not (reverted, they are decided
+ * at stage A like any child: never a parent, never a survivor). */
+int loop_needs_full_gate(const Loop *L, const Child *c);
 /* Stage A of a submitted child on slot c->gpu: the gate on the benchmark
  * shape, then the A/B against its parent. Sets *next = 1 when the child
  * goes on to stage B (its other units are then queued first), 0 when it

@@ -71,6 +71,7 @@ typedef struct Wave {
     int              llm;      /* LLM requests of the wave not yet answered */
     int              closed;   /* its row is written for good */
     int              commits;  /* committed so far */
+    int              refill;   /* resume: children a kill cut from it, to propose again */
     double           t0;
     GenerationRecord g;
 } Wave;
@@ -260,7 +261,7 @@ static int waves_close(Steady *S, int final, EvoErr *err)
     int total = strcmp(L->cfg->strategy, "exhaustive") == 0 ? 0 : L->cfg->generations;
     for (int i = 0; i < S->nwaves; i++) {
         Wave *w = &S->waves[i];
-        if (w->closed || (!final && (w->open > 0 || w->llm > 0)))
+        if (w->closed || (!final && (w->open > 0 || w->llm > 0 || w->refill > 0)))
             continue;
         if (final && w->commits == 0)
             continue;   /* nothing of it reached the store */
@@ -350,9 +351,9 @@ static int flight_add(Steady *S, Child *kid, int64_t gen, int64_t req_id, EvoErr
     /* a child that goes through the full gate whatever its A/B says has
      * its other units queued speculatively: built while the farm has
      * nothing more urgent, promoted if it passes stage A, cancelled if it
-     * does not (for the others, three in four are reverted: their units
-     * would mostly be wasted CPU) */
-    if (!x->kid.rec.status && loop_needs_full_gate(&x->kid) && L->ev->submit(L->ev_ctx, &x->kid, 3, err)) {
+     * does not (for the others, four in five are reverted on an H200:
+     * their units would mostly be wasted CPU) */
+    if (!x->kid.rec.status && loop_needs_full_gate(L, &x->kid) && L->ev->submit(L->ev_ctx, &x->kid, 3, err)) {
         loop_parent_put(L, x->parent);
         loop_child_free(L, &x->kid);
         free(x);
@@ -470,16 +471,24 @@ static int harvest(Steady *S, int drop, EvoErr *err)
 
 /* ---- proposals ---------------------------------------------------------- */
 
+/* The children a generation is proposed with: the population's random
+ * members (generation 0), else cfg->children. */
+static int wave_size(const Loop *L, int64_t gen)
+{
+    return gen == 0 ? L->cfg->population - 1 : L->cfg->children;
+}
+
 /* Propose the next wave from the population as it stands and put its
- * children in flight. Sets S->proposing = 0 when no more will come (the
- * generations are done, the valid space is exhausted). 0 or -1. */
-static int propose_wave(Steady *S, EvoErr *err)
+ * children in flight; with refill, the children a kill cut from that
+ * (resumed) wave instead. Sets S->proposing = 0 when no more will come
+ * (the generations are done, the valid space is exhausted). 0 or -1. */
+static int propose_wave(Steady *S, Wave *refill, EvoErr *err)
 {
     Loop *L = S->L;
     const EvolveConfig *cfg = L->cfg;
     int exhaustive = strcmp(cfg->strategy, "exhaustive") == 0;
-    int64_t gen = S->next_wave;
-    if (!exhaustive && gen > cfg->generations) {
+    int64_t gen = refill ? refill->gen : S->next_wave;
+    if (!refill && !exhaustive && gen > cfg->generations) {
         S->proposing = 0;
         return 0;
     }
@@ -487,17 +496,22 @@ static int propose_wave(Steady *S, EvoErr *err)
     int npop = 0;
     if (gen > 0 && loop_load_population(L, gen, &pop, &npop, err))
         return -1;
-    int nllm = loop_llm_slots(L, gen, npop, err);
+    int nllm = refill ? 0 : loop_llm_slots(L, gen, npop, err);
     if (nllm < 0) {
         store_candidates_free(pop, npop);
         return -1;
     }
-    int want = gen == 0 ? cfg->population - 1 : cfg->children - nllm;
+    int want = refill ? refill->refill : wave_size(L, gen) - nllm;
     Child *kids = xcalloc((size_t)want + 1, sizeof(Child));
     int *done = xcalloc((size_t)want + 1, sizeof(int));
     int n = 0, rc = -1, exhausted = 0, npend = 0;
-    Wave *w = wave_new(S, gen);
-    S->next_wave++;
+    Wave *w = refill;
+    if (w) {
+        w->refill = 0;
+    } else {
+        w = wave_new(S, gen);
+        S->next_wave++;
+    }
     if (nllm > 0) {
         if (loop_llm_submit_generation(L, gen, pop, npop, nllm, err))
             goto out;
@@ -591,9 +605,12 @@ static int take_llm(Steady *S, int wait, EvoErr *err)
 
 /* ---- the loop ----------------------------------------------------------- */
 
-/* Where a resumed run goes on: the wave after the last one that has a
- * commit (0 when only the baseline is there); the rows of waves cut by a
- * kill are written from what the store holds. */
+/* Where a resumed run goes on. The waves a kill cut short (fewer children
+ * committed than a wave holds) are refilled first: their missing children
+ * are proposed again, in the same generation, from the population as it
+ * stands, so a resumed run evaluates as many children as one never
+ * stopped; then new waves follow the last one with a commit. Stagnation
+ * goes on from the commits since the best. */
 static int resume_point(Steady *S, EvoErr *err)
 {
     Loop *L = S->L;
@@ -613,45 +630,55 @@ static int resume_point(Steady *S, EvoErr *err)
             best_id = all[i].id;
         }
     }
-    /* stagnation goes on from the commits since the best */
     int after = 0;
     for (int i = 0; i < n; i++)
         after += all[i].id > best_id;
     L->best_commit = -after;
     L->best_latency = isfinite(best) ? best : 0;
-    /* rows of the waves a kill cut short */
-    GenerationRecord *rows = NULL;
-    int nrows = 0, rc = 0;
-    if (last >= 0 && store_generation_list(L->st, L->run.id, &rows, &nrows, err) == 0) {
-        for (int64_t gen = L->run.generations_done; gen <= last && rc == 0; gen++) {
-            int have = 0;
-            for (int r = 0; r < nrows; r++)
-                have |= rows[r].generation == gen;
-            if (have)
-                continue;
-            GenerationRecord g = {.run_id = L->run.id, .generation = gen, .best_latency_us = NAN};
-            for (int i = 0; i < n; i++) {
-                if (all[i].generation != gen || all[i].id == L->baseline.rec.id)
-                    continue;
-                g.evaluated++;
-                int ok = strcmp(all[i].status, "ok") == 0;
-                g.valid += ok;
-                g.failed += !ok;
-                g.accepted += strcmp(all[i].decision, "accepted") == 0;
-                g.reverted += strcmp(all[i].decision, "reverted") == 0;
-            }
-            rc = loop_generation_close(L, &g, 0, -1, err);
-        }
-        free(rows);   /* GenerationRecord has no owned strings but finished_at */
-    } else if (last >= 0) {
-        rc = -1;
+    /* each generation's commits so far (the baseline apart) */
+    GenerationRecord *g = xcalloc((size_t)last + 2, sizeof(*g));
+    for (int64_t gen = 0; gen <= last; gen++)
+        g[gen] = (GenerationRecord){.run_id = L->run.id, .generation = gen, .best_latency_us = NAN};
+    for (int i = 0; i < n; i++) {
+        if (all[i].id == L->baseline.rec.id || all[i].generation < 0 || all[i].generation > last)
+            continue;
+        GenerationRecord *x = &g[all[i].generation];
+        int ok = strcmp(all[i].status, "ok") == 0;
+        x->evaluated++;
+        x->valid += ok;
+        x->failed += !ok;
+        x->accepted += strcmp(all[i].decision, "accepted") == 0;
+        x->reverted += strcmp(all[i].decision, "reverted") == 0;
     }
     store_candidates_free(all, n);
+    int64_t first = last + 1;
+    for (int64_t gen = 0; gen <= last && first > last; gen++)
+        if (g[gen].evaluated < wave_size(L, gen))
+            first = gen;
+    S->first_wave = first;
     S->next_wave = last + 1;
-    if (rc == 0 && last + 1 > L->run.generations_done) {
-        L->run.generations_done = last + 1;
-        rc = store_run_update(L->st, &L->run, err);
+    GenerationRecord *rows = NULL;
+    int nrows = 0, rc = first <= last ? store_generation_list(L->st, L->run.id, &rows, &nrows, err) : 0;
+    for (int64_t gen = first; gen <= last && rc == 0; gen++) {
+        Wave *w = wave_new(S, gen);
+        w->g = g[gen];
+        w->commits = (int)g[gen].evaluated;
+        w->refill = wave_size(L, gen) - w->commits;
+        if (w->refill > 0)
+            continue;
+        /* complete before the kill: its row, unless the kill came first */
+        w->refill = 0;
+        w->closed = 1;
+        int have = 0;
+        for (int r = 0; r < nrows; r++)
+            have |= rows[r].generation == gen;
+        if (!have)
+            rc = loop_generation_close(L, &w->g, 0, -1, err);
     }
+    for (int r = 0; r < nrows; r++)
+        free(rows[r].finished_at);
+    free(rows);
+    free(g);
     return rc;
 }
 
@@ -733,7 +760,6 @@ int loop_steady(Loop *L, EvoErr *err)
         L->best_latency = L->base_latency;   /* the baseline is the best so far */
         L->best_commit = L->commits;
     }
-    S.first_wave = S.next_wave;
     if (L->ev->watch)
         L->ev->watch(L->ev_ctx, on_compiled, &S);
     if (start_threads(&S, err))
@@ -756,8 +782,11 @@ int loop_steady(Loop *L, EvoErr *err)
             pthread_mutex_unlock(&S.lock);
         }
         double q2 = now_ms();
+        for (int i = 0; i < S.nwaves && !S.draining && inflight(&S) < S.window; i++)
+            if (S.waves[i].refill > 0 && propose_wave(&S, &S.waves[i], err))
+                goto out_threads;
         while (!S.draining && S.proposing && inflight(&S) < S.window) {
-            if (propose_wave(&S, err))
+            if (propose_wave(&S, NULL, err))
                 goto out_threads;
             if (L->cfg->stop && *L->cfg->stop)
                 break;
