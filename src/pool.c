@@ -10,6 +10,8 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,6 +37,7 @@ struct Pool {
     int             bg_running;   /* POOL_SPEC tasks running now */
     int             bg_cap;       /* at most this many at once: the rest stay free for the others */
     void          (*hook)(void *);   /* called after each task (pool_set_hook) */
+    int             nice;            /* the workers' nice value (pool_set_nice) */
     void           *hook_arg;
     PoolStats       stats;
     long            pending;   /* queued + running tasks */
@@ -116,9 +119,21 @@ static void run_hook(Pool *pool)
         fn(arg);
 }
 
+/* Give the calling thread nice value n (Linux: the nice value is per
+ * thread). Best effort: a failure leaves it as it was. */
+static void thread_nice(int n)
+{
+#ifdef SYS_gettid
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), n);
+#else
+    (void)n;
+#endif
+}
+
 static void *pool_worker(void *p)
 {
     Pool *pool = p;
+    int niced = 0;   /* this thread's nice value */
     pthread_mutex_lock(&pool->lock);
     for (;;) {
         int level = 0;
@@ -127,9 +142,13 @@ static void *pool_worker(void *p)
             pthread_cond_wait(&pool->work, &pool->lock);
         if (!t)
             break;                     /* closing and drained */
-        int bg = level == POOL_SPEC;
+        int bg = level == POOL_SPEC, want = pool->nice;
         pool->bg_running += bg;
         pthread_mutex_unlock(&pool->lock);
+        if (want != niced) {
+            thread_nice(want);
+            niced = want;
+        }
 
         double t0 = now_s();
         t->fn(t->arg);
@@ -272,6 +291,13 @@ void pool_set_hook(Pool *pool, void (*fn)(void *), void *arg)
     pthread_mutex_lock(&pool->lock);
     pool->hook = fn;
     pool->hook_arg = arg;
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void pool_set_nice(Pool *pool, int nice)
+{
+    pthread_mutex_lock(&pool->lock);
+    pool->nice = nice;
     pthread_mutex_unlock(&pool->lock);
 }
 

@@ -75,6 +75,12 @@ void pool_job_promote(Pool *pool, PoolJob *job, int level);
  * must not call back into the pool's waits. */
 void pool_set_hook(Pool *pool, void (*fn)(void *), void *arg);
 
+/* Run the workers' next tasks at nice value `nice` (0..19: lower
+ * priority than the process's other threads), so long background work
+ * (compilations) never starves latency-bound threads (a GPU's). Linux
+ * only; elsewhere, and where refused, nothing changes. */
+void pool_set_nice(Pool *pool, int nice);
+
 /* Counters since pool_open: tasks run per level, and the seconds workers
  * spent running tasks (wall time), for utilisation reports. */
 typedef struct PoolStats {
