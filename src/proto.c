@@ -284,23 +284,79 @@ static json_t *launches_to_json(const PlanLaunch *l, int n)
     return arr;
 }
 
+static json_t *init_to_json(const InitSpec *s)
+{
+    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:I}", "k", (int)s->kind, "a", s->a, "b", s->b, "p",
+                     s->p, "c", s->c, "rows", (int)s->rows, "ra", s->ra, "rb", s->rb, "rl", (json_int_t)s->row_len);
+}
+
+/* -1 when the kind or the row scale is out of range. */
+static int init_from_json(const json_t *j, InitSpec *s)
+{
+    long long k = proto_get_int(j, "k", -1), rows = proto_get_int(j, "rows", 0);
+    memset(s, 0, sizeof(*s));
+    if (!json_is_object(j) || k < INIT_NORMAL || k > INIT_OUTLIER || rows < ROWS_NONE || rows > ROWS_UNIFORM)
+        return -1;
+    s->kind = (InitKind)k;
+    s->rows = (RowScale)rows;
+    s->a = proto_get_num(j, "a", 0);
+    s->b = proto_get_num(j, "b", 0);
+    s->p = proto_get_num(j, "p", 0);
+    s->c = proto_get_num(j, "c", 0);
+    s->ra = proto_get_num(j, "ra", 0);
+    s->rb = proto_get_num(j, "rb", 0);
+    s->row_len = (uint64_t)proto_get_int(j, "rl", 1);
+    return 0;
+}
+
 json_t *proto_plan_to_json(const Plan *p)
 {
-    json_t *bufs = json_array();
+    json_t *bufs = json_array(), *profs = json_array();
     for (int i = 0; i < p->nbuffers; i++) {
         const PlanBuffer *b = &p->buffers[i];
-        json_array_append_new(bufs, json_pack("{s:s, s:i, s:I, s:i, s:i, s:f, s:f, s:I, s:f, s:f, s:b, s:b}",
-                                              "name", b->name ? b->name : "", "dtype", (int)b->dtype, "count",
-                                              (json_int_t)b->count, "role", (int)b->role, "init", (int)b->init,
-                                              "a", b->a, "b", b->b, "salt", (json_int_t)b->seed_salt, "atol",
+        json_array_append_new(bufs, json_pack("{s:s, s:i, s:I, s:i, s:o, s:I, s:f, s:f, s:b, s:b}", "name",
+                                              b->name ? b->name : "", "dtype", (int)b->dtype, "count",
+                                              (json_int_t)b->count, "role", (int)b->role, "init",
+                                              init_to_json(&b->init), "salt", (json_int_t)b->seed_salt, "atol",
                                               b->atol, "rtol", b->rtol, "for_ref", b->for_ref, "for_cand",
                                               b->for_cand));
     }
-    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:f, s:f, s:i}", "shape", p->shape_label ? p->shape_label : "",
+    for (int k = 0; k < p->nprofiles; k++) {
+        json_t *inits = json_array();
+        for (int i = 0; i < p->nbuffers; i++)
+            json_array_append_new(inits, init_to_json(&p->profiles[k].init[i]));
+        json_array_append_new(profs, json_pack("{s:s, s:b, s:o}", "name", p->profiles[k].name ? p->profiles[k].name : "",
+                                               "timing", p->profiles[k].timing, "init", inits));
+    }
+    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:f, s:f, s:i, s:o}", "shape", p->shape_label ? p->shape_label : "",
                      "is_bench", p->is_bench, "buffers", bufs, "launches",
                      launches_to_json(p->launches, p->nlaunches), "ref_launches",
                      launches_to_json(p->ref_launches, p->nref_launches), "flops", p->flops, "bytes", p->bytes,
-                     "min_ctas", p->min_ctas);
+                     "min_ctas", p->min_ctas, "profiles", profs);
+}
+
+/* The plan's profiles (after its buffers); -1 with err when malformed. */
+static int profiles_from_json(const json_t *arr, Plan *out, EvoErr *err)
+{
+    size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
+    if (arr && !json_is_array(arr))
+        return err_set(err, "plan: 'profiles' is not an array");
+    if (n > PLAN_MAX_PROFILES)
+        return err_set(err, "plan: %zu profiles, at most %d", n, PLAN_MAX_PROFILES);
+    out->profiles = xcalloc(n ? n : 1, sizeof(*out->profiles));
+    for (size_t k = 0; k < n; k++) {
+        const json_t *jp = json_array_get(arr, k), *inits = json_object_get(jp, "init");
+        PlanProfile *pp = &out->profiles[out->nprofiles++];
+        pp->name = xstrdup(proto_get_str(jp, "name", ""));
+        pp->timing = (int)proto_get_int(jp, "timing", 0);
+        pp->init = xcalloc((size_t)(out->nbuffers > 0 ? out->nbuffers : 1), sizeof(InitSpec));
+        if (!json_is_array(inits) || json_array_size(inits) != (size_t)out->nbuffers)
+            return err_set(err, "plan: profile %zu ('%s'): needs an init per buffer", k, pp->name);
+        for (int i = 0; i < out->nbuffers; i++)
+            if (init_from_json(json_array_get(inits, (size_t)i), &pp->init[i]) != 0)
+                return err_set(err, "plan: profile %zu ('%s'), buffer %d: bad init", k, pp->name, i);
+    }
+    return 0;
 }
 
 static int launches_from_json(const json_t *arr, const char *what, int nbuf, PlanLaunch **out, int *n,
@@ -367,26 +423,23 @@ int proto_plan_from_json(const json_t *j, Plan *out, EvoErr *err)
         const json_t *jb = json_array_get(bufs, (size_t)i);
         PlanBuffer *b = &out->buffers[i];
         long long dt = proto_get_int(jb, "dtype", -1), role = proto_get_int(jb, "role", -1);
-        long long init = proto_get_int(jb, "init", 0);
         b->name = xstrdup(proto_get_str(jb, "name", ""));
-        if (dt < DT_F16 || dt > DT_I32 || role < ROLE_INPUT || role > ROLE_SCRATCH || init < INIT_NORMAL ||
-            init > INIT_CONST) {
+        if (dt < DT_F16 || dt > DT_I32 || role < ROLE_INPUT || role > ROLE_SCRATCH ||
+            init_from_json(json_object_get(jb, "init"), &b->init) != 0) {
             err_set(err, "plan: buffer %d ('%s'): bad dtype, role or init", i, b->name);
             goto fail;
         }
         b->dtype = (DType)dt;
         b->role = (BufRole)role;
-        b->init = (InitKind)init;
         b->count = (uint64_t)proto_get_int(jb, "count", 0);
-        b->a = proto_get_num(jb, "a", 0);
-        b->b = proto_get_num(jb, "b", 0);
         b->seed_salt = (uint64_t)proto_get_int(jb, "salt", 0);
         b->atol = proto_get_num(jb, "atol", 0);
         b->rtol = proto_get_num(jb, "rtol", 0);
         b->for_ref = (int)proto_get_int(jb, "for_ref", 1);
         b->for_cand = (int)proto_get_int(jb, "for_cand", 1);
     }
-    if (launches_from_json(json_object_get(j, "launches"), "launches", out->nbuffers, &out->launches,
+    if (profiles_from_json(json_object_get(j, "profiles"), out, err) != 0 ||
+        launches_from_json(json_object_get(j, "launches"), "launches", out->nbuffers, &out->launches,
                            &out->nlaunches, err) != 0 ||
         launches_from_json(json_object_get(j, "ref_launches"), "ref_launches", out->nbuffers, &out->ref_launches,
                            &out->nref_launches, err) != 0)
