@@ -177,6 +177,11 @@ json_t *bench_compare_to_json(const CompareResult *r);
 void    bench_compare_from_json(const json_t *j, CompareResult *r);
 json_t *bench_stats_to_json(const BenchStats *s);
 void    bench_stats_from_json(const json_t *j, BenchStats *s);
+/* The per-profile figures a candidate's metrics_json holds (its
+ * "profiles": a BenchResult's, with an A/B's ratios where it had one)
+ * into out[PLAN_MAX_PROFILES]; returns how many (0: none recorded, as in
+ * stores written before input profiles). */
+int     bench_metrics_profiles(const char *metrics_json, ProfileStat *out);
 
 /* Is an A/B attempt settled? (half spread and CV within threshold) */
 int bench_settled(const BenchStats *ratio, double threshold);

@@ -247,3 +247,11 @@ void bench_compare_from_json(const json_t *j, CompareResult *r)
         r->worst = 0;
 }
 
+
+int bench_metrics_profiles(const char *metrics_json, ProfileStat *out)
+{
+    json_t *m = metrics_json ? json_loads(metrics_json, 0, NULL) : NULL;
+    int n = profiles_from_json(json_object_get(m, "profiles"), out);
+    json_decref(m);
+    return n;
+}
