@@ -261,6 +261,11 @@ then
     expect 2 "compare_sdpa.py refuses a replay length of 0 ms" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --replay-ms 0
     expect 2 "compare_sdpa.py refuses --calls 0" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --calls 0
     expect 0 "compare_sdpa.py --dry-run writes its method to --out" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --out "$tmp/dry.json"
+    expect 0 "compare_sdpa.py --dry-run --profile lists a row per profile" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --profile large,outlier
+    grep_out out "B4 H8 S512 D64  0       outlier" "the table has the profile's row"
+    grep_out out "profile large: Q normal std 4, K normal std 4, V normal std 1" "the dry run names each profile's inputs (from the export's plan)"
+    expect 1 "compare_sdpa.py refuses a profile the export lacks" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --profile larg
+    grep_out err "no input profile 'larg' (it has: normal large outlier peaky)" "the refusal names the export's profiles"
     if "$PY" -c "import json,sys; m=json.load(open(sys.argv[1]))['meta']; sys.exit(0 if m['hold'] is True and m['diff'] is False and m['calls'] is None and m['replay_ms'] == 0.5 else 1)" "$tmp/dry.json"; then
         echo "ok   compare_sdpa.py's default: held replays, graphs of about 0.5 ms, not differenced"; pass=$((pass + 1))
     else echo "FAIL compare_sdpa.py's --out meta does not say hold / diff / replay_ms / calls"; fails=$((fails + 1)); fi
