@@ -62,7 +62,8 @@ on with the rest.
 torch, CuPy or numpy needed); it also exercises the table and --out JSON.
 
 --profile NAME[,NAME] (or "all"): the inputs are the task's input profile
-NAME (templates/README.md, "Input profiles"), recorded in the export's plan,
+NAME (templates/README.md, "Input profiles"), recorded in the export's plan
+(--task TASK.json: from that spec, for an export made before profiles),
 made by evoeng's own generator (evo_fill of src/gpu/devkern.c, from
 --input-seed, 1 like evoeng bench: the bytes evoeng gates and times; with
 no CuPy, torch draws of the same distributions) and shared by the three
@@ -77,7 +78,7 @@ Usage: compare_sdpa.py EXPORT.json [EXPORT2.json ...] [--replays 15]
        [--calls N | --replay-ms 0.5] [--diff] [--out results.json] [--seed 0]
        [--atol 1e-2] [--rtol 1e-2] [--no-hold] [--preroll-us 100]
        [--only evoeng,flash,cudnn] [--warm-replays 0] [--gap-ms 0]
-       [--profile NAME[,NAME] | all] [--input-seed 1] [--dry-run]
+       [--profile NAME[,NAME] | all] [--task TASK.json] [--input-seed 1] [--dry-run]
 Exit: 0 all exports processed (contenders may still be n/a or FAIL),
       1 an export could not be processed at all, 2 usage error.
 """
@@ -92,7 +93,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sdpa_export import ExportError, load_export  # noqa: E402
-from sdpa_inputs import ProfileError, profile_inputs, profile_names  # noqa: E402
+from sdpa_inputs import ProfileError, profile_inputs, profile_names, task_profiles  # noqa: E402
 from sdpa_table import CONTENDERS, LABELS, params_short, shape_short, describe, table, json_safe, row_json  # noqa: E402
 from sdpa_contenders import Contenders, NotSelected  # noqa: E402
 from sdpa_timing import Timing  # noqa: E402
@@ -313,6 +314,9 @@ def main(argv):
                     help="time on these input profiles of the task (from the export's plan; 'all': every one), "
                          "the inputs made by evoeng's own generator: one row per export and profile "
                          "(default: torch.randn inputs)")
+    ap.add_argument("--task", metavar="TASK.json",
+                    help="with --profile: take the profiles from this task spec for an export written before "
+                         "input profiles (its plan has none)")
     ap.add_argument("--input-seed", type=int, default=1, metavar="N",
                     help="with --profile: the seed of evoeng's generator (default 1, evoeng bench's)")
     ap.add_argument("--dry-run", action="store_true",
@@ -335,6 +339,8 @@ def main(argv):
     for p in args.exports:
         try:
             exp = load_export(p)
+            if args.profile and args.task and not exp["profiles"]:
+                exp["profiles"] = task_profiles(args.task, exp)
             want = (profile_names(exp) if args.profile == "all"
                     else [n.strip() for n in args.profile.split(",") if n.strip()] if args.profile else [None])
             for name in want:

@@ -14,6 +14,7 @@ evo_fill's GenSpec argument. Nothing here needs torch or a GPU; launching
 the kernel is the caller's (it has the driver)."""
 
 import ctypes
+import json
 import os
 import re
 
@@ -110,6 +111,41 @@ def profile_inputs(exp, name):
             return p.get("inputs") or {}
     have = " ".join(profile_names(exp)) or "none: exported before input profiles"
     raise ProfileError(f"{exp.get('path', 'export')}: no input profile {name!r} (it has: {have})")
+
+
+def task_profiles(path, exp):
+    """The input profiles of the task spec at path as an export of exp's
+    shape would write them (for an export made before profiles existed):
+    every input's init, the profile's or else the buffer's own, a row
+    scale's row_len resolved from the buffer's shape entries after its
+    "dim" (dim names or integers). A spec without profiles has "default"."""
+    try:
+        spec = json.load(open(path, encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ProfileError(f"{path}: cannot read the task spec: {e}") from None
+    dims = {k.upper(): v for k, v in exp["dims"].items()}
+    bufs = {b["name"]: b for b in spec.get("buffers", []) if b.get("role") == "input"}
+
+    def resolve(name, init):
+        init = dict(init)
+        rs = init.get("row_scale")
+        if rs:
+            shape, n = bufs[name]["shape"], 1
+            for e in shape[shape.index(rs["dim"]) + 1:]:
+                if isinstance(e, int) or str(e).isdigit():
+                    n *= int(e)
+                elif str(e).upper() in dims:
+                    n *= dims[str(e).upper()]
+                else:
+                    raise ProfileError(f"{path}: {name}'s shape entry {e!r} is not a dim of the export's shape")
+            init["row_scale"] = dict(rs, row_len=n)
+        return init
+    out = []
+    for p in spec.get("profiles") or [{"name": "default"}]:
+        ins = {n: resolve(n, (p.get("inputs") or {}).get(n, b.get("init", {"dist": "normal"})))
+               for n, b in bufs.items()}
+        out.append({"name": p["name"], "timing": p.get("timing", True), "inputs": ins})
+    return out
 
 
 def fill_args(ptr, count, dtype, init, seed, name):
