@@ -93,6 +93,8 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sdpa_export import ExportError, load_export  # noqa: E402
+# the names this script held before the split, for scripts that import them from it (bench/results/...)
+from sdpa_export import TORCH_DTYPES, NVRTC_OPTIONS, arch_specific, nvrtc_cubin  # noqa: E402,F401
 from sdpa_inputs import ProfileError, profile_inputs, profile_names, task_profiles  # noqa: E402
 from sdpa_table import CONTENDERS, LABELS, params_short, shape_short, describe, table, json_safe, row_json  # noqa: E402
 from sdpa_contenders import Contenders, NotSelected  # noqa: E402
