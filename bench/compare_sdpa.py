@@ -103,6 +103,19 @@ from sdpa_timing import Timing  # noqa: E402
 
 # ---------------------------------------------------------------- one export
 
+def judge(ct, c, name, fn, out, ref, fns):
+    """out (fn's output) against ref into contender entry c; fn into fns
+    when it passes."""
+    ok, mx, nbad = ct.check(out, ref)
+    c["max_abs_err"] = mx
+    if not ok:
+        c.update(status="FAIL", reason=f"{nbad} elements out of tolerance, max abs err {mx:.3g}")
+    else:
+        c["status"] = "ok"
+        fns[name] = fn
+    print(f"{LABELS[name]}: eager check {c['status']}, max abs err {mx:.3e}", flush=True)
+
+
 def sdpa_checks(ct, row, q, k, v, causal, ref, fns):
     """The SDPA backends' eager runs, checked against ref; the ones that
     pass go into fns. First: a kernel fault in the evoeng launch would
@@ -117,14 +130,7 @@ def sdpa_checks(ct, row, q, k, v, causal, ref, fns):
             fn = ct.sdpa_fn(be, q, k, v, causal)
             out = fn()
             torch.cuda.synchronize()
-            ok, mx, nbad = ct.check(out, ref)
-            c["max_abs_err"] = mx
-            if not ok:
-                c.update(status="FAIL", reason=f"{nbad} elements out of tolerance, max abs err {mx:.3g}")
-            else:
-                c["status"] = "ok"
-                fns[name] = fn
-            print(f"{LABELS[name]}: eager check {c['status']}, max abs err {mx:.3e}", flush=True)
+            judge(ct, c, name, fn, out, ref, fns)
         except Exception as e:
             c["reason"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
             print(f"{LABELS[name]}: n/a: {c['reason']}", flush=True)
@@ -155,14 +161,7 @@ def evoeng_check(ct, tm, row, exp, tensors, ref, fns):
         else:
             fn()
         torch.cuda.synchronize()
-        ok, mx, nbad = ct.check(out, ref)
-        c["max_abs_err"] = mx
-        if not ok:
-            c.update(status="FAIL", reason=f"{nbad} elements out of tolerance, max abs err {mx:.3g}")
-        else:
-            c["status"] = "ok"
-            fns["evoeng"] = fn
-        print(f"evoeng: eager check {c['status']}, max abs err {mx:.3e}", flush=True)
+        judge(ct, c, "evoeng", fn, out, ref, fns)
     except NotSelected:
         pass
     except Exception as e:

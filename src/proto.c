@@ -5,6 +5,7 @@
 #include "proto.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -284,29 +285,49 @@ static json_t *launches_to_json(const PlanLaunch *l, int n)
     return arr;
 }
 
+/* InitSpec's fields on the wire: one table for both directions. */
+static const struct {
+    const char *key;
+    size_t      off;
+    int         type;   /* 0 double, 1 enum (int), 2 uint64 */
+} init_fields[] = {
+    {"k", offsetof(InitSpec, kind), 1},  {"a", offsetof(InitSpec, a), 0},   {"b", offsetof(InitSpec, b), 0},
+    {"p", offsetof(InitSpec, p), 0},     {"c", offsetof(InitSpec, c), 0},   {"rows", offsetof(InitSpec, rows), 1},
+    {"ra", offsetof(InitSpec, ra), 0},   {"rb", offsetof(InitSpec, rb), 0}, {"rl", offsetof(InitSpec, row_len), 2},
+};
+
 static json_t *init_to_json(const InitSpec *s)
 {
-    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:i, s:f, s:f, s:I}", "k", (int)s->kind, "a", s->a, "b", s->b, "p",
-                     s->p, "c", s->c, "rows", (int)s->rows, "ra", s->ra, "rb", s->rb, "rl", (json_int_t)s->row_len);
+    json_t *o = json_object();
+    for (size_t f = 0; f < EVO_ARRAY_LEN(init_fields); f++) {
+        const void *at = (const char *)s + init_fields[f].off;
+        json_t *v = init_fields[f].type == 0   ? json_real(*(const double *)at)
+                    : init_fields[f].type == 1 ? json_integer(*(const int *)at)
+                                               : json_integer((json_int_t) * (const uint64_t *)at);
+        json_object_set_new(o, init_fields[f].key, v);
+    }
+    return o;
 }
 
 /* -1 when the kind or the row scale is out of range. */
 static int init_from_json(const json_t *j, InitSpec *s)
 {
-    long long k = proto_get_int(j, "k", -1), rows = proto_get_int(j, "rows", 0);
     memset(s, 0, sizeof(*s));
-    if (!json_is_object(j) || k < INIT_NORMAL || k > INIT_OUTLIER || rows < ROWS_NONE || rows > ROWS_UNIFORM)
+    if (!json_is_object(j))
         return -1;
-    s->kind = (InitKind)k;
-    s->rows = (RowScale)rows;
-    s->a = proto_get_num(j, "a", 0);
-    s->b = proto_get_num(j, "b", 0);
-    s->p = proto_get_num(j, "p", 0);
-    s->c = proto_get_num(j, "c", 0);
-    s->ra = proto_get_num(j, "ra", 0);
-    s->rb = proto_get_num(j, "rb", 0);
-    s->row_len = (uint64_t)proto_get_int(j, "rl", 1);
-    return 0;
+    for (size_t f = 0; f < EVO_ARRAY_LEN(init_fields); f++) {
+        void *at = (char *)s + init_fields[f].off;
+        const char *key = init_fields[f].key;
+        if (init_fields[f].type == 0)
+            *(double *)at = proto_get_num(j, key, 0);
+        else if (init_fields[f].type == 1)
+            *(int *)at = (int)proto_get_int(j, key, -1);
+        else
+            *(uint64_t *)at = (uint64_t)proto_get_int(j, key, 1);
+    }
+    return (int)s->kind < INIT_NORMAL || s->kind > INIT_OUTLIER || (int)s->rows < ROWS_NONE || s->rows > ROWS_UNIFORM
+               ? -1
+               : 0;
 }
 
 json_t *proto_plan_to_json(const Plan *p)

@@ -132,22 +132,24 @@ void bench_options_default(BenchOptions *o)
 
 /* ---- profiles: their share of the work and the aggregates ---------------- */
 
+/* total split over n profiles, each at least `least` (never more than
+ * total itself). */
+static int share(int total, int n, int least)
+{
+    if (n <= 1)
+        return total;
+    int each = (total + n - 1) / n;
+    return each > least ? each : total < least ? total : least;
+}
+
 int bench_pairs_per_profile(const BenchOptions *o, int n)
 {
-    int pairs = o->pairs > 0 ? o->pairs : 15;
-    if (n <= 1)
-        return pairs;
-    int each = (pairs + n - 1) / n;
-    return each > BENCH_MIN_PAIRS ? each : pairs < BENCH_MIN_PAIRS ? pairs : BENCH_MIN_PAIRS;
+    return share(o->pairs > 0 ? o->pairs : 15, n, BENCH_MIN_PAIRS);
 }
 
 int bench_samples_per_profile(const BenchOptions *o, int n)
 {
-    int samples = o->samples > 0 ? o->samples : 25;
-    if (n <= 1)
-        return samples;
-    int each = (samples + n - 1) / n;
-    return each > BENCH_MIN_SAMPLES ? each : samples < BENCH_MIN_SAMPLES ? samples : BENCH_MIN_SAMPLES;
+    return share(o->samples > 0 ? o->samples : 25, n, BENCH_MIN_SAMPLES);
 }
 
 static double gmean(const BenchStats *s, int n, size_t off)
@@ -261,7 +263,7 @@ fail:
     return -1;
 }
 
-/* Timing machinery shared by bench_time and bench_compare. */
+/* Timing machinery shared by bench_time and bench_compare_multi. */
 typedef struct Timer {
     CudaCtx    *c;
     CUevent     e0, e1;
@@ -525,13 +527,6 @@ fail:
     timer_close(&t);
     free(x);
     return 0;
-}
-
-int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, const BenchOptions *o,
-                  const int *known, CompareResult *r, EvoErr *err)
-{
-    static const char *const names[1] = {"default"};
-    return bench_compare_multi(c, 1, &a, &b, names, o, known, r, err);
 }
 
 /* One round of pairs: one pair of each profile not settled yet, in

@@ -51,7 +51,7 @@
  * in prof[].
  *
  * The statistics are pure functions (CPU-tested); bench_time and
- * bench_compare run inside the worker. The JSON forms are in
+ * bench_compare_multi run inside the worker. The JSON forms are in
  * bench_json.c.
  */
 #ifndef EVO_BENCH_H
@@ -219,19 +219,15 @@ int bench_metrics(CudaCtx *c, const CudaLaunches *cl, BenchResult *r, EvoErr *er
 int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, int known_batch, BenchResult *r,
                EvoErr *err);
 
-/* Interleaved A/B of prepared launches a and b. known[0], known[1]: as
- * known_batch above for each side (known may be NULL). Both sides sample
- * the larger batch; r->batch_a and r->batch_b give each side's own
- * calibration. Fills *r (one profile, prof[0] named "default"). Returns 0
- * when r says what happened, -1 on internal failure. */
-int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, const BenchOptions *o,
-                  const int *known, CompareResult *r, EvoErr *err);
-
-/* The same over n input profiles at once: a[k], b[k] are the two sides'
- * launches on profile k's inputs, names[k] its name. The batch is
- * calibrated on profile 0 and used by all; each profile gets
- * bench_pairs_per_profile pairs an attempt, interleaved (see above).
- * Fills r->prof[0..n) and the aggregates. */
+/* Interleaved A/B over n input profiles at once (n >= 1): a[k], b[k] are
+ * the two sides' prepared launches on profile k's inputs, names[k] its
+ * name. known[0], known[1]: as known_batch above for each side (known
+ * may be NULL). The batch is calibrated on profile 0, both sides and
+ * every profile sample the larger one; r->batch_a and r->batch_b give
+ * each side's own calibration. Each profile gets bench_pairs_per_profile
+ * pairs an attempt, interleaved (see above). Fills r->prof[0..n) and the
+ * aggregates. Returns 0 when r says what happened, -1 on internal
+ * failure. */
 int bench_compare_multi(CudaCtx *c, int n, const CudaLaunches *const *a, const CudaLaunches *const *b,
                         const char *const *names, const BenchOptions *o, const int *known, CompareResult *r,
                         EvoErr *err);

@@ -33,7 +33,7 @@ static const DistArg dist_args[][4] = {
     [INIT_CONST] = {ARG("value", 0, a)},
     [INIT_OUTLIER] = {ARG("mean", 0, a), ARG("std", 1, b), ARG("p", 0.001, p), ARG("outlier_std", 10, c)},
 };
-static const DistArg row_args[][2] = {
+static const DistArg row_args[][4] = {
     [ROWS_LOGNORMAL] = {ARG("mean", 0, ra), ARG("std", 1, rb)},
     [ROWS_UNIFORM] = {ARG("low", 0.5, ra), ARG("high", 2, rb)},
 };
@@ -122,15 +122,24 @@ static int in_range(Loader *L, const char *p, const char *key, double v, double 
 }
 
 /* init.row_scale of buffer b at p. */
+/* A distribution object at p: its dist among names[first..] into *k and
+ * the numbers it takes (args[*k], at most n) into s. */
+static int load_dist(Loader *L, json_t *obj, const char *p, const char *const *names, int first,
+                     const DistArg (*args)[4], int n, const char *const *extra, int *k, InitSpec *s)
+{
+    if (!json_is_object(obj))
+        return tl_err(L, p, "expected an object, got %s", tl_json_type(obj));
+    if (get_dist(L, obj, p, names, first, k) < 0 || get_args(L, obj, p, names[*k], args[*k], n, extra, s) < 0)
+        return -1;
+    return 0;
+}
+
 static int load_row_scale(Loader *L, json_t *rs, const char *p, const TBuffer *b, TInit *out)
 {
     static const char *const extra[] = {"dim", NULL};
     char q[PATH_MAX_LEN];
     int k;
-    if (!json_is_object(rs))
-        return tl_err(L, p, "expected an object, got %s", tl_json_type(rs));
-    if (get_dist(L, rs, p, row_scale_names, 1, &k) < 0 ||
-        get_args(L, rs, p, row_scale_names[k], row_args[k], 2, extra, &out->s) < 0)
+    if (load_dist(L, rs, p, row_scale_names, 1, row_args, 2, extra, &k, &out->s) < 0)
         return -1;
     out->s.rows = (RowScale)k;
     if (k == ROWS_LOGNORMAL && in_range(L, p, "std", out->s.rb, 0, 1e308) < 0)
@@ -167,10 +176,7 @@ int tl_load_init(Loader *L, json_t *init, const char *p, const TBuffer *b, TInit
     int k;
     memset(out, 0, sizeof(*out));
     out->row_dim = -1;
-    if (!json_is_object(init))
-        return tl_err(L, p, "expected an object, got %s", tl_json_type(init));
-    if (get_dist(L, init, p, init_kind_names, 0, &k) < 0 ||
-        get_args(L, init, p, init_kind_names[k], dist_args[k], 4, extra, &out->s) < 0)
+    if (load_dist(L, init, p, init_kind_names, 0, dist_args, 4, extra, &k, &out->s) < 0)
         return -1;
     out->s.kind = (InitKind)k;
     if (k == INIT_CONST && !json_object_get(init, "value"))
