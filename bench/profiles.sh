@@ -72,10 +72,11 @@ if [ "$what" = ab ] || [ "$what" = all ]; then
     step 08_lazy_ab "$ABPAT" "$E" bench "$T" $S2048 --params "$m0" --against "${m0/LAZY=1/LAZY=0}" --repeat 3
 fi
 if [ "$what" = sdpa ] || [ "$what" = all ]; then
-    X=bench/results
+    # the table's exports: bench/results/raw_DATE/ in this tree, docs/results/raw/DATE/ once moved
+    raw() { if [ -d "docs/results/raw/$1" ]; then echo "docs/results/raw/$1"; else echo "bench/results/raw_$1"; fi; }
     step 09_sdpa_profiles "^B[0-9]|^shape|^-|not ok|FAIL" "$PY" bench/compare_sdpa.py \
-        "$X/raw_2026-11-26c/exports/b4h8s2048d64c0.json" "$X/raw_2026-11-26/exports/b4h8s512d64c0.json" \
-        "$X/raw_2026-11-26/exports/b8h16s512d64c0.json" "$X/raw_2026-11-26/exports/b4h8s2048d128c0.json" \
+        "$(raw 2026-11-26c)/exports/b4h8s2048d64c0.json" "$(raw 2026-11-26)/exports/b4h8s512d64c0.json" \
+        "$(raw 2026-11-26)/exports/b8h16s512d64c0.json" "$(raw 2026-11-26)/exports/b4h8s2048d128c0.json" \
         --profile normal,large,outlier --task "$T" --out "$out/09_sdpa_profiles.json"
 fi
 echo "profiles.sh: $what in $(($(date +%s) - t_all)) s" | tee -a "$out/summary.txt"

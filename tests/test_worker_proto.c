@@ -430,6 +430,51 @@ static void test_fill(void)
     free(y);
 }
 
+/* The distributions of input profiles on the host generator: an outlier
+ * mix draws its rare component at rate p (the rest is the plain normal of
+ * the same stream: the mix only adds), and a row scale multiplies whole
+ * rows by one factor each, lognormal with the asked log-std. */
+static void test_fill_profiles(void)
+{
+    enum { N = 200000 };
+    uint64_t key = gate_seed_key(3, 11);
+    InitSpec plain = {.kind = INIT_NORMAL, .b = 1}, mix = {.kind = INIT_OUTLIER, .b = 1, .p = 0.01, .c = 10};
+    int hits = 0, same = 0;
+    for (uint64_t i = 0; i < N; i++) {
+        double a = gate_gen_value(&plain, key, i), b = gate_gen_value(&mix, key, i);
+        same += a == b;
+        hits += a != b;
+    }
+    printf("  outlier p=0.01: %d of %d elements drew the wide component\n", hits, N);
+    CHECK(hits > 0.008 * N && hits < 0.012 * N);
+    CHECK(same + hits == N);
+    /* a const 1 scaled by rows of 64: each row one factor, log-std ~ 0.5 */
+    InitSpec rows = {.kind = INIT_CONST, .a = 1, .rows = ROWS_LOGNORMAL, .ra = 0, .rb = 0.5, .row_len = 64};
+    int whole = 1;
+    double sum = 0, sq = 0;
+    for (uint64_t r = 0; r < N / 64; r++) {
+        double f = gate_gen_value(&rows, key, r * 64);
+        for (uint64_t j = 1; j < 64; j++)
+            whole &= gate_gen_value(&rows, key, r * 64 + j) == f;
+        sum += log(f);
+        sq += log(f) * log(f);
+    }
+    double n = N / 64, mean = sum / n, sd = sqrt(sq / n - mean * mean);
+    printf("  lognormal rows of 64: log mean %.4f, log std %.4f\n", mean, sd);
+    CHECK(whole);
+    CHECK_NEAR(mean, 0, 0.03);
+    CHECK_NEAR(sd, 0.5, 0.03);
+    /* uniform factors stay in [low, high); a row scale leaves the base's stream alone */
+    InitSpec u = {.kind = INIT_NORMAL, .b = 1, .rows = ROWS_UNIFORM, .ra = 0.5, .rb = 2, .row_len = 7};
+    int in = 1, prop = 1;
+    for (uint64_t i = 0; i < 7000; i++) {
+        double f = gate_gen_value(&u, key, i) / gate_gen_value(&plain, key, i);
+        in &= f >= 0.5 - 1e-12 && f < 2 + 1e-12;
+        prop &= fabs(f - gate_gen_value(&u, key, i - i % 7) / gate_gen_value(&plain, key, i - i % 7)) < 1e-9;
+    }
+    CHECK(in && prop);
+}
+
 /* evoeng's own kernels (devkern) compile for every architecture the
  * worker may run on; NVRTC needs no GPU. */
 static void test_devkern_compiles(void)
@@ -805,6 +850,7 @@ int main(int argc, char **argv)
     RUN(test_plan_json);
     RUN(test_half);
     RUN(test_fill);
+    RUN(test_fill_profiles);
     RUN(test_devkern_compiles);
     RUN(test_compare);
     RUN(test_report_json);
