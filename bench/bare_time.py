@@ -7,8 +7,9 @@ What it does, mirroring evoeng's timing (src/gpu/bench.c):
   - compiles the export's source with libnvrtc for its target and loads the
     cubin (cuModuleLoadData);
   - fills the plan's input buffers on the GPU with evoeng's own generator
-    (evo_fill, compiled from the kernel text in src/gpu/devkern.c, seed 1),
-    in one cuMemAlloc block with 64 KiB guards between buffers;
+    (evo_fill, compiled from the kernel text in src/gpu/devkern.c and
+    gensrc.h, seed 1) under the export's input profile --profile (default:
+    its first), in one cuMemAlloc block with 64 KiB guards between buffers;
   - captures graphs of N back-to-back runs of the launch plan (driver API,
     thread-local capture) for every N of --calls (default: N lasting about
     --replay-ms, 0.5 ms like evoeng's samples, and 4N);
@@ -25,7 +26,7 @@ once other launches had run (docs/results/2026-11-24-timing.md, "A bare
 process, and the measuring process's history"); this script is the
 reference without that history.
 
-Usage: bare_time.py EXPORT.json [--calls N,M | --replay-ms 0.5] [--rounds 30] [--json]
+Usage: bare_time.py EXPORT.json [--calls N,M | --replay-ms 0.5] [--rounds 30] [--profile NAME] [--json]
 Exit: 0 timed, 1 no driver or a CUDA/NVRTC failure, 2 usage or a bad export.
 """
 import argparse
@@ -33,44 +34,15 @@ import ctypes
 import json
 import os
 import random
-import re
 import tempfile
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sdpa_export as cs  # noqa: E402  (export loading, NVRTC, tensor-map tables)
+from sdpa_inputs import (ProfileError, devkern_source, fill_args, profile_inputs,  # noqa: E402,F401
+                         profile_names, seed_key, seed_salt)
 
-M64 = (1 << 64) - 1
 GUARD = 64 * 1024
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-
-
-# evoeng's input generator, keyed as src/gpu/gate.c gate_seed_key and
-# src/task/task_access.c task_seed_salt (keep in step)
-def mix64(z):
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
-    return z ^ (z >> 31)
-
-
-def seed_salt(name):
-    h = 14695981039346656037
-    for ch in name.encode():
-        h = ((h ^ ch) * 1099511628211) & M64
-    return h
-
-
-def seed_key(seed, salt):
-    st = (seed * 0xD1B54A32D192ED03) & M64
-    return st ^ mix64((st + 0x9E3779B97F4A7C15) & M64) ^ ((salt * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & M64)
-
-
-def devkern_source():
-    """The worker's kernel text (a C string literal in src/gpu/devkern.c)."""
-    src = open(os.path.join(ROOT, "src", "gpu", "devkern.c"), encoding="utf-8").read()
-    body = src[src.index("kernel_src[] ="):]
-    body = body[:body.index(";\n")]
-    return "".join(bytes(x, "utf-8").decode("unicode_escape") for x in re.findall(r'"((?:[^"\\]|\\.)*)"', body))
 
 
 class Cuda:
@@ -159,6 +131,8 @@ def main(argv):
                     "--calls is not given (default 0.5: evoeng's sample length)")
     ap.add_argument("--rounds", type=int, default=30, help="timed replays of each graph (default 30)")
     ap.add_argument("--seed", type=int, default=1, help="input seed (evoeng bench's default: 1)")
+    ap.add_argument("--profile", metavar="NAME", help="the input profile to fill the inputs with (default: the "
+                    "export's first; an export from before profiles: normal(0, 1))")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     a = ap.parse_args(argv)
     try:
@@ -173,7 +147,10 @@ def main(argv):
         ap.error("--rounds must be at least 3")
     try:
         exp = cs.load_export(a.export)
-    except cs.ExportError as e:
+        names = profile_names(exp)
+        prof = a.profile or (names[0] if names else None)
+        inits = profile_inputs(exp, prof) if prof else {}
+    except (cs.ExportError, ProfileError) as e:
         print(f"bare_time: {e}", file=sys.stderr)
         return 2
     V = ctypes.c_void_p
@@ -215,15 +192,11 @@ def main(argv):
         ptr = {n: blk.value + o for n, o in offs.items()}
         cu("cuMemsetD8_v2", ctypes.c_uint64(blk.value), 0, ctypes.c_size_t(off))
         keep = []
-        dt_code = {"f16": 0, "bf16": 1, "f32": 2, "i32": 3}   # evo_fill's dt
         for b in exp["buffers"]:
             if b["role"] != "input" or b["count"] == 0:
                 continue
-            # the attention export's inputs are normal(0, 1) (templates/attention/task.json)
-            args = [ctypes.c_uint64(ptr[b["name"]]), ctypes.c_uint64(b["count"]), ctypes.c_int(dt_code[b["dtype"]]),
-                    ctypes.c_int(0), ctypes.c_double(0.0), ctypes.c_double(1.0),
-                    ctypes.c_uint64(seed_key(a.seed, seed_salt(b["name"])))]
-            arr = (V * len(args))(*[ctypes.addressof(x) for x in args])
+            args, arr = fill_args(ptr[b["name"]], b["count"], b["dtype"], inits.get(b["name"], {"dist": "normal"}),
+                                  a.seed, b["name"])
             cu("cuLaunchKernel", fill, 256, 1, 1, 256, 1, 1, 0, s, arr, None)
             keep.append((args, arr))
         cu("cuStreamSynchronize", s)
@@ -282,7 +255,8 @@ def main(argv):
     slope = (med[ns[-1]] - med[ns[0]]) / (ns[-1] - ns[0]) if len(ns) > 1 else None
     if a.json:
         print(json.dumps({"export": a.export, "params": exp.get("params"), "per_call_us": per_call,
-                          "replay_us": med, "slope_us": slope, "rounds": a.rounds, "seed": a.seed}))
+                          "replay_us": med, "slope_us": slope, "rounds": a.rounds, "seed": a.seed,
+                          "profile": prof}))
     else:
         for n in ns:
             print(f"{n:6d} calls: {med[n]:10.2f} us a replay, {per_call[n]:8.3f} us a call")

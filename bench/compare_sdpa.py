@@ -61,518 +61,214 @@ on with the rest.
 --dry-run parses and validates the exports and prints what would run (no
 torch, CuPy or numpy needed); it also exercises the table and --out JSON.
 
+--profile NAME[,NAME] (or "all"): the inputs are the task's input profile
+NAME (templates/README.md, "Input profiles"), recorded in the export's plan
+(--task TASK.json: from that spec, for an export made before profiles),
+made by evoeng's own generator (evo_fill of src/gpu/devkern.c, from
+--input-seed, 1 like evoeng bench: the bytes evoeng gates and times; with
+no CuPy, torch draws of the same distributions) and shared by the three
+contenders; one row per export and profile. Without it: torch.randn.
+
+The code: the contenders and their data in sdpa_contenders.py, the graphs
+and timed replays in sdpa_timing.py, the table and --out rows in
+sdpa_table.py, evoeng's generator in sdpa_inputs.py; this file runs an
+export through them.
+
 Usage: compare_sdpa.py EXPORT.json [EXPORT2.json ...] [--replays 15]
        [--calls N | --replay-ms 0.5] [--diff] [--out results.json] [--seed 0]
        [--atol 1e-2] [--rtol 1e-2] [--no-hold] [--preroll-us 100]
-       [--only evoeng,flash,cudnn] [--warm-replays 0] [--gap-ms 0] [--dry-run]
+       [--only evoeng,flash,cudnn] [--warm-replays 0] [--gap-ms 0]
+       [--profile NAME[,NAME] | all] [--task TASK.json] [--input-seed 1] [--dry-run]
 Exit: 0 all exports processed (contenders may still be n/a or FAIL),
       1 an export could not be processed at all, 2 usage error.
 """
 import argparse
 import datetime
-import hashlib
-import ctypes
 import json
-import math
-import os
 import platform
 import random
 import sys
-import tempfile
-import time
+import os
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sdpa_export import (TORCH_DTYPES, TMAP_SWIZZLE, TMAP_L2, TMAP_DTYPE, NVRTC_OPTIONS,  # noqa: E402
-                         ExportError, load_export, arch_specific, nvrtc_cubin)
+from sdpa_export import ExportError, load_export  # noqa: E402
+# the names this script held before the split, for scripts that import them from it (bench/results/...)
+from sdpa_export import TORCH_DTYPES, NVRTC_OPTIONS, arch_specific, nvrtc_cubin  # noqa: E402,F401
+from sdpa_inputs import ProfileError, profile_inputs, profile_names, task_profiles  # noqa: E402
 from sdpa_table import CONTENDERS, LABELS, params_short, shape_short, describe, table, json_safe, row_json  # noqa: E402
+from sdpa_contenders import Contenders, NotSelected  # noqa: E402
+from sdpa_timing import Timing  # noqa: E402
 
 
-class NotSelected(Exception):
-    """A contender left out by --only."""
+# ---------------------------------------------------------------- one export
+
+def judge(ct, c, name, fn, out, ref, fns):
+    """out (fn's output) against ref into contender entry c; fn into fns
+    when it passes."""
+    ok, mx, nbad = ct.check(out, ref)
+    c["max_abs_err"] = mx
+    if not ok:
+        c.update(status="FAIL", reason=f"{nbad} elements out of tolerance, max abs err {mx:.3g}")
+    else:
+        c["status"] = "ok"
+        fns[name] = fn
+    print(f"{LABELS[name]}: eager check {c['status']}, max abs err {mx:.3e}", flush=True)
 
 
-class Bench:
-    """Holds torch / cupy / numpy modules and the per-process settings."""
-
-    def __init__(self, args):
-        import torch  # imported here, so that --dry-run needs none of these
-        import torch.nn.functional as F
-        from torch.nn.attention import sdpa_kernel, SDPBackend
-        import numpy as np
-        self.torch, self.F, self.np = torch, F, np
-        self.sdpa_kernel, self.SDPBackend = sdpa_kernel, SDPBackend
-        self.args = args
-        self.cubin_dir = tempfile.mkdtemp(prefix="compare_sdpa-")
-        self.cupy = None
-        self.cupy_error = None
+def sdpa_checks(ct, row, q, k, v, causal, ref, fns):
+    """The SDPA backends' eager runs, checked against ref; the ones that
+    pass go into fns. First: a kernel fault in the evoeng launch would
+    poison the context."""
+    torch, args = ct.torch, ct.args
+    for name, be in (("flash", ct.SDPBackend.FLASH_ATTENTION), ("cudnn", ct.SDPBackend.CUDNN_ATTENTION)):
+        c = row["contenders"][name] = {"status": "n/a", "us": None, "max_abs_err": None}
+        if name not in args.only:
+            c["reason"] = "not selected (--only)"
+            continue
         try:
-            import cupy
-            self.cupy = cupy
-        except Exception as e:  # evoeng becomes n/a, SDPA still runs
-            self.cupy_error = f"import cupy failed: {type(e).__name__}: {e}"
-        self.modules = {}
-
-    # -- data
-    def alloc(self, exp):
-        """Torch tensors for every plan buffer; Q, K, V shaped [B,H,S,D]."""
-        torch = self.torch
-        d = exp["dims"]
-        shape4 = (d["B"], d["H"], d["S"], d["D"])
-        t = {}
-        for b in exp["buffers"]:
-            dt = getattr(torch, TORCH_DTYPES[b["dtype"]])
-            n = max(b["count"], 1)
-            if b["name"] in (exp["roles"]["Q"], exp["roles"]["K"], exp["roles"]["V"]):
-                t[b["name"]] = torch.randn(shape4, device="cuda", dtype=dt)
-            elif b["name"] == exp["roles"]["O"]:
-                t[b["name"]] = torch.full(shape4, float("nan"), device="cuda", dtype=dt)
-            elif b["role"] == "input":
-                t[b["name"]] = (torch.randn(n, device="cuda", dtype=dt) if dt.is_floating_point
-                                else torch.zeros(n, device="cuda", dtype=dt))
-            else:
-                t[b["name"]] = torch.zeros(n, device="cuda", dtype=dt)
-            assert t[b["name"]].is_contiguous()
-        return t
-
-    def reference(self, q, k, v, causal):
-        """fp32 softmax(Q K^T / sqrt(D) [+ mask]) V, one batch element at a time."""
-        torch = self.torch
-        B, H, S, D = q.shape
-        out = torch.empty((B, H, S, D), device="cuda", dtype=torch.float32)
-        scale = 1.0 / math.sqrt(D)
-        mask = None
-        if causal:
-            mask = torch.ones((S, S), device="cuda", dtype=torch.bool).triu(1)  # j > i hidden
-        for b in range(B):
-            qf, kf, vf = q[b].float(), k[b].float(), v[b].float()
-            s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
-            if mask is not None:
-                s.masked_fill_(mask, float("-inf"))
-            out[b] = torch.matmul(torch.softmax(s, dim=-1), vf)
-            del s
-        return out
-
-    def check(self, out, ref):
-        """(ok, max_abs_err, n_bad) for out vs the fp32 reference."""
-        torch = self.torch
-        o = out.float()
-        diff = (o - ref).abs()
-        tol = self.args.atol + self.args.rtol * ref.abs()
-        bad = ~(diff <= tol)  # NaN counts as bad
-        n_bad = int(bad.sum().item())
-        n_nan = int(torch.isnan(o).sum().item())
-        mx = float("nan") if n_nan else float(diff.max().item())
-        return n_bad == 0, mx, n_bad
-
-    # -- evoeng kernel
-    def module(self, exp):
-        """The CuPy module of the export's source (compiled once, cached by source)."""
-        cupy = self.cupy
-        key = hashlib.sha256(exp["source"].encode()).hexdigest()
-        if key not in self.modules:
-            if arch_specific(exp):
-                # An arch-specific target (sm_90a: wgmma): CuPy picks sm_XY
-                # itself, so compile here with the same NVRTC and load the cubin.
-                mod = cupy.RawModule(path=nvrtc_cubin(exp["source"], exp["target"], self.cubin_dir))
-            else:
-                mod = cupy.RawModule(code=exp["source"], options=NVRTC_OPTIONS, backend="nvrtc")
-                mod.compile()  # compile errors surface here, with the NVRTC log
-            self.modules[key] = mod
-        return self.modules[key]
-
-    def compile(self, exp):
-        """CuPy functions for the plan's entries (the module cached by source)."""
-        mod = self.module(exp)
-        fns = {}
-        for l in exp["launches"]:
-            if l["entry"] not in fns:
-                fns[l["entry"]] = mod.get_function(l["entry"])
-        need = {}
-        for l in exp["launches"]:
-            need[l["entry"]] = max(need.get(l["entry"], 0), l.get("smem", 0))
-        for entry, smem in need.items():
-            if smem > 48 * 1024:  # opt in above the 48 KiB default (cuFuncSetAttribute)
-                fns[entry].max_dynamic_shared_size_bytes = smem
-        return fns
-
-    def driver(self):
-        """libcuda through ctypes, for plans with tensor-map arguments (CuPy cannot
-        pass a 128-byte struct by value): cuTensorMapEncodeTiled and cuLaunchKernel."""
-        import ctypes
-        if getattr(self, "_cu", None) is None:
-            cu = ctypes.CDLL("libcuda.so.1")
-            cu.cuTensorMapEncodeTiled.restype = ctypes.c_int
-            cu.cuLaunchKernel.restype = ctypes.c_int
-            self._cu = cu
-        return self._cu
-
-    def tensor_map(self, spec, tensors, exp):
-        """A CUtensorMap (128 bytes, 64-byte aligned host copy) over a plan buffer."""
-        import ctypes
-        cu = self.driver()
-        dtype = next(b["dtype"] for b in exp["buffers"] if b["name"] == spec["buffer"])
-        rank = len(spec["dims"])
-        raw = (ctypes.c_ubyte * 192)()
-        off = (-ctypes.addressof(raw)) % 64
-        tmap = (ctypes.c_ubyte * 128).from_buffer(raw, off)
-        u64 = ctypes.c_uint64 * 5
-        u32 = ctypes.c_uint32 * 5
-        rc = cu.cuTensorMapEncodeTiled(
-            ctypes.byref(tmap), ctypes.c_int(TMAP_DTYPE[dtype]), ctypes.c_uint32(rank),
-            ctypes.c_void_p(tensors[spec["buffer"]].data_ptr()), u64(*spec["dims"]), u64(*spec["strides"]),
-            u32(*spec["box"]), u32(*spec["element_strides"]), ctypes.c_int(0),
-            ctypes.c_int(TMAP_SWIZZLE[spec["swizzle"]]), ctypes.c_int(TMAP_L2[spec["l2_promotion"]]),
-            ctypes.c_int(1 if spec["oob_fill"] == "nan" else 0))
-        if rc != 0:
-            raise RuntimeError(f"cuTensorMapEncodeTiled({spec['buffer']}): CUresult {rc}")
-        return raw, tmap
-
-    def evo_fn(self, exp, fns, tensors):
-        """A callable that issues the plan's launches on torch's current stream."""
-        np, cupy, torch = self.np, self.cupy, self.torch
-        conv = {"i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64}
-        if any("tensor_map" in a for l in exp["launches"] for a in l["args"]):
-            return self.evo_fn_driver(exp, fns, tensors)
-        prepared = []
-        for l in exp["launches"]:
-            args = []
-            for a in l["args"]:
-                kind, val = next(iter(a.items()))
-                args.append(np.uint64(tensors[val].data_ptr()) if kind == "buffer" else conv[kind](val))
-            prepared.append((fns[l["entry"]], tuple(l["grid"]), tuple(l["block"]), tuple(args), l.get("smem", 0)))
-        out = tensors[exp["roles"]["O"]]
-        streams = {}
-        dev = torch.cuda.current_device()
-
-        def run():
-            # Read the stream at call time: inside torch.cuda.graph() it is the capture stream.
-            ptr = torch.cuda.current_stream().cuda_stream
-            stream = streams.get(ptr)
-            if stream is None:
-                try:
-                    stream = cupy.cuda.ExternalStream(ptr, dev)
-                except TypeError:  # a CuPy without the device_id argument
-                    stream = cupy.cuda.ExternalStream(ptr)
-                streams[ptr] = stream
-            for f, grid, block, args, smem in prepared:
-                f(grid, block, args, shared_mem=smem, stream=stream)
-            return out
-        return run
-
-    def evo_fn_driver(self, exp, fns, tensors):
-        """evo_fn for plans with tensor-map arguments: every launch goes through
-        cuLaunchKernel (ctypes) on torch's current stream, with each argument's
-        bytes kept alive here (graph capture copies them)."""
-        import ctypes
-        cu = self.driver()
-        ctype = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
-        keep, prepared = [], []
-        for l in exp["launches"]:
-            ptrs = []
-            for a in l["args"]:
-                kind, val = next(iter(a.items()))
-                if kind == "tensor_map":
-                    raw, tmap = self.tensor_map(val, tensors, exp)
-                    keep.append(raw)
-                    ptrs.append(ctypes.addressof(tmap))
-                else:
-                    v = (ctypes.c_uint64(tensors[val].data_ptr()) if kind == "buffer" else ctype[kind](val))
-                    keep.append(v)
-                    ptrs.append(ctypes.addressof(v))
-            params = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
-            keep.append(params)
-            fn = fns[l["entry"]]   # a RawKernel: its CUfunction is .kernel.ptr (a Function: .ptr)
-            fptr = getattr(getattr(fn, "kernel", None), "ptr", None) or getattr(fn, "ptr")
-            prepared.append((fptr, l["grid"], l["block"], l.get("smem", 0), params))
-        out = tensors[exp["roles"]["O"]]
-        torch = self.torch
-
-        def run():
-            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-            for f, g, b, smem, params in prepared:
-                rc = cu.cuLaunchKernel(ctypes.c_void_p(f), ctypes.c_uint(g[0]), ctypes.c_uint(g[1]),
-                                       ctypes.c_uint(g[2]), ctypes.c_uint(b[0]), ctypes.c_uint(b[1]),
-                                       ctypes.c_uint(b[2]), ctypes.c_uint(smem), stream, params, None)
-                if rc != 0:
-                    raise RuntimeError(f"cuLaunchKernel: CUresult {rc}")
-            return out
-        run._keep = keep
-        return run
-
-    def sdpa_fn(self, backend, q, k, v, causal):
-        F, sdpa_kernel = self.F, self.sdpa_kernel
-
-        def run():
-            with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
-        return run
-
-    # -- timing (method of /work/shared/baselines/sdpa_graph_bench.py)
-    def calls_for(self, fn):
-        """Calls per graph: --calls, or enough back-to-back calls that one replay
-        lasts about --replay-ms (from the best of 3 replays of a 10-call probe graph:
-        eager calls would time the host's launches, not the kernel)."""
-        torch = self.torch
-        if self.args.calls:
-            return self.args.calls
-        g, _ = self.build_graph(fn, 10, warm=not getattr(fn, "graph_only", False))
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        best = math.inf
-        for _ in range(3):
-            e0.record()
-            g.replay()
-            e1.record()
+            fn = ct.sdpa_fn(be, q, k, v, causal)
+            out = fn()
             torch.cuda.synchronize()
-            best = min(best, e0.elapsed_time(e1) * 1000.0 / 10)
-        del g
-        return max(1, min(1000, math.ceil(self.args.replay_ms * 1000.0 / best))) if 0 < best < math.inf else 1
+            judge(ct, c, name, fn, out, ref, fns)
+        except Exception as e:
+            c["reason"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
+            print(f"{LABELS[name]}: n/a: {c['reason']}", flush=True)
+            traceback.print_exc()
 
-    def build_graph(self, fn, calls, warm=True):
-        """Warm up on a side stream (warm: eager calls), capture `calls` calls;
-        return (graph, output of the last call)."""
-        torch = self.torch
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3 if warm else 0):
-                fn()
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        out = None
-        with torch.cuda.graph(g):
-            for _ in range(calls):
-                out = fn()
-        for _ in range(3):
-            g.replay()
-        torch.cuda.synchronize()
-        return g, out
 
-    def hold_open(self):
-        """The hold (evoeng's timing method, src/gpu/bench.c): a word of pinned,
-        device-mapped host memory that the stream waits on (cuStreamWaitValue32)
-        before each timed replay; the host sets it once the start event, the
-        replay and the end event are all queued. None where the driver lacks
-        stream memory operations (then the pre-roll sleep is used)."""
-        if getattr(self, "_hold", False) is not False:
-            return self._hold
-        self._hold = None
+def evoeng_check(ct, tm, row, exp, tensors, ref, fns):
+    """evoeng's exported plan: compiled, run once (--graph-only: as a
+    one-call graph) and checked against ref; into fns when it passes."""
+    torch, args = ct.torch, ct.args
+    c = row["contenders"]["evoeng"] = {"status": "n/a", "us": None, "max_abs_err": None}
+    try:
+        if "evoeng" not in args.only:
+            c["reason"] = "not selected (--only)"
+            raise NotSelected()
+        if ct.cupy is None:
+            raise RuntimeError(ct.cupy_error)
+        kfns = ct.compile(exp)
+        fn = ct.evo_fn(exp, kfns, tensors)
+        out = tensors[exp["roles"]["O"]]
+        out.fill_(float("nan"))
+        if args.graph_only:
+            # never launched outside a graph: checked on a one-call graph's replay
+            fn.graph_only = True
+            g1, _ = tm.build_graph(fn, 1, warm=False)
+            g1.replay()
+            del g1
+        else:
+            fn()
+        torch.cuda.synchronize()
+        judge(ct, c, "evoeng", fn, out, ref, fns)
+    except NotSelected:
+        pass
+    except Exception as e:
+        msg = str(e).strip()
+        c["reason"] = f"{type(e).__name__}: {msg.splitlines()[0] if msg else ''}"[:300]
+        print(f"evoeng: n/a: {type(e).__name__}: {msg}", flush=True)  # full NVRTC log, if any
+        traceback.print_exc()
+        if "illegal" in msg.lower() or "launch failure" in msg.lower():
+            print("evoeng: a kernel fault leaves the CUDA context unusable: later exports will fail; "
+                  "rerun them without this one", flush=True)
+
+
+def capture(ct, tm, row, fns, ref):
+    """Each contender that passed its check captured in a graph (two with
+    --diff), each graph's replay proven to write a correct output. Returns
+    {name: [(graph, calls)]}."""
+    torch, args = ct.torch, ct.args
+    graphs = {}
+    for name in CONTENDERS:
+        if name not in fns:
+            continue
+        c = row["contenders"][name]
         try:
-            cu = self.driver()
-            p = ctypes.c_void_p()
-            dptr = ctypes.c_uint64()
-            if cu.cuMemHostAlloc(ctypes.byref(p), ctypes.c_size_t(64), ctypes.c_uint(0x3)) != 0:
-                raise RuntimeError("cuMemHostAlloc failed")
-            if cu.cuMemHostGetDevicePointer_v2(ctypes.byref(dptr), p, ctypes.c_uint(0)) != 0:
-                raise RuntimeError("cuMemHostGetDevicePointer failed")
-            word = ctypes.c_uint32.from_address(p.value)
-            word.value = 0
-            self._hold = {"cu": cu, "dptr": dptr.value, "word": word, "seq": 0}
-        except Exception as e:  # noqa: BLE001 -- any failure: time with the pre-roll instead
-            print(f"warning: no timing hold ({type(e).__name__}: {e}); using the {self.args.preroll_us} us pre-roll",
-                  flush=True)
-        return self._hold
-
-    def time_replay(self, g):
-        """One held (or pre-rolled) replay of g timed with CUDA events: its us."""
-        torch = self.torch
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        for _ in range(self.args.warm_replays):
-            g.replay()
-        if self.args.gap_ms > 0:
-            torch.cuda.synchronize()
-            time.sleep(self.args.gap_ms / 1000.0)
-        h = self.hold_open() if self.args.hold else None
-        if h is not None:
-            h["seq"] += 1
-            stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
-            rc = h["cu"].cuStreamWaitValue32_v2(stream, ctypes.c_uint64(h["dptr"]), ctypes.c_uint32(h["seq"]),
-                                                ctypes.c_uint(0))   # CU_STREAM_WAIT_VALUE_GEQ
-            if rc != 0:
-                raise RuntimeError(f"cuStreamWaitValue32: CUresult {rc}")
-        elif self.args.preroll_us > 0:
-            # ~2 GHz at most on the GPUs this runs on: at least preroll_us of GPU time
-            torch.cuda._sleep(int(self.args.preroll_us * 2000))
-        try:
-            e0.record()
-            g.replay()
-            e1.record()
-        finally:
-            if h is not None:
-                h["word"].value = h["seq"]   # release the stream, whatever happened
-        torch.cuda.synchronize()
-        return e0.elapsed_time(e1) * 1000.0
-
-    # -- one export
-    def run_export(self, exp, rng):
-        torch = self.torch
-        d = exp["dims"]
-        causal = d["CAUSAL"]
-        row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops",
-                                   "export_device", "export_arch", "export_latency_us", "warnings")}
-        row["contenders"] = {}
-        print(f"\n=== {exp['path']}: {shape_short(d)} causal={causal}  candidate {exp['id']}  "
-              f"{params_short(exp['params'])}", flush=True)
-        for w in exp["warnings"]:
-            print(f"warning: {w}", flush=True)
-
-        tensors = self.alloc(exp)
-        q, k, v = (tensors[exp["roles"][n]] for n in ("Q", "K", "V"))
-        ref = self.reference(q, k, v, causal)
-        torch.cuda.synchronize()
-
-        fns = {}
-        # SDPA backends first: a kernel fault in the evoeng launch would poison the context.
-        for name, be in (("flash", self.SDPBackend.FLASH_ATTENTION), ("cudnn", self.SDPBackend.CUDNN_ATTENTION)):
-            c = row["contenders"][name] = {"status": "n/a", "us": None, "max_abs_err": None}
-            if name not in self.args.only:
-                c["reason"] = "not selected (--only)"
-                continue
-            try:
-                fn = self.sdpa_fn(be, q, k, v, causal)
-                out = fn()
+            calls = tm.calls_for(fns[name])
+            lengths = (calls, 2 * calls) if args.diff else (calls,)
+            built = []
+            for n in lengths:
+                g, out = tm.build_graph(fns[name], n, warm=not getattr(fns[name], "graph_only", False))
+                out.fill_(float("nan"))
                 torch.cuda.synchronize()
-                ok, mx, nbad = self.check(out, ref)
-                c["max_abs_err"] = mx
+                g.replay()
+                torch.cuda.synchronize()
+                ok, mx, nbad = ct.check(out, ref)
                 if not ok:
-                    c.update(status="FAIL", reason=f"{nbad} elements out of tolerance, max abs err {mx:.3g}")
-                else:
-                    c["status"] = "ok"
-                    fns[name] = fn
-                print(f"{LABELS[name]}: eager check {c['status']}, max abs err {mx:.3e}", flush=True)
-            except Exception as e:
-                c["reason"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:300]
-                print(f"{LABELS[name]}: n/a: {c['reason']}", flush=True)
-                traceback.print_exc()
-
-        c = row["contenders"]["evoeng"] = {"status": "n/a", "us": None, "max_abs_err": None}
-        try:
-            if "evoeng" not in self.args.only:
-                c["reason"] = "not selected (--only)"
-                raise NotSelected()
-            if self.cupy is None:
-                raise RuntimeError(self.cupy_error)
-            kfns = self.compile(exp)
-            fn = self.evo_fn(exp, kfns, tensors)
-            out = tensors[exp["roles"]["O"]]
-            out.fill_(float("nan"))
-            if self.args.graph_only:
-                # never launched outside a graph: checked on a one-call graph's replay
-                fn.graph_only = True
-                g1, _ = self.build_graph(fn, 1, warm=False)
-                g1.replay()
-                del g1
-            else:
-                fn()
-            torch.cuda.synchronize()
-            ok, mx, nbad = self.check(out, ref)
-            c["max_abs_err"] = mx
-            if not ok:
-                c.update(status="FAIL", reason=f"{nbad} elements out of tolerance, max abs err {mx:.3g}")
-            else:
-                c["status"] = "ok"
-                fns["evoeng"] = fn
-            print(f"evoeng: eager check {c['status']}, max abs err {mx:.3e}", flush=True)
-        except NotSelected:
-            pass
+                    break
+                built.append((g, n))
+            if len(built) < len(lengths):
+                c.update(status="FAIL", reason=f"graph replay output wrong ({nbad} bad elements, max abs err "
+                                               f"{mx:.3g}): the launches were not captured?")
+                print(f"{LABELS[name]}: graph check FAIL: {c['reason']}", flush=True)
+                continue
+            graphs[name] = built
+            c["calls"] = calls
+            print(f"{LABELS[name]}: graph{'s' if len(built) > 1 else ''} of "
+                  f"{' and '.join(str(n) for n in lengths)} calls captured, replay check ok", flush=True)
         except Exception as e:
             msg = str(e).strip()
-            c["reason"] = f"{type(e).__name__}: {msg.splitlines()[0] if msg else ''}"[:300]
-            print(f"evoeng: n/a: {type(e).__name__}: {msg}", flush=True)  # full NVRTC log, if any
+            c.update(status="n/a", reason=f"graph capture: {type(e).__name__}: "
+                                          f"{msg.splitlines()[0] if msg else ''}"[:300])
+            print(f"{LABELS[name]}: n/a: {c['reason']}", flush=True)
             traceback.print_exc()
-            if "illegal" in msg.lower() or "launch failure" in msg.lower():
-                print("evoeng: a kernel fault leaves the CUDA context unusable: later exports will fail; "
-                      "rerun them without this one", flush=True)
-
-        # Graphs: capture, then prove each replay writes a correct output.
-        graphs = {}
-        for name in CONTENDERS:
-            if name not in fns:
-                continue
-            c = row["contenders"][name]
             try:
-                calls = self.calls_for(fns[name])
-                lengths = (calls, 2 * calls) if self.args.diff else (calls,)
-                built = []
-                for n in lengths:
-                    g, out = self.build_graph(fns[name], n, warm=not getattr(fns[name], "graph_only", False))
-                    out.fill_(float("nan"))
-                    torch.cuda.synchronize()
-                    g.replay()
-                    torch.cuda.synchronize()
-                    ok, mx, nbad = self.check(out, ref)
-                    if not ok:
-                        break
-                    built.append((g, n))
-                if len(built) < len(lengths):
-                    c.update(status="FAIL", reason=f"graph replay output wrong ({nbad} bad elements, max abs err "
-                                                   f"{mx:.3g}): the launches were not captured?")
-                    print(f"{LABELS[name]}: graph check FAIL: {c['reason']}", flush=True)
-                    continue
-                graphs[name] = built
-                c["calls"] = calls
-                print(f"{LABELS[name]}: graph{'s' if len(built) > 1 else ''} of "
-                      f"{' and '.join(str(n) for n in lengths)} calls captured, replay check ok", flush=True)
-            except Exception as e:
-                msg = str(e).strip()
-                c.update(status="n/a", reason=f"graph capture: {type(e).__name__}: "
-                                              f"{msg.splitlines()[0] if msg else ''}"[:300])
-                print(f"{LABELS[name]}: n/a: {c['reason']}", flush=True)
-                traceback.print_exc()
-                try:
-                    torch.cuda.synchronize()
-                except Exception:
-                    pass
+                torch.cuda.synchronize()
+            except Exception:
+                pass
+    return graphs
 
-        # Alternating timed replays: T(N) / N; with --diff every round times
-        # each contender's graphs of N and 2N calls back to back (in a random
-        # order) and takes (T(2N) - T(N)) / N, so a fixed cost of a replay (its
-        # launch: 4-12 us held on an H200) cancels.
-        times = {name: [] for name in graphs}
-        overhead = {name: [] for name in graphs}
-        if graphs:
-            try:
-                stream = torch.cuda.Stream() if self.args.side_stream else torch.cuda.current_stream()
-                stream.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(stream):
-                    for _ in range(self.args.replays):
-                        order = list(graphs)
-                        rng.shuffle(order)
-                        for name in order:
-                            built = list(graphs[name])
-                            rng.shuffle(built)
-                            t = {n: self.time_replay(g) for g, n in built}
-                            n1 = min(t)
-                            if len(t) > 1:
-                                times[name].append((t[2 * n1] - t[n1]) / n1)
-                                overhead[name].append(2 * t[n1] - t[2 * n1])
-                            else:
-                                times[name].append(t[n1] / n1)
-                torch.cuda.current_stream().wait_stream(stream)
-            except Exception as e:
-                print(f"timing failed: {type(e).__name__}: {e}", flush=True)
-                traceback.print_exc()
-        for name, ts in times.items():
-            c = row["contenders"][name]
-            if len(ts) < self.args.replays:
-                c.update(status="n/a", us=None, reason=f"timing stopped after {len(ts)} replays")
-                continue
-            s = sorted(ts)
-            c.update(us=s[len(s) // 2], min_us=s[0], max_us=s[-1], times_us=ts)
-            how = f"{c['calls']} calls"
-            if overhead[name]:
-                o = sorted(overhead[name])
-                c["replay_overhead_us"] = o[len(o) // 2]
-                how = f"2 x {c['calls']} minus {c['calls']} calls; a replay's fixed cost {o[len(o) // 2]:.1f} us"
-            print(f"{LABELS[name]}: {c['us']:.2f} us/call (median of {len(ts)} rounds, {how}; "
-                  f"min {s[0]:.2f}, max {s[-1]:.2f})", flush=True)
-        del graphs, tensors, ref, fns
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        return row
+
+def summarize(args, row, times, overhead):
+    """Each timed contender's median over the rounds into its row entry."""
+    for name, ts in times.items():
+        c = row["contenders"][name]
+        if len(ts) < args.replays:
+            c.update(status="n/a", us=None, reason=f"timing stopped after {len(ts)} replays")
+            continue
+        s = sorted(ts)
+        c.update(us=s[len(s) // 2], min_us=s[0], max_us=s[-1], times_us=ts)
+        how = f"{c['calls']} calls"
+        if overhead[name]:
+            o = sorted(overhead[name])
+            c["replay_overhead_us"] = o[len(o) // 2]
+            how = f"2 x {c['calls']} minus {c['calls']} calls; a replay's fixed cost {o[len(o) // 2]:.1f} us"
+        print(f"{LABELS[name]}: {c['us']:.2f} us/call (median of {len(ts)} rounds, {how}; "
+              f"min {s[0]:.2f}, max {s[-1]:.2f})", flush=True)
+
+
+def run_export(ct, tm, exp, rng, profile=None):
+    """One export (on input profile `profile`, or torch.randn inputs):
+    checks, graphs, timed rounds; its row for the table."""
+    torch, args = ct.torch, ct.args
+    d = exp["dims"]
+    causal = d["CAUSAL"]
+    row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops",
+                               "export_device", "export_arch", "export_latency_us", "warnings")}
+    row["contenders"] = {}
+    row["profile"] = profile
+    print(f"\n=== {exp['path']}: {shape_short(d)} causal={causal}  candidate {exp['id']}  "
+          f"{params_short(exp['params'])}{'  profile ' + profile if profile else ''}", flush=True)
+    for w in exp["warnings"]:
+        print(f"warning: {w}", flush=True)
+
+    tensors = ct.alloc(exp, profile, args.input_seed)
+    row["inputs"] = ct.inputs_how if profile else "torch.randn"
+    q, k, v = (tensors[exp["roles"][n]] for n in ("Q", "K", "V"))
+    ref = ct.reference(q, k, v, causal)
+    torch.cuda.synchronize()
+
+    fns = {}
+    sdpa_checks(ct, row, q, k, v, causal, ref, fns)
+    evoeng_check(ct, tm, row, exp, tensors, ref, fns)
+    graphs = capture(ct, tm, row, fns, ref)
+    times, overhead = tm.time_rounds(graphs, rng)
+    summarize(args, row, times, overhead)
+    del graphs, tensors, ref, fns
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    return row
 
 
 # ---------------------------------------------------------------- main
@@ -615,6 +311,15 @@ def main(argv):
                     help="idle pause before each timed replay (default 0)")
     ap.add_argument("--only", default=",".join(CONTENDERS), metavar="NAME[,NAME]",
                     help="contenders to run: evoeng, flash, cudnn (default all)")
+    ap.add_argument("--profile", metavar="NAME[,NAME]",
+                    help="time on these input profiles of the task (from the export's plan; 'all': every one), "
+                         "the inputs made by evoeng's own generator: one row per export and profile "
+                         "(default: torch.randn inputs)")
+    ap.add_argument("--task", metavar="TASK.json",
+                    help="with --profile: take the profiles from this task spec for an export written before "
+                         "input profiles (its plan has none)")
+    ap.add_argument("--input-seed", type=int, default=1, metavar="N",
+                    help="with --profile: the seed of evoeng's generator (default 1, evoeng bench's)")
     ap.add_argument("--dry-run", action="store_true",
                     help="parse and validate the exports, print the plan; no GPU, torch or CuPy needed")
     args = ap.parse_args(argv)
@@ -634,8 +339,17 @@ def main(argv):
     exports, failed = [], 0
     for p in args.exports:
         try:
-            exports.append(load_export(p))
-        except ExportError as e:
+            exp = load_export(p)
+            if args.profile and args.task and not exp["profiles"]:
+                exp["profiles"] = task_profiles(args.task, exp)
+            want = (profile_names(exp) if args.profile == "all"
+                    else [n.strip() for n in args.profile.split(",") if n.strip()] if args.profile else [None])
+            for name in want:
+                if name:
+                    profile_inputs(exp, name)   # the export has it, or ProfileError
+            exp["want_profiles"] = want or [None]
+            exports.append(exp)
+        except (ExportError, ProfileError) as e:
             print(f"error: {e}", file=sys.stderr)
             failed += 1
 
@@ -643,7 +357,7 @@ def main(argv):
             "host": platform.node(), "python": platform.python_version(),
             "replays": args.replays, "calls": args.calls, "replay_ms": args.replay_ms, "seed": args.seed,
             "hold": args.hold, "diff": args.diff, "side_stream": args.side_stream, "graph_only": args.graph_only, "preroll_us": args.preroll_us, "only": args.only,
-            "atol": args.atol, "rtol": args.rtol,
+            "atol": args.atol, "rtol": args.rtol, "profile": args.profile, "input_seed": args.input_seed,
             "method": "CUDA graph per contender of `calls` back-to-back calls (null: as many as last about "
                       "`replay_ms`; each contender's count is in its `calls`); each timed replay is held "
                       "(`hold`: a stream wait on a host-mapped word released once the replay is queued; "
@@ -656,14 +370,17 @@ def main(argv):
         for exp in exports:
             print(describe(exp))
             print()
-            row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops",
-                                       "export_device", "export_arch", "export_latency_us", "warnings")}
-            row["contenders"] = {n: {"status": "n/a", "us": None, "max_abs_err": None, "reason": "dry run"}
-                                 for n in CONTENDERS}
-            rows.append(row)
+            for prof in exp["want_profiles"]:
+                row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops",
+                                           "export_device", "export_arch", "export_latency_us", "warnings")}
+                row["profile"] = prof
+                row["contenders"] = {n: {"status": "n/a", "us": None, "max_abs_err": None, "reason": "dry run"}
+                                     for n in CONTENDERS}
+                rows.append(row)
     else:
         try:
-            bench = Bench(args)
+            bench = Contenders(args)
+            timing = Timing(bench, args)
         except Exception as e:
             print(f"error: cannot set up torch/numpy: {type(e).__name__}: {e}", file=sys.stderr)
             return 1
@@ -685,12 +402,14 @@ def main(argv):
         for exp in exports:
             if exp["export_arch"] and exp["export_arch"] != meta["sm"]:
                 exp["warnings"].append(f"exported for {exp['export_arch']}, running on {meta['sm']}")
-            try:
-                rows.append(bench.run_export(exp, rng))
-            except Exception as e:
-                print(f"error: {exp['path']}: {type(e).__name__}: {e}", flush=True)
-                traceback.print_exc()
-                failed += 1
+            for prof in exp["want_profiles"]:
+                try:
+                    rows.append(run_export(bench, timing, exp, rng, prof))
+                except Exception as e:
+                    print(f"error: {exp['path']}{' profile ' + prof if prof else ''}: {type(e).__name__}: {e}",
+                          flush=True)
+                    traceback.print_exc()
+                    failed += 1
 
     print()
     if rows:

@@ -159,6 +159,10 @@ def load_export(path):
     if not isinstance(flops, (int, float)) or flops <= 0:
         flops = 4.0 * B * H * S * S * D * (0.5 if dims["CAUSAL"] else 1.0)
         warnings.append("plan.flops missing: using 4*B*H*S*S*D (halved when causal)")
+    profiles = plan.get("profiles", [])
+    if not (isinstance(profiles, list) and all(isinstance(p, dict) and isinstance(p.get("name"), str)
+                                               and isinstance(p.get("inputs", {}), dict) for p in profiles)):
+        raise ExportError(f"{path}: plan.profiles is not a list of {{name, timing, inputs}}")
     params = ex.get("params") if isinstance(ex.get("params"), dict) else {}
     target = ex.get("target")
     if target is not None and not (isinstance(target, str) and re.fullmatch(r"sm_[0-9]+[af]?", target)):
@@ -167,7 +171,7 @@ def load_export(path):
             "export_device": ex.get("device"), "export_arch": ex.get("arch"),
             "export_latency_us": ex.get("latency_us"), "params": params, "dims": dims,
             "flops": float(flops), "source": src, "buffers": bufs, "roles": roles,
-            "launches": launches, "warnings": warnings}
+            "launches": launches, "profiles": profiles, "warnings": warnings}
 
 
 def arch_specific(exp):

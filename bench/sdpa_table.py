@@ -28,7 +28,7 @@ def describe(exp):
              f"flops {exp['flops']:.4g}  params: {params_short(exp['params'])}"]
     for b in exp["buffers"]:
         n = max(b["count"], 1)
-        init = ("randn" if b["role"] == "input" else "NaN-poisoned" if b["role"] == "output" else "zeros")
+        init = ("randn or --profile's" if b["role"] == "input" else "NaN-poisoned" if b["role"] == "output" else "zeros")
         lines.append(f"  buffer {b['name']:<6} {b['dtype']:<4} x {b['count']:<10} ({b['role']}, {init}, "
                      f"{n * DTYPE_BYTES[b['dtype']]} bytes)")
     if arch_specific(exp):
@@ -41,6 +41,10 @@ def describe(exp):
         extra = "  [sets max_dynamic_shared_size_bytes]" if l.get("smem", 0) > 48 * 1024 else ""
         lines.append(f"  launch {i + 1}: {l['entry']} grid {tuple(l['grid'])} block {tuple(l['block'])} "
                      f"smem {l.get('smem', 0)}  ({args}){extra}")
+    for p in exp.get("profiles") or []:
+        ins = ", ".join(f"{b} {i.get('dist')}" + (f" std {i['std']:g}" if "std" in i else "")
+                        + (" rows scaled" if i.get("row_scale") else "") for b, i in (p.get("inputs") or {}).items())
+        lines.append(f"  profile {p['name']}{'' if p.get('timing', True) else ' (gate only)'}: {ins}")
     for w in exp["warnings"]:
         lines.append(f"  warning: {w}")
     return "\n".join(lines)
@@ -73,8 +77,10 @@ def ratio(row, other):
 
 def table(rows):
     """The side-by-side table as text."""
-    head = ["shape", "causal", "evoeng us", "FA2 us", "cuDNN us", "FA2/evo", "cuDNN/evo",
-            "evo TFLOP/s", "err evo", "err FA2", "err cuDNN", "export us", "params"]
+    profiled = any(r.get("profile") for r in rows)
+    head = ["shape", "causal"] + (["profile"] if profiled else []) + [
+        "evoeng us", "FA2 us", "cuDNN us", "FA2/evo", "cuDNN/evo",
+        "evo TFLOP/s", "err evo", "err FA2", "err cuDNN", "export us", "params"]
     body = []
     for r in rows:
         c = r["contenders"]
@@ -82,7 +88,8 @@ def table(rows):
         tfl = f"{r['flops'] / (e['us'] * 1e-6) / 1e12:.1f}" if e and e["status"] == "ok" and e.get("us") else "-"
         rf, rc = ratio(r, "flash"), ratio(r, "cudnn")
         xl = r.get("export_latency_us")
-        body.append([shape_short(r["dims"]), str(r["dims"]["CAUSAL"]), fmt_us(e), fmt_us(c.get("flash")),
+        body.append([shape_short(r["dims"]), str(r["dims"]["CAUSAL"])] + ([r.get("profile") or "randn"] if profiled
+                                                                          else []) + [fmt_us(e), fmt_us(c.get("flash")),
                      fmt_us(c.get("cudnn")), f"{rf:.2f}" if rf else "-", f"{rc:.2f}" if rc else "-", tfl,
                      fmt_err(e), fmt_err(c.get("flash")), fmt_err(c.get("cudnn")),
                      f"{xl:.2f}" if isinstance(xl, (int, float)) else "-", params_short(r["params"])])
@@ -96,7 +103,8 @@ def table(rows):
         for name in CONTENDERS:
             c = r["contenders"].get(name)
             if c and c["status"] != "ok" and c.get("reason") and c["reason"] != "dry run":
-                notes.append(f"  {shape_short(r['dims'])} causal={r['dims']['CAUSAL']} {LABELS[name]}: "
+                notes.append(f"  {shape_short(r['dims'])} causal={r['dims']['CAUSAL']}"
+                             f"{' profile ' + r['profile'] if r.get('profile') else ''} {LABELS[name]}: "
                              f"{c['status']}: {c['reason']}")
     if notes:
         out.append("")

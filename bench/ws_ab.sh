@@ -62,6 +62,12 @@
 # with 128-key tiles, non-causal with 256), B4 H8 S2048 D128 (EARLY, no
 # PVSPLIT).  WS_REPEAT=N makes every A/B of a mode N independent ones
 # (evoeng bench --repeat: the ratios, their median and spread).
+# Input profiles (issue 33): every A/B runs on the task's timing profiles,
+# interleaved (evoeng bench prints each profile's ratio under the worst
+# one, which the revert rule reads); after each mode, MODE_profiles.txt
+# has one line per A/B: the shape, the knobs that differ (B's value ->
+# A's), the worst ratio and each profile's (the technique table per
+# profile). WS_PROFILE=NAME runs every A/B on that profile alone.
 # Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|maxskip|all]
 set -u
 out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|maxskip|all]}
@@ -127,9 +133,36 @@ fi
 knob_ab() {
     [ -n "$3" ] && [ -n "$4" ] || { echo "ws_ab.sh: an A/B without two configurations ($1, $2)" >&2; exit 2; }
     echo "--- $2 A=$3 B=$4" | tee -a "$out/$1"
-    $E bench $T $2 --params "$3" --against "$4" ${WS_REPEAT:+--repeat $WS_REPEAT} 2>&1 |
-        grep -E "verdict|latency|TFLOP|vs against|ratios|median|error|fail" | tee -a "$out/$1"
+    $E bench $T $2 --params "$3" --against "$4" ${WS_REPEAT:+--repeat $WS_REPEAT} ${WS_PROFILE:+--profile $WS_PROFILE} 2>&1 |
+        grep -E "verdict|latency|TFLOP|vs against|ratios|median|profile|error|fail" | tee -a "$out/$1"
 }
+# per_profile FILE: one line per A/B of FILE (knob_ab's blocks) into
+# FILE's _profiles.txt twin: the shape, the knobs that differ (B -> A),
+# the ratio the revert rule reads (--repeat: the median of those) and each
+# profile's (--repeat: each profile's median)
+per_profile() {
+    [ -f "$out/$1" ] || return 0
+    awk '
+    function flush() { if (hdr != "") printf "%s | worst %s |%s\n", hdr, worst, profs; hdr = ""; worst = "-"; profs = "" }
+    /^--- / {
+        flush()
+        a = $0; sub(/.* A=/, "", a); sub(/ B=.*/, "", a)
+        b = $0; sub(/.* B=/, "", b)
+        dims = $0; sub(/^--- /, "", dims); sub(/ ?A=.*/, "", dims); gsub(/--dim /, "", dims)
+        na = split(a, pa, ","); nb = split(b, pb, ",")
+        delete va; diff = ""
+        for (i = 1; i <= nb; i++) { split(pb[i], kv, "="); va[kv[1]] = kv[2] }
+        for (i = 1; i <= na; i++) { split(pa[i], kv, "="); if (va[kv[1]] != kv[2]) diff = diff (diff ? ", " : "") kv[1] " " va[kv[1]] "->" kv[2] }
+        hdr = (dims == "" ? "seed shape" : dims) " | " (diff == "" ? "(same)" : diff)
+        next
+    }
+    /vs against/ { r = $0; sub(/.*ratio \(this\/against\) /, "", r); sub(/[ ,(].*/, "", r); worst = r }
+    /^  median / { worst = $2 }
+    /^    profile / && /A\/B ratio/ { r = $0; sub(/.*A\/B ratio /, "", r); sub(/ .*/, "", r); profs = profs " " $2 " " r }
+    /^    profile / && / median / { r = $0; sub(/.* median /, "", r); sub(/ .*/, "", r); profs = profs " " $2 " " r }
+    END { flush() }' "$out/$1" >"$out/${1%.txt}_profiles.txt"
+}
+trap 'for f in "$out"/*.txt; do case $f in *_profiles.txt|*/gate*.txt|*/compile*.txt) ;; *) per_profile "$(basename "$f")";; esac; done' EXIT
 # configuration $1 with knob $2 moved from $3 to $4, wherever ws() put it
 # (a knob ws() appends later must not break the swap: --params refuses a
 # knob given twice)

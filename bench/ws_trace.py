@@ -266,7 +266,8 @@ def time_fn(torch, fn, calls=200):
 
 def power_run(bench, fns, flops, secs, calls=50):
     """Each fn as replays of a graph of `calls` calls for secs while
-    nvidia-smi samples: time a call, mean clock, power."""
+    nvidia-smi samples: time a call, mean clock, power (bench: a
+    sdpa_timing.Timing)."""
     torch = bench.torch
     rows = {}
     for name, fn in fns.items():
@@ -319,11 +320,12 @@ def main(argv):
     if a.patch_only:
         sys.stdout.write(traced)
         return 0
-    from compare_sdpa import Bench
+    from sdpa_contenders import Contenders
+    from sdpa_timing import Timing
     from sdpa_export import load_export
     import types
     try:
-        b = Bench(types.SimpleNamespace(only=("evoeng", "cudnn"), atol=2e-2, rtol=2e-2))
+        b = Contenders(types.SimpleNamespace(only=("evoeng", "cudnn"), atol=2e-2, rtol=2e-2))
         torch = b.torch
         exp = load_export(a.export)
         consumers = int(exp["params"]["CONSUMERS"])
@@ -367,7 +369,7 @@ def main(argv):
     if a.power > 0:
         q, k, v = (tensors[exp["roles"][x]] for x in ("Q", "K", "V"))
         cud = b.sdpa_fn(b.SDPBackend.CUDNN_ATTENTION, q, k, v, exp["dims"]["CAUSAL"])
-        res["power"] = power_run(b, {"evoeng": plain, "cudnn": cud}, exp["flops"], a.power)
+        res["power"] = power_run(Timing(b, None), {"evoeng": plain, "cudnn": cud}, exp["flops"], a.power)
         for name, r in res["power"].items():
             print(f"power {name}: {r['us']:.2f} us a call, {r['tflops']:.0f} TFLOP/s, SM clock {r['mean_sm_mhz']:.0f} MHz, "
                   f"{r['mean_power_w']:.0f} W, reasons {','.join(r['reasons'])} ({r['samples']} samples)")

@@ -70,7 +70,7 @@ static const CmdInfo commands[] = {
      "(with --gpu: if any configuration fails).\n"
      "With --source, FILE.cu (a kernel file as it is) is compiled in place of the task's template:\n"
      "the static gate checks that it compiles for --arch and defines every entry.", 3},
-    {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--repeat N] [--cold] [--json]",
+    {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--repeat N] [--profile NAME] [--cold] [--json]",
      "gate and time one configuration on the GPU",
      "Evaluates one configuration of TASK (default parameters unless --params), or an outside kernel\n"
      "with the same entry points (--source): the correctness gate, timing and launch metrics.\n"
@@ -79,7 +79,10 @@ static const CmdInfo commands[] = {
      "percentile and the max of |ratio - 1|, and how many the run's revert rule would revert\n"
      "(--revert-threshold, default 0.02). Without --against the configuration is compared with\n"
      "itself (an A/A test: every revert is a false one, and the timing passes at p95 <= 0.5% and\n"
-     "no revert). With --json, --repeat prints one JSON object. Progress goes to stderr.", 3},
+     "no revert). With --json, --repeat prints one JSON object. Progress goes to stderr.\n"
+     "The gate runs every input profile of the task; timing and the A/B run each timing profile\n"
+     "(interleaved in one comparison) and print each one's figures; --profile NAME times that\n"
+     "profile only.", 3},
     {CMD_RUNS, "runs", "[--json] [--wide]",
      "list the runs in the store",
      "Lists every run of the store, oldest first: id, start time, status (running, completed,\n"
@@ -108,7 +111,7 @@ enum {
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
     O_SOURCE, O_COLD, O_AGAINST, O_REPEAT, O_SHARED, O_GPU, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
     O_LLM_CONC, O_LLM_MAX, O_GPUS, O_NO_WARM,
-    O_WIDE, O_RUN, O_SYNC, O_IN_FLIGHT,
+    O_WIDE, O_RUN, O_SYNC, O_IN_FLIGHT, O_PROFILE,
 };
 
 typedef struct OptInfo {
@@ -155,6 +158,7 @@ static const OptInfo options[] = {
     {"cold", no_argument, O_COLD, BIT(CMD_BENCH), NULL, "flush L2 before each timed launch"},
     {"against", required_argument, O_AGAINST, BIT(CMD_BENCH), "K=V,...", "also time these params, and compare them by interleaved A/B"},
     {"repeat", required_argument, O_REPEAT, BIT(CMD_BENCH), "N", "N independent A/B comparisons (A/A without --against)"},
+    {"profile", required_argument, O_PROFILE, BIT(CMD_BENCH), "NAME", "time and compare on this input profile only (default: every timing profile)"},
     {"shared", required_argument, O_SHARED, BIT(CMD_BENCH), "0|1", "A/B sides on the same buffers (1, the default) or each on its own (0)"},
     {"llm", required_argument, O_LLM, BIT(CMD_RUN), "PROVIDER", "openai | anthropic: add LLM-proposed children"},
     {"llm-url", required_argument, O_LLM_URL, BIT(CMD_RUN), "URL", "endpoint of the LLM provider"},
@@ -372,6 +376,7 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_IN_FLIGHT: return int_arg(name, arg, 1, 100000, &s->in_flight, err);
     case O_GPU: s->gpu = 1; return 0;
     case O_AGAINST: s->against = arg; return 0;
+    case O_PROFILE: s->profile = arg; return 0;
     case O_DB: s->db = arg; return 0;
     case O_TASK: s->task = arg; return 0;
     case O_ARCH: s->arch = arg; return 0;

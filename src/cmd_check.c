@@ -255,8 +255,9 @@ static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride
     sum->shapes = task_nshapes(t);
     sum->seeds = s->seeds;
     if (!s->json)
-        printf("\n  correctness gate on %s (%d GPU%s): %d shapes x %d seeds each\n", sum->device, nslots,
-               nslots == 1 ? "" : "s", sum->shapes, s->seeds);
+        printf("\n  correctness gate on %s (%d GPU%s): %d shapes x %d seeds x %d input profile%s each\n",
+               sum->device, nslots, nslots == 1 ? "" : "s", sum->shapes, s->seeds, task_nprofiles(t),
+               task_nprofiles(t) == 1 ? "" : "s");
     Sweep sw = {.s = s, .t = t, .ge = ge, .vals = vals, .stride = stride, .n = n, .keys = keys, .out = out,
                 .rows = rows, .t0 = time_now_ms(), .source = source};
     sw.retry = xcalloc((size_t)n + 1, sizeof(int));
@@ -314,8 +315,13 @@ static json_t *check_json_head(const Task *t, const DeviceInfo *dev)
         json_array_append_new(shapes, json_pack("{s:s, s:b}", "label", l, "benchmark", sh == 0));
         free(l);
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:o}", "task", task_name(t), "path", task_path(t), "target", dev->name,
-                     "params", params, "shapes", shapes);
+    json_t *profiles = json_array();
+    for (int k = 0; k < task_nprofiles(t); k++)
+        json_array_append_new(profiles, json_pack("{s:s, s:b, s:s}", "name", task_profile_name(t, k), "timing",
+                                                  task_profile_timing(t, k), "description",
+                                                  task_profile_description(t, k)));
+    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:o}", "task", task_name(t), "path", task_path(t), "target",
+                     dev->name, "params", params, "shapes", shapes, "profiles", profiles);
 }
 
 /* The rest: one row per configuration (with its GPU gate verdict when the
@@ -394,6 +400,10 @@ EvoExit cmd_check(const Settings *s)
             printf("               %s%s\n", l, sh == 0 ? "  (benchmark)" : "");
             free(l);
         }
+        printf("  profiles     %d input profile%s, gated on each:", task_nprofiles(t), task_nprofiles(t) == 1 ? "" : "s");
+        for (int k = 0; k < task_nprofiles(t); k++)
+            printf(" %s%s", task_profile_name(t, k), task_profile_timing(t, k) ? "" : " (gate only)");
+        printf("\n");
     }
     TaskSpace space;
     int exact = 1, enumerated = task_space_enumerate(t, &dev, 0, &space, &err);

@@ -271,20 +271,41 @@ EvoExit cmd_top(const Settings *s)
             multi |= gpu[i] > 0;
             json_decref(g);
         }
-        out_printf("%6s %4s %-9s %11s %8s %6s %5s %5s%s  %s\n", "id", "gen", "operator", "latency", "speedup",
-                   "CTAs", "occ", "regs", multi ? "  gpu" : "", "params");
+        /* a latency column per input profile when they were timed on several */
+        ProfileStat ps[PLAN_MAX_PROFILES];
+        int np = n > 0 ? inspect_profiles(&list[0], ps) : 0;
+        StrBuf head = {0};
+        for (int k = 0; np > 1 && k < np; k++)
+            sb_printf(&head, " %11.11s", ps[k].name);
+        out_printf("%6s %4s %-9s %11s%s %8s %6s %5s %5s%s  %s\n", "id", "gen", "operator", "latency",
+                   head.s ? head.s : "", "speedup", "CTAs", "occ", "regs", multi ? "  gpu" : "", "params");
+        sb_free(&head);
         for (int i = 0; i < n; i++) {
             CandidateRecord *c = &list[i];
             char lat[32], g[16] = "";
             inspect_fmt_us(lat, sizeof(lat), c->latency_us);
+            StrBuf cols = {0};
+            if (np > 1) {
+                ProfileStat mine[PLAN_MAX_PROFILES];
+                int nm = inspect_profiles(c, mine);
+                for (int k = 0; k < np; k++) {
+                    char v[32] = "-";
+                    for (int q = 0; q < nm; q++)   /* by name: a candidate may lack one */
+                        if (strcmp(mine[q].name, ps[k].name) == 0)
+                            inspect_fmt_us(v, sizeof(v), mine[q].ms.median * 1000);
+                    sb_printf(&cols, " %11s", v);
+                }
+            }
             if (multi && gpu[i] >= 0)
                 snprintf(g, sizeof(g), "  %3d", gpu[i]);
             else if (multi)
                 snprintf(g, sizeof(g), "    -");
             char *p = inspect_params_compact(c->params_json);
-            out_printf("%6lld %4lld %-9s %11s %7.2fx %6lld %5lld %5lld%s  %s\n", (long long)c->id,
-                       (long long)c->generation, c->operator, lat, isnan(c->speedup) ? 0.0 : c->speedup,
-                       (long long)c->ctas, (long long)c->occupancy, (long long)c->registers, g, p);
+            out_printf("%6lld %4lld %-9s %11s%s %7.2fx %6lld %5lld %5lld%s  %s\n", (long long)c->id,
+                       (long long)c->generation, c->operator, lat, cols.s ? cols.s : "",
+                       isnan(c->speedup) ? 0.0 : c->speedup, (long long)c->ctas, (long long)c->occupancy,
+                       (long long)c->registers, g, p);
+            sb_free(&cols);
             free(p);
         }
         free(gpu);
@@ -378,6 +399,24 @@ EvoExit cmd_lineage(const Settings *s)
 
 /* ---- show ------------------------------------------------------------ */
 
+/* One line a profile, when a candidate was timed on more than the one
+ * implicit "default" profile. */
+static void show_profiles(const ProfileStat *ps, int n)
+{
+    if (n == 0 || (n == 1 && strcmp(ps[0].name, "default") == 0))
+        return;
+    for (int k = 0; k < n; k++) {
+        char lat[32], par[32], ab[160] = "";
+        inspect_fmt_us(lat, sizeof(lat), ps[k].ms.median * 1000);
+        if (ps[k].ratio.n > 0) {
+            inspect_fmt_us(par, sizeof(par), ps[k].a_ms.median * 1000);
+            snprintf(ab, sizeof(ab), "; vs parent %.4f (p10 %.4f, p90 %.4f; parent %s)%s", ps[k].ratio.median,
+                     ps[k].ratio.p10, ps[k].ratio.p90, par, ps[k].noisy ? ", noisy" : "");
+        }
+        out_printf("  profile      %-10s %s, %.1f TFLOP/s%s\n", ps[k].name, lat, ps[k].tflops, ab);
+    }
+}
+
 static void show_text(Store *st, const CandidateRecord *c)
 {
     EvoErr err;
@@ -397,9 +436,14 @@ static void show_text(Store *st, const CandidateRecord *c)
                c->error ? c->error : "");
     out_printf("  gate stage   %s: %s%s\n", gate_stage_name(c->gate_stage), gate_stage_explain(c->gate_stage),
                c->gate_stage == GATE_STAGE_FULL ? "" : "; not a survivor, parent or export");
-    out_printf("  latency      %s median, %s p90, CV %.2f%%\n", lat, p90, isnan(c->cv) ? 0.0 : c->cv * 100);
+    ProfileStat ps[PLAN_MAX_PROFILES];
+    int np = inspect_profiles(c, ps);
+    out_printf("  latency      %s median, %s p90, CV %.2f%%%s\n", lat, p90, isnan(c->cv) ? 0.0 : c->cv * 100,
+               np > 1 ? " (geometric mean of the profiles below)" : "");
     if (!isnan(c->ratio_to_parent))
-        out_printf("  vs parent    %.4f (spread %.4f)\n", c->ratio_to_parent, c->ratio_spread);
+        out_printf("  vs parent    %.4f (spread %.4f)%s\n", c->ratio_to_parent, c->ratio_spread,
+                   np > 1 ? ", the worst profile's" : "");
+    show_profiles(ps, np);
     if (!isnan(c->speedup))
         out_printf("  speedup      %.3fx over the baseline\n", c->speedup);
     if (c->ctas >= 0)

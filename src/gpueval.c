@@ -605,10 +605,8 @@ static void add_ms(double *acc, double t0)
 
 /* Latencies measured on slot sl, normalised to slot 0 (gpueval_calibrate);
  * throughput figures follow the normalised median. */
-static void slot_scale(GpuEval *g, const Slot *sl, BenchResult *b, const Plan *plan)
+static void stats_scale(BenchStats *m, double f)
 {
-    double f = sl->scale > 0 ? sl->scale : 1.0;
-    BenchStats *m = &b->ms;
     m->median *= f;
     m->mean *= f;
     m->min *= f;
@@ -616,7 +614,30 @@ static void slot_scale(GpuEval *g, const Slot *sl, BenchResult *b, const Plan *p
     m->p10 *= f;
     m->p90 *= f;
     m->mad *= f;
+}
+
+static void slot_scale(GpuEval *g, const Slot *sl, BenchResult *b, const Plan *plan)
+{
+    double f = sl->scale > 0 ? sl->scale : 1.0;
+    stats_scale(&b->ms, f);
+    for (int k = 0; k < b->nprof; k++) {
+        stats_scale(&b->prof[k].ms, f);
+        stats_scale(&b->prof[k].a_ms, f);
+    }
     bench_fill_throughput(b, plan, &g->slots[0].dev);
+}
+
+/* One line a profile for the log: "  profile NAME: ...". */
+static void log_profiles(StrBuf *log, const BenchResult *b)
+{
+    for (int k = 0; b->nprof > 1 && k < b->nprof; k++) {
+        const ProfileStat *ps = &b->prof[k];
+        sb_printf(log, "  profile %s: median %.3f us, p90 %.3f us", ps->name, ps->ms.median * 1000, ps->ms.p90 * 1000);
+        if (ps->ratio.n > 0)
+            sb_printf(log, ", ratio %.4f (p10 %.4f, p90 %.4f)%s", ps->ratio.median, ps->ratio.p10, ps->ratio.p90,
+                      ps->noisy ? ", noisy" : "");
+        sb_putc(log, '\n');
+    }
 }
 
 /* metrics_json names the GPU that measured the candidate. */
@@ -710,8 +731,10 @@ static int ge_time(void *ctx, Child *c, EvoErr *err)
     fill_metrics(r, &b);
     metrics_gpu(r, sl);
     StrBuf log = {0};
-    sb_printf(&log, "time %s: median %.3f us, p90 %.3f us, CV %.2f%%, %d samples of %d runs\n", plan->shape_label,
-              b.ms.median * 1000, b.ms.p90 * 1000, b.ms.cv * 100, b.ms.n, b.batch);
+    sb_printf(&log, "time %s: median %.3f us, p90 %.3f us, CV %.2f%%, %d samples of %d runs%s\n", plan->shape_label,
+              b.ms.median * 1000, b.ms.p90 * 1000, b.ms.cv * 100, b.ms.n, b.batch,
+              b.nprof > 1 ? " (geometric mean of the timing profiles)" : "");
+    log_profiles(&log, &b);
     log_append(r, &log);
     return 0;
 }
@@ -776,14 +799,18 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
     }
     b.ms = cr.b_ms;
     b.batch = cr.batch_b;
+    b.nprof = cr.nprof;   /* every profile's latency and ratio go into metrics_json */
+    memcpy(b.prof, cr.prof, sizeof(b.prof));
     set_str(&r->status, "ok");
     slot_scale(g, sl, &b, plan);
     fill_metrics(r, &b);
     metrics_gpu(r, sl);
     StrBuf log = {0};
-    sb_printf(&log, "A/B %s vs parent %lld: ratio %.4f (p10 %.4f, p90 %.4f), %d pairs, attempt %d; child median %.3f us\n",
-              plan->shape_label, (long long)parent->rec.id, cr.ratio.median, cr.ratio.p10, cr.ratio.p90, cr.pairs,
-              cr.attempts, cr.b_ms.median * 1000);
+    sb_printf(&log, "A/B %s vs parent %lld: ratio %.4f (p10 %.4f, p90 %.4f)%s%s, %d pairs, attempt %d; child median "
+              "%.3f us\n", plan->shape_label, (long long)parent->rec.id, cr.ratio.median, cr.ratio.p10, cr.ratio.p90,
+              cr.nprof > 1 ? ", the worst of the timing profiles: " : "", cr.nprof > 1 ? cr.prof[cr.worst].name : "",
+              cr.pairs, cr.attempts, cr.b_ms.median * 1000);
+    log_profiles(&log, &b);
     log_append(r, &log);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "proto.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -284,23 +285,99 @@ static json_t *launches_to_json(const PlanLaunch *l, int n)
     return arr;
 }
 
+/* InitSpec's fields on the wire: one table for both directions. */
+static const struct {
+    const char *key;
+    size_t      off;
+    int         type;   /* 0 double, 1 enum (int), 2 uint64 */
+} init_fields[] = {
+    {"k", offsetof(InitSpec, kind), 1},  {"a", offsetof(InitSpec, a), 0},   {"b", offsetof(InitSpec, b), 0},
+    {"p", offsetof(InitSpec, p), 0},     {"c", offsetof(InitSpec, c), 0},   {"rows", offsetof(InitSpec, rows), 1},
+    {"ra", offsetof(InitSpec, ra), 0},   {"rb", offsetof(InitSpec, rb), 0}, {"rl", offsetof(InitSpec, row_len), 2},
+};
+
+static json_t *init_to_json(const InitSpec *s)
+{
+    json_t *o = json_object();
+    for (size_t f = 0; f < EVO_ARRAY_LEN(init_fields); f++) {
+        const void *at = (const char *)s + init_fields[f].off;
+        json_t *v = init_fields[f].type == 0   ? json_real(*(const double *)at)
+                    : init_fields[f].type == 1 ? json_integer(*(const int *)at)
+                                               : json_integer((json_int_t) * (const uint64_t *)at);
+        json_object_set_new(o, init_fields[f].key, v);
+    }
+    return o;
+}
+
+/* -1 when the kind or the row scale is out of range. */
+static int init_from_json(const json_t *j, InitSpec *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (!json_is_object(j))
+        return -1;
+    for (size_t f = 0; f < EVO_ARRAY_LEN(init_fields); f++) {
+        void *at = (char *)s + init_fields[f].off;
+        const char *key = init_fields[f].key;
+        if (init_fields[f].type == 0)
+            *(double *)at = proto_get_num(j, key, 0);
+        else if (init_fields[f].type == 1)
+            *(int *)at = (int)proto_get_int(j, key, -1);
+        else
+            *(uint64_t *)at = (uint64_t)proto_get_int(j, key, 1);
+    }
+    return (int)s->kind < INIT_NORMAL || s->kind > INIT_OUTLIER || (int)s->rows < ROWS_NONE || s->rows > ROWS_UNIFORM
+               ? -1
+               : 0;
+}
+
 json_t *proto_plan_to_json(const Plan *p)
 {
-    json_t *bufs = json_array();
+    json_t *bufs = json_array(), *profs = json_array();
     for (int i = 0; i < p->nbuffers; i++) {
         const PlanBuffer *b = &p->buffers[i];
-        json_array_append_new(bufs, json_pack("{s:s, s:i, s:I, s:i, s:i, s:f, s:f, s:I, s:f, s:f, s:b, s:b}",
-                                              "name", b->name ? b->name : "", "dtype", (int)b->dtype, "count",
-                                              (json_int_t)b->count, "role", (int)b->role, "init", (int)b->init,
-                                              "a", b->a, "b", b->b, "salt", (json_int_t)b->seed_salt, "atol",
+        json_array_append_new(bufs, json_pack("{s:s, s:i, s:I, s:i, s:o, s:I, s:f, s:f, s:b, s:b}", "name",
+                                              b->name ? b->name : "", "dtype", (int)b->dtype, "count",
+                                              (json_int_t)b->count, "role", (int)b->role, "init",
+                                              init_to_json(&b->init), "salt", (json_int_t)b->seed_salt, "atol",
                                               b->atol, "rtol", b->rtol, "for_ref", b->for_ref, "for_cand",
                                               b->for_cand));
     }
-    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:f, s:f, s:i}", "shape", p->shape_label ? p->shape_label : "",
+    for (int k = 0; k < p->nprofiles; k++) {
+        json_t *inits = json_array();
+        for (int i = 0; i < p->nbuffers; i++)
+            json_array_append_new(inits, init_to_json(&p->profiles[k].init[i]));
+        json_array_append_new(profs, json_pack("{s:s, s:b, s:o}", "name", p->profiles[k].name ? p->profiles[k].name : "",
+                                               "timing", p->profiles[k].timing, "init", inits));
+    }
+    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:f, s:f, s:i, s:o}", "shape", p->shape_label ? p->shape_label : "",
                      "is_bench", p->is_bench, "buffers", bufs, "launches",
                      launches_to_json(p->launches, p->nlaunches), "ref_launches",
                      launches_to_json(p->ref_launches, p->nref_launches), "flops", p->flops, "bytes", p->bytes,
-                     "min_ctas", p->min_ctas);
+                     "min_ctas", p->min_ctas, "profiles", profs);
+}
+
+/* The plan's profiles (after its buffers); -1 with err when malformed. */
+static int profiles_from_json(const json_t *arr, Plan *out, EvoErr *err)
+{
+    size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
+    if (arr && !json_is_array(arr))
+        return err_set(err, "plan: 'profiles' is not an array");
+    if (n > PLAN_MAX_PROFILES)
+        return err_set(err, "plan: %zu profiles, at most %d", n, PLAN_MAX_PROFILES);
+    out->profiles = xcalloc(n ? n : 1, sizeof(*out->profiles));
+    for (size_t k = 0; k < n; k++) {
+        const json_t *jp = json_array_get(arr, k), *inits = json_object_get(jp, "init");
+        PlanProfile *pp = &out->profiles[out->nprofiles++];
+        pp->name = xstrdup(proto_get_str(jp, "name", ""));
+        pp->timing = (int)proto_get_int(jp, "timing", 0);
+        pp->init = xcalloc((size_t)(out->nbuffers > 0 ? out->nbuffers : 1), sizeof(InitSpec));
+        if (!json_is_array(inits) || json_array_size(inits) != (size_t)out->nbuffers)
+            return err_set(err, "plan: profile %zu ('%s'): needs an init per buffer", k, pp->name);
+        for (int i = 0; i < out->nbuffers; i++)
+            if (init_from_json(json_array_get(inits, (size_t)i), &pp->init[i]) != 0)
+                return err_set(err, "plan: profile %zu ('%s'), buffer %d: bad init", k, pp->name, i);
+    }
+    return 0;
 }
 
 static int launches_from_json(const json_t *arr, const char *what, int nbuf, PlanLaunch **out, int *n,
@@ -367,26 +444,23 @@ int proto_plan_from_json(const json_t *j, Plan *out, EvoErr *err)
         const json_t *jb = json_array_get(bufs, (size_t)i);
         PlanBuffer *b = &out->buffers[i];
         long long dt = proto_get_int(jb, "dtype", -1), role = proto_get_int(jb, "role", -1);
-        long long init = proto_get_int(jb, "init", 0);
         b->name = xstrdup(proto_get_str(jb, "name", ""));
-        if (dt < DT_F16 || dt > DT_I32 || role < ROLE_INPUT || role > ROLE_SCRATCH || init < INIT_NORMAL ||
-            init > INIT_CONST) {
+        if (dt < DT_F16 || dt > DT_I32 || role < ROLE_INPUT || role > ROLE_SCRATCH ||
+            init_from_json(json_object_get(jb, "init"), &b->init) != 0) {
             err_set(err, "plan: buffer %d ('%s'): bad dtype, role or init", i, b->name);
             goto fail;
         }
         b->dtype = (DType)dt;
         b->role = (BufRole)role;
-        b->init = (InitKind)init;
         b->count = (uint64_t)proto_get_int(jb, "count", 0);
-        b->a = proto_get_num(jb, "a", 0);
-        b->b = proto_get_num(jb, "b", 0);
         b->seed_salt = (uint64_t)proto_get_int(jb, "salt", 0);
         b->atol = proto_get_num(jb, "atol", 0);
         b->rtol = proto_get_num(jb, "rtol", 0);
         b->for_ref = (int)proto_get_int(jb, "for_ref", 1);
         b->for_cand = (int)proto_get_int(jb, "for_cand", 1);
     }
-    if (launches_from_json(json_object_get(j, "launches"), "launches", out->nbuffers, &out->launches,
+    if (profiles_from_json(json_object_get(j, "profiles"), out, err) != 0 ||
+        launches_from_json(json_object_get(j, "launches"), "launches", out->nbuffers, &out->launches,
                            &out->nlaunches, err) != 0 ||
         launches_from_json(json_object_get(j, "ref_launches"), "ref_launches", out->nbuffers, &out->ref_launches,
                            &out->nref_launches, err) != 0)

@@ -40,7 +40,9 @@ while [ $# -gt 0 ]; do
     shift
 done
 echo "$a|$b" >>"$STUB_LOG"
-echo "  vs against x: 1 us; interleaved A/B ratio (this/against) 1.0000, p10-p90 spread 0.0010: within 2%"
+echo "  vs against x: 1 us; interleaved A/B ratio (this/against) 1.2400 (the worst profile's), p10-p90 spread 0.0010: slower"
+echo "    profile normal        66.900 us, 504.1 TFLOP/s; A/B ratio 0.9630 (p10 0.9610, p90 0.9650, against 69.470 us)"
+echo "    profile large         88.900 us, 379.4 TFLOP/s; A/B ratio 1.2400 (p10 1.2380, p90 1.2420, against 71.690 us)"
 STUB
 chmod +x "$tmp/evo_ab"
 for m in ostage lazy tail lsum descadd stagger bn256 maxskip; do
@@ -66,6 +68,12 @@ PYEOF
     if [ "$rc" -eq 0 ] && [ "$bad_pairs" = 0 ]; then ok "ws_ab.sh $m: each A/B differs in $want alone, no knob twice"
     else bad "ws_ab.sh $m: exit $rc, $bad_pairs bad pairs: $(head -3 "$tmp/out")"; fi
 done
+# ... and the per-profile summary of a mode: a line per A/B with the knob
+# that moved, the worst ratio and each profile's
+if grep -q "^B=4 H=8 S=2048 | MAXSKIP 0->1 | worst 1.2400 | normal 0.9630 large 1.2400$" "$tmp/ab_maxskip/maxskip_profiles.txt" &&
+   [ "$(wc -l <"$tmp/ab_maxskip/maxskip_profiles.txt")" -eq "$(wc -l <"$tmp/ab_maxskip.log")" ]; then
+    ok "ws_ab.sh maxskip_profiles.txt: each A/B's knob, worst and per-profile ratios"
+else bad "ws_ab.sh maxskip_profiles.txt: $(head -3 "$tmp/ab_maxskip/maxskip_profiles.txt" 2>&1)"; fi
 
 # bare_time.py: usage errors and a bad export exit 2 before touching a driver;
 # the kernel text it fills inputs with is found in src/gpu/devkern.c
@@ -89,6 +97,30 @@ assert 'evo_fill' in t and t.count('{') == t.count('}') and '\\\\n' not in t, t[
 assert b.seed_key(1, b.seed_salt('Q')) != b.seed_key(1, b.seed_salt('K'))
 ") >"$tmp/out" 2>&1; then ok "bare_time.py finds evo_fill's text in src/gpu/devkern.c"
 else bad "bare_time.py devkern_source: $(tail -3 "$tmp/out")"; fi
+# sdpa_inputs.py: the generator's text (src/gpu/gensrc.h) and the kernels
+# compile with NVRTC as one program, and an export's profile maps onto
+# evo_fill's GenSpec field by field
+if (cd "$ROOT/bench" && PYTHONPYCACHEPREFIX="$tmp/pyc" "$PY" -c "
+import ctypes, sdpa_inputs as si, sdpa_export as se, tempfile
+t = si.devkern_source()
+assert 'struct GenSpec' in t and 'gen_value(g, key, i)' in t, t[:300]
+assert ctypes.sizeof(si.GenSpec) == 64
+g = si.gen_spec({'dist': 'outlier', 'mean': 0, 'std': 1, 'p': 0.001, 'outlier_std': 10,
+                 'row_scale': {'dist': 'lognormal', 'mean': 0, 'std': 1, 'row_len': 64}})
+assert (g.kind, g.b, g.p, g.c, g.rows, g.rb, g.row_len) == (4, 1, 0.001, 10, 1, 1, 64)
+assert si.gen_spec({'dist': 'uniform', 'low': -2, 'high': 3}).a == -2
+exp = {'path': 'e.json', 'profiles': [{'name': 'normal', 'inputs': {}}, {'name': 'large', 'inputs': {'Q': {'dist': 'normal', 'std': 4}}}]}
+assert si.profile_inputs(exp, 'large')['Q']['std'] == 4
+try:
+    si.profile_inputs(exp, 'larg'); raise SystemExit('no error')
+except si.ProfileError as e:
+    assert 'it has: normal large' in str(e), e
+try:
+    se.nvrtc_cubin(t, 'sm_90', tempfile.mkdtemp())
+except RuntimeError as e:
+    assert 'libnvrtc not found' in str(e), e
+") >"$tmp/out" 2>&1; then ok "sdpa_inputs.py: the generator compiles, profiles map onto GenSpec"
+else bad "sdpa_inputs.py: $(tail -5 "$tmp/out")"; fi
 
 # burst_study.sh: a usage error without an export
 bash "$ROOT/bench/burst_study.sh" "$tmp/bs" >"$tmp/out" 2>&1

@@ -68,6 +68,8 @@ grep_out err "GPU" "bench says a GPU is needed"
 expect 5 "bench --repeat (A/A) without a GPU" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/triad/task.json" --repeat 3 --shared 0 --db "$tmp/run.db"
 expect 2 "bench --repeat 0 is a usage error" -- "$EVOENG" bench --repeat 0
 grep_out err "repeat: expected an integer from 1" "the bad --repeat value is named"
+expect 2 "bench --profile of a profile the task lacks is a usage error" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/attention/task.json" --profile larg --db "$tmp/run.db"
+grep_out err "evoeng: --profile: .*task.json: unknown profile 'larg' (did you mean 'large'?) (the task's profiles: normal large outlier peaky)" "the refusal names the task's profiles"
 expect 2 "bench --shared 2 is a usage error" -- "$EVOENG" bench --shared 2
 # check: the attention task without a GPU, then the compile cache.
 export EVOENG_CACHE_DIR="$tmp/cache"
@@ -259,6 +261,11 @@ then
     expect 2 "compare_sdpa.py refuses a replay length of 0 ms" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --replay-ms 0
     expect 2 "compare_sdpa.py refuses --calls 0" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --calls 0
     expect 0 "compare_sdpa.py --dry-run writes its method to --out" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --out "$tmp/dry.json"
+    expect 0 "compare_sdpa.py --dry-run --profile lists a row per profile" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --profile large,outlier
+    grep_out out "B4 H8 S512 D64  0       outlier" "the table has the profile's row"
+    grep_out out "profile large: Q normal std 4, K normal std 4, V normal std 1" "the dry run names each profile's inputs (from the export's plan)"
+    expect 1 "compare_sdpa.py refuses a profile the export lacks" -- "$PY" "$EVO_SOURCE_ROOT/bench/compare_sdpa.py" "$tmp/e32.json" --dry-run --profile larg
+    grep_out err "no input profile 'larg' (it has: normal large outlier peaky)" "the refusal names the export's profiles"
     if "$PY" -c "import json,sys; m=json.load(open(sys.argv[1]))['meta']; sys.exit(0 if m['hold'] is True and m['diff'] is False and m['calls'] is None and m['replay_ms'] == 0.5 else 1)" "$tmp/dry.json"; then
         echo "ok   compare_sdpa.py's default: held replays, graphs of about 0.5 ms, not differenced"; pass=$((pass + 1))
     else echo "FAIL compare_sdpa.py's --out meta does not say hold / diff / replay_ms / calls"; fails=$((fails + 1)); fi
@@ -285,6 +292,39 @@ then
     if grep -q '"id": 32,' "$tmp/out"; then echo "FAIL top lists the stage-A candidate"; fails=$((fails + 1)); else echo "ok   top leaves the stage-A candidate out"; pass=$((pass + 1)); fi
     expect 0 "status" -- "$EVOENG" status --db "$tmp/stageA.db"
     grep_out out "best         #29 " "status's best is gated on every shape"
+
+    # Issue 33: candidates timed on three input profiles (metrics_json
+    # "profiles", as the evaluator records them): show, top, their JSON and
+    # the report give each profile's latency, and the ratio the run decided
+    # on is the worst profile's.
+    cp "$tmp/h200.db" "$tmp/prof.db"
+    "$PY" - "$tmp/prof.db" <<'PYEOF'
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+def prof(name, us, ratio):
+    p = {"name": name, "ms": {"n": 5, "median": us / 1000, "p90": us / 1000 * 1.01}, "tflops": 2 * 4 * 8 * 512 * 512 * 64 / (us * 1e-6) / 1e12}
+    if ratio:
+        p.update(a_ms={"n": 5, "median": us / 1000 / ratio}, ratio={"n": 5, "median": ratio, "p10": ratio - 0.002, "p90": ratio + 0.002}, attempts=1, noisy=0)
+    return p
+for cid, r in ((32, (0.963, 1.240, 0.990)), (29, None)):
+    m = {"ms": {"n": 5}, "profiles": [prof("normal", 66.9, r and r[0]), prof("large", 88.9, r and r[1]), prof("outlier", 68.1, r and r[2])]}
+    c.execute("UPDATE candidates SET metrics_json = ? WHERE id = ?", (json.dumps(m), cid))
+c.commit()
+PYEOF
+    expect 0 "show a candidate timed on three profiles" -- "$EVOENG" show 32 --db "$tmp/prof.db"
+    grep_out out "^  profile      large      88.90 us, .* TFLOP/s; vs parent 1.2400 (p10 1.2380, p90 1.2420; parent 71.69 us)" "show gives each profile's latency and A/B ratio"
+    grep_out out "^  latency .*(geometric mean of the profiles below)" "show says the latency is the profiles' geometric mean"
+    expect 0 "top with profiles" -- "$EVOENG" top --db "$tmp/prof.db"
+    grep_out out "latency      normal       large     outlier" "top has a latency column per profile"
+    grep_out out "88.90 us" "top gives a profile's latency"
+    expect 0 "top --json with profiles" -- "$EVOENG" top --json --db "$tmp/prof.db"
+    grep_out out '"name": "outlier"' "top --json lists each candidate's profiles"
+    expect 0 "show --json with profiles" -- "$EVOENG" show 32 --json --db "$tmp/prof.db"
+    grep_out out '"ratio_to_parent": 1.24' "show --json gives each profile's ratio"
+    expect 0 "report with profiles" -- "$EVOENG" report --db "$tmp/prof.db" -o "$tmp/prof.html"
+    if grep -q '<th class="profile">large</th>' "$tmp/prof.html" && grep -q "geometric mean over the timing input profiles" "$tmp/prof.html"; then
+        echo "ok   the report's top table has a column per profile"; pass=$((pass + 1))
+    else echo "FAIL the report's top table has no profile columns"; fails=$((fails + 1)); fi
 else
     echo "FAIL could not load tests/data/h200_wgmma_run.sql with $PY"; fails=$((fails + 1))
 fi

@@ -207,8 +207,9 @@ static void export_all(const char *db, int64_t id)
     CHECK_CONTAINS(hs_text, "cudaLaunchKernel((const void *)::evo_ref::attn_ref,");
     CHECK_CONTAINS(hs_text, "// shape:    B=4 H=8 S=512 D=64 CAUSAL=0\n");
     CHECK_CONTAINS(hs_text, "pass = inputs_unchanged((u64)seed) && pass;"); /* as the gate, a kernel may not write its inputs */
-    char salt[64]; /* the gate's per-buffer salt, so the inputs are the gate's */
-    snprintf(salt, sizeof(salt), "{\"Q\", F16, 1048576, INPUT, NORMAL, 0.0, 1.0, 0x%016llxull, 0.01, 0.01,",
+    char salt[160]; /* the gate's generator and per-buffer salt, so the inputs are the gate's */
+    snprintf(salt, sizeof(salt), "{\"Q\", F16, 1048576, INPUT, {GEN_NORMAL, GEN_ROWS_NONE, 0.0, 1.0, 0.0, 0.0, 0.0, "
+             "0.0, 1ull}, 0x%016llxull, 0.01, 0.01,",
              (unsigned long long)task_seed_salt("Q"));
     CHECK_CONTAINS(hs_text, salt);
     if (!g_nvcc) { /* each for the target the store records */
@@ -422,14 +423,17 @@ static void test_harness_refusals(void)
 
 static const struct {
     uint64_t seed, salt;
-    InitKind init;
-    double   a, b;
+    InitSpec s;
 } gen_cases[] = {
-    {1, 0xaf640c4c86023e1cull, INIT_NORMAL, 0.0, 1.0},
-    {3, 12345, INIT_NORMAL, -2.5, 0.25},
-    {2, 0x178da7e60a7aaff7ull, INIT_UNIFORM, -1.0, 3.0},
-    {7, 99, INIT_CONST, 0.75, 0.0},
-    {1, 1, INIT_ZERO, 0.0, 0.0},
+    {1, 0xaf640c4c86023e1cull, {.kind = INIT_NORMAL, .b = 1.0}},
+    {3, 12345, {.kind = INIT_NORMAL, .a = -2.5, .b = 0.25}},
+    {2, 0x178da7e60a7aaff7ull, {.kind = INIT_UNIFORM, .a = -1.0, .b = 3.0}},
+    {7, 99, {.kind = INIT_CONST, .a = 0.75}},
+    {1, 1, {.kind = INIT_ZERO}},
+    {4, 5, {.kind = INIT_OUTLIER, .b = 1.0, .p = 0.05, .c = 10.0}},
+    {5, 6, {.kind = INIT_NORMAL, .b = 1.0, .rows = ROWS_LOGNORMAL, .rb = 1.0, .row_len = 16}},
+    {6, 7, {.kind = INIT_OUTLIER, .b = 2.0, .p = 0.1, .c = 5.0, .rows = ROWS_UNIFORM, .ra = 0.5, .rb = 2.0,
+            .row_len = 5}},
 };
 
 /* Build the harness's generator (its device section, host-callable) into a
@@ -441,14 +445,17 @@ static void test_generator_matches_gate(void)
     StrBuf sb = {0};
     sb_append(&sb, text_device);
     sb_append(&sb, "#include <cstdio>\nint main()\n{\n    using namespace evo_harness;\n"
-                   "    static const struct { u64 seed, salt; int init; double a, b; } c[] = {\n");
-    for (size_t k = 0; k < EVO_ARRAY_LEN(gen_cases); k++)
-        sb_printf(&sb, "        {%lluull, %lluull, %d, %a, %a},\n", (unsigned long long)gen_cases[k].seed,
-                  (unsigned long long)gen_cases[k].salt, (int)gen_cases[k].init, gen_cases[k].a, gen_cases[k].b);
+                   "    static const struct { u64 seed, salt; GenSpec g; } c[] = {\n");
+    for (size_t k = 0; k < EVO_ARRAY_LEN(gen_cases); k++) {
+        const InitSpec *g = &gen_cases[k].s;
+        sb_printf(&sb, "        {%lluull, %lluull, {%d, %d, %a, %a, %a, %a, %a, %a, %lluull}},\n",
+                  (unsigned long long)gen_cases[k].seed, (unsigned long long)gen_cases[k].salt, (int)g->kind,
+                  (int)g->rows, g->a, g->b, g->p, g->c, g->ra, g->rb, (unsigned long long)(g->row_len ? g->row_len : 1));
+    }
     sb_append(&sb, "    };\n    for (unsigned k = 0; k < sizeof(c) / sizeof(c[0]); k++) {\n"
                    "        u64 key = seed_key(c[k].seed, c[k].salt);\n"
                    "        for (u64 i = 0; i < 257; i++) {\n"
-                   "            double v = gen_value(c[k].init, c[k].a, c[k].b, key, i);\n"
+                   "            double v = gen_value(c[k].g, key, i);\n"
                    "            printf(\"%u %llu %llu %a %u %u\\n\", k, i, key, v, f32_to_f16((float)v), "
                    "f32_to_bf16((float)v));\n"
                    "        }\n    }\n    return 0;\n}\n");
@@ -466,9 +473,10 @@ static void test_generator_matches_gate(void)
     while (p && fscanf(p, "%u %llu %llu %la %u %u", &k, &i, &key, &v, &h16, &b16) == 6) {
         if (k >= EVO_ARRAY_LEN(gen_cases))
             break;
-        PlanBuffer b = {.init = gen_cases[k].init, .a = gen_cases[k].a, .b = gen_cases[k].b};
+        InitSpec g = gen_cases[k].s;
+        g.row_len = g.row_len ? g.row_len : 1;
         uint64_t want_key = gate_seed_key(gen_cases[k].seed, gen_cases[k].salt);
-        double want = gate_gen_value(&b, want_key, i);
+        double want = gate_gen_value(&g, want_key, i);
         if (key != want_key || memcmp(&v, &want, sizeof(v)) != 0 || h16 != gate_f32_to_f16((float)want) ||
             b16 != gate_f32_to_bf16((float)want)) {
             if (bad++ < 5)

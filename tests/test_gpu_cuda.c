@@ -68,6 +68,22 @@ static void test_context(void)
     cuda_context_close(&c);
 }
 
+/* The distributions the fill is checked on: every kind, and both row
+ * scales (rows of 64 and of 7 elements). */
+static const struct {
+    const char *name;
+    InitSpec    s;
+} fill_cases[] = {
+    {"normal", {.kind = INIT_NORMAL, .a = 0.25, .b = 1.5}},
+    {"normal std 4", {.kind = INIT_NORMAL, .b = 4}},
+    {"uniform", {.kind = INIT_UNIFORM, .a = -2, .b = 3}},
+    {"zero", {.kind = INIT_ZERO}},
+    {"const", {.kind = INIT_CONST, .a = 0.25}},
+    {"outlier", {.kind = INIT_OUTLIER, .b = 1, .p = 0.01, .c = 10}},
+    {"normal lognormal", {.kind = INIT_NORMAL, .b = 1, .rows = ROWS_LOGNORMAL, .rb = 1, .row_len = 64}},
+    {"uniform x uniform", {.kind = INIT_UNIFORM, .a = -1, .b = 1, .rows = ROWS_UNIFORM, .ra = 0.5, .rb = 2, .row_len = 7}},
+};
+
 /* evoeng's own kernels against their host mirrors: the device generator
  * makes the same bytes as gate_fill_host for every dtype and
  * distribution, and the device comparison gives gate_compare's figures. */
@@ -88,26 +104,24 @@ static void test_devkern(void)
     CHECK(api->cuMemAlloc(&d, n * 4) == CUDA_SUCCESS && api->cuMemAlloc(&d2, n * 4) == CUDA_SUCCESS &&
           api->cuMemAlloc(&sum, sizeof(DevSum)) == CUDA_SUCCESS);
     for (int dt = DT_F16; k && dt <= DT_I32; dt++)
-        for (int in = INIT_NORMAL; in <= INIT_CONST; in++) {
+        for (size_t in = 0; in < EVO_ARRAY_LEN(fill_cases); in++) {
             PlanBuffer b = {0};
             uint64_t differ = 0, first = 0;
             size_t bytes = n * (size_t)dtype_size((DType)dt);
             b.dtype = (DType)dt;
             b.count = n;
-            b.init = (InitKind)in;
-            b.a = in == INIT_UNIFORM ? -2 : 0.25;
-            b.b = in == INIT_UNIFORM ? 3 : 1.5;
+            b.init = fill_cases[in].s;
             b.seed_salt = 77 + (uint64_t)dt;
             gate_fill_host(&b, 5, host);
-            CHECK(devkern_fill(k, d, n, b.dtype, b.init, b.a, b.b, 5, b.seed_salt, &cu, &err) == 0);
+            CHECK(devkern_fill(k, d, n, b.dtype, &b.init, 5, b.seed_salt, &cu, &err) == 0);
             CHECK(api->cuStreamSynchronize(c.stream) == CUDA_SUCCESS);
             CHECK(api->cuMemcpyDtoH(dev, d, bytes) == CUDA_SUCCESS);
             for (uint64_t i = 0; i < n; i++)
                 if (gate_load(b.dtype, dev, i) != gate_load(b.dtype, host, i) && !differ++)
                     first = i;
-            printf("  fill %-4s %-7s: %llu of %llu elements differ from the host%s\n", dtype_name(b.dtype),
-                   in == 0 ? "normal" : in == 1 ? "uniform" : in == 2 ? "zero" : "const", (unsigned long long)differ,
-                   (unsigned long long)n, differ ? " (first shown below)" : "");
+            printf("  fill %-4s %-17s: %llu of %llu elements differ from the host%s\n", dtype_name(b.dtype),
+                   fill_cases[in].name, (unsigned long long)differ, (unsigned long long)n,
+                   differ ? " (first shown below)" : "");
             if (differ)
                 printf("    [%llu] device %.9g host %.9g\n", (unsigned long long)first,
                        gate_load(b.dtype, dev, first), gate_load(b.dtype, host, first));
@@ -121,7 +135,7 @@ static void test_devkern(void)
         size_t bytes = n * (size_t)dtype_size((DType)dt);
         b.dtype = (DType)dt;
         b.count = n;
-        b.b = 1;
+        b.init.b = 1;
         b.seed_salt = 3;
         gate_fill_host(&b, 1, host);      /* reference */
         memcpy(dev, host, bytes);         /* candidate: the reference, then damaged */

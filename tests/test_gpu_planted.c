@@ -35,9 +35,9 @@ static void make_plan(Plan *p, const char *entry, unsigned n, int with_magic, fl
     p->shape_label = xstrdup(label);
     p->nbuffers = 3;
     p->buffers = xcalloc(3, sizeof(PlanBuffer));
-    p->buffers[BUF_A] = (PlanBuffer){xstrdup("a"), DT_F32, n, ROLE_INPUT, INIT_NORMAL, 0, 1, 11, 0, 0, 1, 1};
-    p->buffers[BUF_B] = (PlanBuffer){xstrdup("b"), DT_F32, n, ROLE_INPUT, INIT_UNIFORM, -1, 1, 12, 0, 0, 1, 1};
-    p->buffers[BUF_OUT] = (PlanBuffer){xstrdup("out"), DT_F32, n, ROLE_OUTPUT, INIT_ZERO, 0, 0, 13, 1e-5, 1e-5, 1, 1};
+    p->buffers[BUF_A] = (PlanBuffer){xstrdup("a"), DT_F32, n, ROLE_INPUT, {.kind = INIT_NORMAL, .a = 0, .b = 1}, 11, 0, 0, 1, 1};
+    p->buffers[BUF_B] = (PlanBuffer){xstrdup("b"), DT_F32, n, ROLE_INPUT, {.kind = INIT_UNIFORM, .a = -1, .b = 1}, 12, 0, 0, 1, 1};
+    p->buffers[BUF_OUT] = (PlanBuffer){xstrdup("out"), DT_F32, n, ROLE_OUTPUT, {.kind = INIT_ZERO, .a = 0, .b = 0}, 13, 1e-5, 1e-5, 1, 1};
     for (int k = 0; k < 2; k++) {
         PlanLaunch *l = xcalloc(1, sizeof(PlanLaunch));
         int extra = k == 0 && with_magic;
@@ -124,8 +124,8 @@ static void test_planted(void)
     /* the value seed 1 puts in a[0] (same generator as the worker) */
     a.dtype = DT_F32;
     a.count = 1;
-    a.init = INIT_NORMAL;
-    a.b = 1;
+    a.init.kind = INIT_NORMAL;
+    a.init.b = 1;
     a.seed_salt = 11;
     gate_fill_host(&a, 1, &first);
 

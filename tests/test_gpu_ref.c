@@ -1,6 +1,9 @@
 /* GPU test: the shipped reference kernels against the CPU implementations
- * of cpuref.h, on every shape of each task small enough for the CPU. The
- * gate trusts the reference; this is what makes that trust earned.
+ * of cpuref.h, on every shape of each task small enough for the CPU and
+ * every input profile of the task (large logits, outliers, scaled rows:
+ * the inputs the gate uses, from gate_fill_host, which the gpu suite
+ * checks against the device's generator). The gate trusts the reference;
+ * this is what makes that trust earned.
  * Skips (77) without a GPU. */
 #include "testhelp.h"
 #include "cpuref.h"
@@ -30,9 +33,9 @@ static int64_t dim(const Task *t, int shape, const char *name)
     return -1;
 }
 
-/* Run the reference of `shape` on seeded inputs; return the inputs and
- * the output as doubles (caller frees). */
-static int run_reference(const Task *t, const PrepRef *ref, int shape, Plan *p, double **in, int nin,
+/* Run the reference of `shape` on seeded inputs of input profile prof;
+ * return the inputs and the output as doubles (caller frees). */
+static int run_reference(const Task *t, const PrepRef *ref, int shape, int prof, Plan *p, double **in, int nin,
                          const char *const *in_names, const char *out_name, double **out)
 {
     EvoErr err;
@@ -52,7 +55,9 @@ static int run_reference(const Task *t, const PrepRef *ref, int shape, Plan *p, 
         goto done;
     for (int k = 0; k < nin; k++) {
         int b = buf_index(p, in_names[k]);
-        const PlanBuffer *pb = &p->buffers[b];
+        PlanBuffer gen = p->buffers[b];   /* the buffer under profile prof */
+        const PlanBuffer *pb = &gen;
+        gen.init = *plan_init(p, prof, b);
         void *host = xmalloc(cp.bytes[b]);
         gate_fill_host(pb, 7, host);
         api->cuMemcpyHtoD(cp.dptr[b], host, cp.bytes[b]);
@@ -99,12 +104,61 @@ static void compare(const char *what, const double *gpu, const double *cpu, uint
         if (rel > worst)
             worst = rel;
     }
-    printf("  %-44s %9llu elements, max abs err %.2e, worst err/tol %.3f, bad %llu\n", what, (unsigned long long)n,
+    printf("  %-52s %9llu elements, max abs err %.2e, worst err/tol %.3f, bad %llu\n", what, (unsigned long long)n,
            max_abs, worst, (unsigned long long)bad);
     CHECK_MSG(bad == 0, "%s: %llu elements differ from the CPU", what, (unsigned long long)bad);
 }
 
-/* kind: 0 softmax, 1 attention, 2 triad */
+/* The reference of shape s on profile prof against the CPU (kind: 0
+ * softmax, 1 attention, 2 triad). 1 when it was compared. */
+static int check_shape(const Task *t, const PrepRef *ref, int s, int prof, int kind, const char *label)
+{
+    Plan plan = {0};
+    double *in[3] = {0}, *out = NULL;
+    int checked = 0;
+    if (kind == 2) {
+        const char *names[2] = {"B", "C"};
+        CHECK(run_reference(t, ref, s, prof, &plan, in, 2, names, "A", &out) == 0);
+        if (out) {
+            long n = (long)dim(t, s, "N");
+            double *want = xmalloc((size_t)n * sizeof(double));
+            cpu_triad(in[0], in[1], want, 3.0, n);
+            compare(label, out, want, (uint64_t)n);
+            free(want);
+            checked++;
+        }
+    } else if (kind == 1) {
+        const char *names[3] = {"Q", "K", "V"};
+        CHECK(run_reference(t, ref, s, prof, &plan, in, 3, names, "O", &out) == 0);
+        if (out) {
+            int B = (int)dim(t, s, "B"), H = (int)dim(t, s, "H"), S = (int)dim(t, s, "S"), D = (int)dim(t, s, "D");
+            double *want = xmalloc((size_t)B * H * S * D * sizeof(double));
+            cpu_attention(in[0], in[1], in[2], want, B, H, S, D, (int)dim(t, s, "CAUSAL") > 0);
+            compare(label, out, want, (uint64_t)B * H * S * D);
+            free(want);
+            checked++;
+        }
+    } else {
+        const char *names[1] = {"X"};
+        CHECK(run_reference(t, ref, s, prof, &plan, in, 1, names, "Y", &out) == 0);
+        if (out) {
+            int R = (int)dim(t, s, "ROWS"), C = (int)dim(t, s, "COLS");
+            double *want = xmalloc((size_t)R * C * sizeof(double));
+            cpu_softmax(in[0], want, R, C);
+            compare(label, out, want, (uint64_t)R * C);
+            free(want);
+            checked++;
+        }
+    }
+    for (int k = 0; k < 3; k++)
+        free(in[k]);
+    free(out);
+    plan_free(&plan);
+    return checked;
+}
+
+/* Every shape the CPU can do, on every input profile of the task (kind
+ * as check_shape). */
 static void check_task(const char *rel, int kind)
 {
     EvoErr err;
@@ -117,59 +171,25 @@ static void check_task(const char *rel, int kind)
     PrepRef ref;
     CHECK_MSG(prep_reference(t, &ctx.info, &ref, 0, &err) == 0, "%s", err.msg);
     int checked = 0;
-    for (int s = 0; s < task_nshapes(t); s++) {
-        char *label = task_shape_label(t, s);
-        double cost = kind == 1 ? (double)dim(t, s, "B") * dim(t, s, "H") * dim(t, s, "S") * dim(t, s, "S") *
-                                      dim(t, s, "D")
-                      : kind == 2 ? (double)dim(t, s, "N")
-                                  : (double)dim(t, s, "ROWS") * dim(t, s, "COLS");
-        if (cost > 3e9) {
-            printf("  %-44s skipped (too large for the CPU)\n", label);
+    for (int s = 0; s < task_nshapes(t); s++)
+        for (int prof = 0; prof < task_nprofiles(t); prof++) {
+            char *shape = task_shape_label(t, s);
+            char *label = task_nprofiles(t) > 1 ? xasprintf("%s [%s]", shape, task_profile_name(t, prof))
+                                                : xstrdup(shape);
+            free(shape);
+            double cost = kind == 1 ? (double)dim(t, s, "B") * dim(t, s, "H") * dim(t, s, "S") * dim(t, s, "S") *
+                                          dim(t, s, "D")
+                          : kind == 2 ? (double)dim(t, s, "N")
+                                      : (double)dim(t, s, "ROWS") * dim(t, s, "COLS");
+            /* every profile on the shapes the CPU does quickly, the first on the larger ones too */
+            if (cost > (prof == 0 ? 3e9 : 6e8)) {
+                printf("  %-52s skipped (too large for the CPU)\n", label);
+                free(label);
+                continue;
+            }
+            checked += check_shape(t, &ref, s, prof, kind, label);
             free(label);
-            continue;
         }
-        Plan plan = {0};
-        double *in[3] = {0}, *out = NULL;
-        if (kind == 2) {
-            const char *names[2] = {"B", "C"};
-            CHECK(run_reference(t, &ref, s, &plan, in, 2, names, "A", &out) == 0);
-            if (out) {
-                long n = (long)dim(t, s, "N");
-                double *want = xmalloc((size_t)n * sizeof(double));
-                cpu_triad(in[0], in[1], want, 3.0, n);
-                compare(label, out, want, (uint64_t)n);
-                free(want);
-                checked++;
-            }
-        } else if (kind == 1) {
-            const char *names[3] = {"Q", "K", "V"};
-            CHECK(run_reference(t, &ref, s, &plan, in, 3, names, "O", &out) == 0);
-            if (out) {
-                int B = (int)dim(t, s, "B"), H = (int)dim(t, s, "H"), S = (int)dim(t, s, "S"), D = (int)dim(t, s, "D");
-                double *want = xmalloc((size_t)B * H * S * D * sizeof(double));
-                cpu_attention(in[0], in[1], in[2], want, B, H, S, D, (int)dim(t, s, "CAUSAL") > 0);
-                compare(label, out, want, (uint64_t)B * H * S * D);
-                free(want);
-                checked++;
-            }
-        } else {
-            const char *names[1] = {"X"};
-            CHECK(run_reference(t, &ref, s, &plan, in, 1, names, "Y", &out) == 0);
-            if (out) {
-                int R = (int)dim(t, s, "ROWS"), C = (int)dim(t, s, "COLS");
-                double *want = xmalloc((size_t)R * C * sizeof(double));
-                cpu_softmax(in[0], want, R, C);
-                compare(label, out, want, (uint64_t)R * C);
-                free(want);
-                checked++;
-            }
-        }
-        for (int k = 0; k < 3; k++)
-            free(in[k]);
-        free(out);
-        plan_free(&plan);
-        free(label);
-    }
     CHECK(checked >= 2);
     prep_ref_free(&ref);
     task_free(&t);

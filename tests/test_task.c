@@ -6,6 +6,7 @@
 #include "task.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <stdlib.h>
 
 #define CHECK_PREFIX(s, prefix) CHECK_MSG((s) && strncmp((s), (prefix), strlen(prefix)) == 0, "got: %s", (s))
@@ -279,8 +280,10 @@ static void test_resolve(void)
         CHECK(p.buffers[0].count == 3072);
         CHECK(p.buffers[0].dtype == DT_F32);
         CHECK(p.buffers[0].role == ROLE_INPUT);
-        CHECK(p.buffers[0].init == INIT_UNIFORM);
-        CHECK(p.buffers[0].a == -1 && p.buffers[0].b == 1);
+        CHECK(p.buffers[0].init.kind == INIT_UNIFORM && p.buffers[0].init.rows == ROWS_NONE);
+        CHECK(p.buffers[0].init.a == -1 && p.buffers[0].init.b == 1);
+        CHECK(p.nprofiles == 1 && strcmp(p.profiles[0].name, "default") == 0 && p.profiles[0].timing == 1);
+        CHECK(p.profiles[0].init[0].kind == INIT_UNIFORM && p.profiles[0].init[0].a == -1);
         CHECK(p.buffers[0].for_ref == 1 && p.buffers[0].for_cand == 1);
         CHECK(p.buffers[1].role == ROLE_OUTPUT);
         CHECK_NEAR(p.buffers[1].atol, 1e-5, 0);
@@ -514,9 +517,85 @@ static void test_shipped_tasks(void)
     free(path);
 }
 
+/* Input profiles: good_task.json with three of them, one that changes X's
+ * distribution and scales its rows (one factor per index of M: rows of
+ * N elements), one gate-only; their names, flags, lookups and resolved
+ * generators. A spec without profiles has the one "default". */
+static void test_profiles(void)
+{
+    EvoErr err = {{0}};
+    DeviceInfo dev;
+    char *path = data_path("good_task.json"), *text = NULL;
+    Task *t = NULL;
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    CHECK_MSG(file_read(path, &text, NULL, &err) == 0, "%s", err.msg);
+    if (!text) {
+        free(path);
+        return;
+    }
+    json_t *root = json_loads(text, 0, NULL);
+    json_t *profs = json_loads("[{\"name\": \"plain\"},"
+                               " {\"name\": \"wide-rows\", \"description\": \"peaky rows\", \"inputs\": {\"X\":"
+                               "  {\"dist\": \"outlier\", \"std\": 2, \"p\": 0.25, \"outlier_std\": 8,"
+                               "   \"row_scale\": {\"dist\": \"lognormal\", \"std\": 1.5, \"dim\": \"M\"}}}},"
+                               " {\"name\": \"gate_only\", \"timing\": false}]", 0, NULL);
+    CHECK(root && profs);
+    json_object_set_new(root, "profiles", profs);
+    char *spec = json_dumps(root, JSON_COMPACT);
+    CHECK_MSG(task_load_text(spec, strlen(spec), path, &t, &err) == 0, "%s", err.msg);
+    if (t) {
+        CHECK(task_nprofiles(t) == 3);
+        CHECK_STR(task_profile_name(t, 1), "wide-rows");
+        CHECK_STR(task_profile_description(t, 1), "peaky rows");
+        CHECK_STR(task_profile_description(t, 0), "");
+        CHECK(task_profile_timing(t, 0) && task_profile_timing(t, 1) && !task_profile_timing(t, 2));
+        CHECK(task_profile_find(t, "gate_only", &err) == 2);
+        CHECK(task_profile_find(t, "wide_rows", &err) == -1);
+        CHECK_CONTAINS(err.msg, "unknown profile 'wide_rows' (did you mean 'wide-rows'?) (the task's profiles: plain "
+                                "wide-rows gate_only)");
+        int64_t v[3] = {128, 2, 1};
+        Plan p = {0};
+        CHECK_MSG(task_resolve(t, v, 0, &dev, &p, &err) == 0, "%s", err.msg);
+        CHECK(p.nprofiles == 3 && plan_nprofiles(&p) == 3 && plan_timing_mask(&p) == 3u);
+        CHECK_STR(plan_profile_name(&p, 2), "gate_only");
+        const InitSpec *x0 = plan_init(&p, 0, 0), *x1 = plan_init(&p, 1, 0);
+        CHECK(x0->kind == INIT_UNIFORM && x0->rows == ROWS_NONE && x0->a == -1);   /* the buffer's own */
+        CHECK(x1->kind == INIT_OUTLIER && x1->b == 2 && x1->p == 0.25 && x1->c == 8 && x1->a == 0);
+        CHECK(x1->rows == ROWS_LOGNORMAL && x1->ra == 0 && x1->rb == 1.5);
+        CHECK(x1->row_len == 1024);   /* X is [M, N]: one factor per index of M, rows of N */
+        CHECK(plan_init(&p, 2, 0)->kind == INIT_UNIFORM);
+        plan_free(&p);
+        /* a correctness shape resolves its own row length */
+        CHECK_MSG(task_resolve(t, v, 1, &dev, &p, &err) == 0, "%s", err.msg);
+        CHECK(plan_init(&p, 1, 0)->row_len == 102);
+        plan_free(&p);
+        task_free(&t);
+    }
+    free(spec);
+    json_decref(root);
+    /* without "profiles": one implicit profile, timed, of the buffers' inits */
+    CHECK(task_load(path, &t, &err) == 0);
+    if (t) {
+        CHECK(task_nprofiles(t) == 1 && task_profile_timing(t, 0));
+        CHECK_STR(task_profile_name(t, 0), "default");
+        CHECK(task_profile_find(t, "default", &err) == 0);
+        task_free(&t);
+    }
+    /* a plan made by hand has the one implicit profile too */
+    Plan hand = {0};
+    PlanBuffer b = {.init = {.kind = INIT_CONST, .a = 2}};
+    hand.buffers = &b;
+    hand.nbuffers = 1;
+    CHECK(plan_nprofiles(&hand) == 1 && plan_timing_mask(&hand) == 1u && plan_init(&hand, 0, 0) == &b.init);
+    CHECK_STR(plan_profile_name(&hand, 0), "default");
+    free(text);
+    free(path);
+}
+
 int main(void)
 {
     RUN(test_bad_specs);
+    RUN(test_profiles);
     RUN(test_good_load);
     RUN(test_params_roundtrip);
     RUN(test_check);

@@ -106,8 +106,8 @@ static void make_plan(Plan *p, const char *shape)
     p->shape_label = xstrdup(shape);
     p->nbuffers = 2;
     p->buffers = xcalloc(2, sizeof(PlanBuffer));
-    p->buffers[0] = (PlanBuffer){xstrdup("X"), DT_F16, 1000, ROLE_INPUT, INIT_NORMAL, 0, 1, 7, 0, 0, 1, 1};
-    p->buffers[1] = (PlanBuffer){xstrdup("Y"), DT_F32, 1000, ROLE_OUTPUT, INIT_NORMAL, 0, 0, 8, 1e-3, 1e-2, 1, 1};
+    p->buffers[0] = (PlanBuffer){xstrdup("X"), DT_F16, 1000, ROLE_INPUT, {.kind = INIT_NORMAL, .a = 0, .b = 1}, 7, 0, 0, 1, 1};
+    p->buffers[1] = (PlanBuffer){xstrdup("Y"), DT_F32, 1000, ROLE_OUTPUT, {.kind = INIT_NORMAL, .a = 0, .b = 0}, 8, 1e-3, 1e-2, 1, 1};
     p->nlaunches = 1;
     p->launches = xcalloc(1, sizeof(PlanLaunch));
     p->launches[0].entry = xstrdup("k");
@@ -301,7 +301,7 @@ static void test_plan_json(void)
     CHECK(q.buffers[1].dtype == DT_F32 && q.buffers[1].role == ROLE_OUTPUT);
     CHECK_NEAR(q.buffers[1].atol, 1e-3, 0);
     CHECK_NEAR(q.buffers[1].rtol, 1e-2, 0);
-    CHECK_NEAR(q.buffers[0].b, 1, 0);
+    CHECK_NEAR(q.buffers[0].init.b, 1, 0);
     CHECK_STR(q.launches[0].entry, "k");
     CHECK(q.launches[0].grid[0] == 4 && q.launches[0].block[0] == 256 && q.launches[0].smem == 65536);
     CHECK(q.launches[0].nargs == 4 && q.launches[0].args[1].kind == ARG_BUFFER && q.launches[0].args[1].buffer == 1);
@@ -310,7 +310,35 @@ static void test_plan_json(void)
     CHECK(q.ref_launches[0].args[0].kind == ARG_I64 && q.ref_launches[0].args[0].i == -5000000000LL);
     CHECK(q.min_ctas == 2);
     CHECK_NEAR(q.flops, 2e6, 0);
+    CHECK(q.nprofiles == 0 && plan_nprofiles(&q) == 1);
     plan_free(&q);
+    json_decref(j);
+    /* profiles, and the generators of the new kinds, cross whole */
+    p.nprofiles = 2;
+    p.profiles = xcalloc(2, sizeof(PlanProfile));
+    for (int k = 0; k < 2; k++) {
+        p.profiles[k].name = xstrdup(k ? "large" : "normal");
+        p.profiles[k].timing = k == 0;
+        p.profiles[k].init = xcalloc(2, sizeof(InitSpec));
+        p.profiles[k].init[0] = p.buffers[0].init;
+    }
+    p.profiles[1].init[0] = (InitSpec){INIT_OUTLIER, 0.5, 4, 0.001, 10, ROWS_LOGNORMAL, -0.25, 1.5, 64};
+    j = proto_plan_to_json(&p);
+    CHECK(proto_plan_from_json(j, &q, &err) == 0);
+    CHECK(q.nprofiles == 2 && plan_timing_mask(&q) == 1u);
+    CHECK_STR(plan_profile_name(&q, 1), "large");
+    const InitSpec *g = plan_init(&q, 1, 0);
+    CHECK(g->kind == INIT_OUTLIER && g->a == 0.5 && g->b == 4 && g->p == 0.001 && g->c == 10);
+    CHECK(g->rows == ROWS_LOGNORMAL && g->ra == -0.25 && g->rb == 1.5 && g->row_len == 64);
+    CHECK(plan_init(&q, 0, 0)->kind == INIT_NORMAL && plan_init(&q, 0, 0)->b == 1);
+    plan_free(&q);
+    json_decref(j);
+    j = proto_plan_to_json(&p);
+    json_object_set_new(json_array_get(json_object_get(j, "profiles"), 1), "init", json_array());
+    CHECK(proto_plan_from_json(j, &q, &err) == -1);
+    CHECK_CONTAINS(err.msg, "profile 1 ('large'): needs an init per buffer");
+    json_decref(j);
+    j = proto_plan_to_json(&p);
     /* a bad buffer index is refused */
     json_object_set_new(json_array_get(json_object_get(json_array_get(json_object_get(j, "launches"), 0), "args"), 0),
                         "b", json_integer(9));
@@ -354,9 +382,9 @@ static void test_fill(void)
     double sum = 0, sq = 0;
     b.dtype = DT_F32;
     b.count = 20000;
-    b.init = INIT_NORMAL;
-    b.a = 1;
-    b.b = 2;
+    b.init.kind = INIT_NORMAL;
+    b.init.a = 1;
+    b.init.b = 2;
     b.seed_salt = 5;
     gate_fill_host(&b, 42, x);
     gate_fill_host(&b, 42, y);
@@ -372,34 +400,79 @@ static void test_fill(void)
     b.seed_salt = 6;
     gate_fill_host(&b, 42, y);
     CHECK(memcmp(x, y, 20000 * sizeof(float)) != 0);
-    b.init = INIT_UNIFORM;
-    b.a = -1;
-    b.b = 3;
+    b.init.kind = INIT_UNIFORM;
+    b.init.a = -1;
+    b.init.b = 3;
     gate_fill_host(&b, 1, x);
     int inrange = 1;
     for (int i = 0; i < 20000; i++)
         inrange &= x[i] >= -1 && x[i] < 3;
     CHECK(inrange);
-    b.init = INIT_CONST;
-    b.a = 0.5;
+    b.init.kind = INIT_CONST;
+    b.init.a = 0.5;
     b.dtype = DT_F16;
     gate_fill_host(&b, 1, x);
     CHECK(((uint16_t *)x)[19999] == 0x3800);
     /* counter-based: element i does not depend on the buffer's length, so
      * the device can make any element on its own */
     b.dtype = DT_F32;
-    b.init = INIT_NORMAL;
-    b.a = 0;
-    b.b = 1;
+    b.init.kind = INIT_NORMAL;
+    b.init.a = 0;
+    b.init.b = 1;
     b.count = 20000;
     gate_fill_host(&b, 9, x);
     b.count = 777;
     gate_fill_host(&b, 9, y);
     CHECK(memcmp(x, y, 777 * sizeof(float)) == 0);
-    CHECK_NEAR(gate_gen_value(&b, gate_seed_key(9, b.seed_salt), 776), y[776], 1e-6);
+    CHECK_NEAR(gate_gen_value(&b.init, gate_seed_key(9, b.seed_salt), 776), y[776], 1e-6);
     CHECK(gate_seed_key(9, 5) != gate_seed_key(9, 6) && gate_seed_key(9, 5) != gate_seed_key(10, 5));
     free(x);
     free(y);
+}
+
+/* The distributions of input profiles on the host generator: an outlier
+ * mix draws its rare component at rate p (the rest is the plain normal of
+ * the same stream: the mix only adds), and a row scale multiplies whole
+ * rows by one factor each, lognormal with the asked log-std. */
+static void test_fill_profiles(void)
+{
+    enum { N = 200000 };
+    uint64_t key = gate_seed_key(3, 11);
+    InitSpec plain = {.kind = INIT_NORMAL, .b = 1}, mix = {.kind = INIT_OUTLIER, .b = 1, .p = 0.01, .c = 10};
+    int hits = 0, same = 0;
+    for (uint64_t i = 0; i < N; i++) {
+        double a = gate_gen_value(&plain, key, i), b = gate_gen_value(&mix, key, i);
+        same += a == b;
+        hits += a != b;
+    }
+    printf("  outlier p=0.01: %d of %d elements drew the wide component\n", hits, N);
+    CHECK(hits > 0.008 * N && hits < 0.012 * N);
+    CHECK(same + hits == N);
+    /* a const 1 scaled by rows of 64: each row one factor, log-std ~ 0.5 */
+    InitSpec rows = {.kind = INIT_CONST, .a = 1, .rows = ROWS_LOGNORMAL, .ra = 0, .rb = 0.5, .row_len = 64};
+    int whole = 1;
+    double sum = 0, sq = 0;
+    for (uint64_t r = 0; r < N / 64; r++) {
+        double f = gate_gen_value(&rows, key, r * 64);
+        for (uint64_t j = 1; j < 64; j++)
+            whole &= gate_gen_value(&rows, key, r * 64 + j) == f;
+        sum += log(f);
+        sq += log(f) * log(f);
+    }
+    double n = N / 64, mean = sum / n, sd = sqrt(sq / n - mean * mean);
+    printf("  lognormal rows of 64: log mean %.4f, log std %.4f\n", mean, sd);
+    CHECK(whole);
+    CHECK_NEAR(mean, 0, 0.03);
+    CHECK_NEAR(sd, 0.5, 0.03);
+    /* uniform factors stay in [low, high); a row scale leaves the base's stream alone */
+    InitSpec u = {.kind = INIT_NORMAL, .b = 1, .rows = ROWS_UNIFORM, .ra = 0.5, .rb = 2, .row_len = 7};
+    int in = 1, prop = 1;
+    for (uint64_t i = 0; i < 7000; i++) {
+        double f = gate_gen_value(&u, key, i) / gate_gen_value(&plain, key, i);
+        in &= f >= 0.5 - 1e-12 && f < 2 + 1e-12;
+        prop &= fabs(f - gate_gen_value(&u, key, i - i % 7) / gate_gen_value(&plain, key, i - i % 7)) < 1e-9;
+    }
+    CHECK(in && prop);
 }
 
 /* evoeng's own kernels (devkern) compile for every architecture the
@@ -492,6 +565,116 @@ static void test_report_json(void)
     gate_report_format(&q, line, sizeof(line));
     printf("  %s\n", line);
     CHECK_CONTAINS(line, "incorrect: mismatch in O (shape 'B=1', seed 2, run 1): 17 bad, first at 12");
+    /* a failure on another profile names it; a pass counts seeds x profiles */
+    snprintf(r.profile, sizeof(r.profile), "large");
+    r.profiles = 3;
+    j = gate_report_to_json(&r);
+    gate_report_from_json(j, &q);
+    json_decref(j);
+    CHECK_STR(q.profile, "large");
+    CHECK(q.profiles == 3);
+    gate_report_format(&q, line, sizeof(line));
+    CHECK_CONTAINS(line, "(shape 'B=1', profile large, seed 2, run 1)");
+    q.status = EVAL_OK;
+    q.seeds_run = 9;
+    gate_report_format(&q, line, sizeof(line));
+    CHECK_CONTAINS(line, "ok: 3 seeds x 3 profiles passed");
+    q.profiles = 1;
+    q.seeds_run = 3;
+    gate_report_format(&q, line, sizeof(line));
+    CHECK_CONTAINS(line, "ok: 3 seeds passed (last shape");
+}
+
+/* Several input profiles in one timing or A/B: each profile's share of
+ * the pairs and samples, the aggregates (a geometric mean of latencies; the
+ * ratio of the worst profile, which no other profile can offset), and the
+ * records' JSON round trip. */
+static void test_profile_aggregates(void)
+{
+    BenchOptions o;
+    bench_options_default(&o);
+    CHECK(bench_pairs_per_profile(&o, 1) == 15 && bench_pairs_per_profile(&o, 3) == 5);
+    CHECK(bench_pairs_per_profile(&o, 8) == BENCH_MIN_PAIRS);
+    o.pairs = 40;
+    CHECK(bench_pairs_per_profile(&o, 3) == 14);
+    o.pairs = 3;
+    CHECK(bench_pairs_per_profile(&o, 2) == 3);   /* never more than asked for in all */
+    CHECK(bench_samples_per_profile(&o, 1) == 25 && bench_samples_per_profile(&o, 3) == 10);
+    o.samples = 60;
+    CHECK(bench_samples_per_profile(&o, 3) == 20);
+
+    BenchStats s[3];
+    memset(s, 0, sizeof(s));
+    double med[3] = {0.064, 0.080, 0.125}, cv[3] = {0.01, 0.03, 0.02};
+    for (int k = 0; k < 3; k++) {
+        s[k].n = 10 + k;
+        s[k].median = s[k].mean = s[k].min = s[k].max = s[k].p10 = s[k].p90 = med[k];
+        s[k].cv = cv[k];
+    }
+    BenchStats g;
+    bench_stats_geomean(s, 3, &g);
+    CHECK_NEAR(g.median, cbrt(0.064 * 0.080 * 0.125), 1e-12);
+    CHECK(g.n == 10);
+    CHECK_NEAR(g.cv, 0.03, 0);
+    bench_stats_geomean(s, 1, &g);
+    CHECK(memcmp(&g, &s[0], sizeof(g)) == 0);
+
+    CompareResult cr, cr2;
+    memset(&cr, 0, sizeof(cr));
+    cr.nprof = 3;
+    const double ratio[3] = {0.963, 1.240, 0.990};
+    for (int k = 0; k < 3; k++) {
+        snprintf(cr.prof[k].name, sizeof(cr.prof[k].name), "p%d", k);
+        cr.prof[k].ratio.median = ratio[k];
+        cr.prof[k].ratio.p10 = ratio[k] - 0.01;
+        cr.prof[k].ms = s[k];
+        cr.prof[k].a_ms = s[(k + 1) % 3];
+        cr.prof[k].attempts = k + 1;
+        cr.prof[k].noisy = k == 2;
+    }
+    bench_compare_aggregate(&cr);
+    CHECK(cr.worst == 1);
+    CHECK_NEAR(cr.ratio.median, 1.240, 0);     /* the mean ratio would be 1.064 */
+    CHECK_NEAR(cr.b_ms.median, cbrt(0.064 * 0.080 * 0.125), 1e-12);
+    CHECK(cr.attempts == 3 && cr.noisy == 1);
+    json_t *j = bench_compare_to_json(&cr);
+    bench_compare_from_json(j, &cr2);
+    json_decref(j);
+    CHECK(cr2.nprof == 3 && cr2.worst == 1);
+    CHECK_STR(cr2.prof[2].name, "p2");
+    CHECK_NEAR(cr2.prof[1].ratio.median, 1.240, 0);
+    CHECK_NEAR(cr2.prof[1].ratio.p10, 1.230, 1e-12);
+    CHECK_NEAR(cr2.prof[0].a_ms.median, 0.080, 0);
+    CHECK(cr2.prof[2].noisy == 1 && cr2.prof[2].attempts == 3);
+
+    BenchResult br, br2;
+    memset(&br, 0, sizeof(br));
+    br.nprof = 2;
+    br.prof[0].ms = s[0];
+    br.prof[1].ms = s[2];
+    snprintf(br.prof[1].name, sizeof(br.prof[1].name), "large");
+    bench_result_aggregate(&br);
+    CHECK_NEAR(br.ms.median, sqrt(0.064 * 0.125), 1e-12);
+    Plan p;
+    DeviceInfo d;
+    make_plan(&p, "x");
+    device_profile("sm_90", &d, NULL);
+    bench_fill_throughput(&br, &p, &d);
+    CHECK_NEAR(br.prof[1].tflops, 2e6 / 0.125e-3 / 1e12, 1e-12);
+    j = bench_result_to_json(&br);
+    bench_result_from_json(j, &br2);
+    json_decref(j);
+    CHECK(br2.nprof == 2);
+    CHECK_STR(br2.prof[1].name, "large");
+    CHECK_NEAR(br2.prof[1].ms.median, 0.125, 0);
+    CHECK_NEAR(br2.prof[1].tflops, br.prof[1].tflops, 1e-12);
+    plan_free(&p);
+    o.profiles = 5;
+    j = bench_options_to_json(&o);
+    BenchOptions o2;
+    bench_options_from_json(j, &o2);
+    json_decref(j);
+    CHECK(o2.profiles == 5);
 }
 
 static void test_stats(void)
@@ -667,10 +850,12 @@ int main(int argc, char **argv)
     RUN(test_plan_json);
     RUN(test_half);
     RUN(test_fill);
+    RUN(test_fill_profiles);
     RUN(test_devkern_compiles);
     RUN(test_compare);
     RUN(test_report_json);
     RUN(test_stats);
+    RUN(test_profile_aggregates);
     RUN(test_worker_fake);
     return test_report();
 }

@@ -227,6 +227,35 @@ json_t *inspect_gpu_json(const CandidateRecord *c)
     return out;
 }
 
+int inspect_profiles(const CandidateRecord *c, ProfileStat *out)
+{
+    return bench_metrics_profiles(c->metrics_json, out);
+}
+
+json_t *inspect_profiles_json(const CandidateRecord *c)
+{
+    ProfileStat ps[PLAN_MAX_PROFILES];
+    int n = inspect_profiles(c, ps);
+    if (n == 0)
+        return NULL;
+    json_t *arr = json_array();
+    for (int k = 0; k < n; k++) {
+        json_t *o = json_pack("{s:s}", "name", ps[k].name);
+        inspect_set_real(o, "latency_us", ps[k].ms.median * 1000);
+        inspect_set_real(o, "p90_us", ps[k].ms.p90 * 1000);
+        inspect_set_real(o, "tflops", ps[k].tflops);
+        if (ps[k].ratio.n > 0) {
+            inspect_set_real(o, "ratio_to_parent", ps[k].ratio.median);
+            inspect_set_real(o, "ratio_p10", ps[k].ratio.p10);
+            inspect_set_real(o, "ratio_p90", ps[k].ratio.p90);
+            inspect_set_real(o, "parent_latency_us", ps[k].a_ms.median * 1000);
+            json_object_set_new(o, "noisy", json_boolean(ps[k].noisy));
+        }
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
 json_t *inspect_candidate_json(const CandidateRecord *c, int full)
 {
     json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:s}", "id", (json_int_t)c->id, "run",
@@ -249,9 +278,11 @@ json_t *inspect_candidate_json(const CandidateRecord *c, int full)
     inspect_set_int(o, "threads", c->threads);
     inspect_set_int(o, "registers", c->registers);
     inspect_set_int(o, "occupancy", c->occupancy);
-    json_t *gpu = inspect_gpu_json(c);
+    json_t *gpu = inspect_gpu_json(c), *profs = inspect_profiles_json(c);
     if (gpu)
         json_object_set_new(o, "gpu", gpu);
+    if (profs)
+        json_object_set_new(o, "profiles", profs);
     if (!full)
         return o;
     inspect_set_real(o, "ratio_spread", c->ratio_spread);

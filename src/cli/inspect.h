@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "bench.h"
 #include "cli.h"
 #include "msg.h"
 #include "store.h"
@@ -51,6 +52,16 @@ char *inspect_shape_text(const RunRecord *r);
  * to GPU 0): a new {"index", "name", "uuid", "scale"} object, or NULL
  * when the candidate names none (older stores, failed before timing). */
 json_t *inspect_gpu_json(const CandidateRecord *c);
+
+/* The figures of each input profile a candidate was timed on, from its
+ * metrics_json (bench_metrics_profiles): into out[PLAN_MAX_PROFILES],
+ * returns how many (0 for a candidate never timed or from an older
+ * store). As JSON: a new array of {"name", "latency_us", "p90_us",
+ * "tflops"} plus, where an A/B measured it, "ratio_to_parent",
+ * "ratio_p10", "ratio_p90", "parent_latency_us" and "noisy"; NULL when
+ * there are none. */
+int     inspect_profiles(const CandidateRecord *c, ProfileStat *out);
+json_t *inspect_profiles_json(const CandidateRecord *c);
 
 /* A candidate as JSON (new reference): gate_stage as "none" | "bench" |
  * "full". full: also gate and metrics details, logs and dates (show). */

@@ -5,6 +5,7 @@
 #include "bench.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,166 +130,99 @@ void bench_options_default(BenchOptions *o)
     o->seed = 1;
 }
 
-json_t *bench_options_to_json(const BenchOptions *o)
+/* ---- profiles: their share of the work and the aggregates ---------------- */
+
+/* total split over n profiles, each at least `least` (never more than
+ * total itself). */
+static int share(int total, int n, int least)
 {
-    return json_pack("{s:i, s:i, s:f, s:b, s:b, s:b, s:b, s:i, s:i, s:f, s:I}", "warmup", o->warmup, "samples",
-                     o->samples, "min_sample_ms", o->min_sample_ms, "cold", o->cold, "graph", o->graph, "hold",
-                     o->hold, "shared", o->shared, "pairs", o->pairs, "retries", o->retries, "noise_threshold",
-                     o->noise_threshold, "seed", (json_int_t)o->seed);
+    if (n <= 1)
+        return total;
+    int each = (total + n - 1) / n;
+    return each > least ? each : total < least ? total : least;
 }
 
-void bench_options_from_json(const json_t *j, BenchOptions *o)
+int bench_pairs_per_profile(const BenchOptions *o, int n)
 {
-    bench_options_default(o);
-    o->warmup = (int)proto_get_int(j, "warmup", o->warmup);
-    o->samples = (int)proto_get_int(j, "samples", o->samples);
-    o->min_sample_ms = proto_get_num(j, "min_sample_ms", o->min_sample_ms);
-    o->cold = (int)proto_get_int(j, "cold", 0);
-    o->graph = (int)proto_get_int(j, "graph", o->graph);
-    o->hold = (int)proto_get_int(j, "hold", o->hold);
-    o->shared = (int)proto_get_int(j, "shared", o->shared);
-    o->pairs = (int)proto_get_int(j, "pairs", o->pairs);
-    o->retries = (int)proto_get_int(j, "retries", o->retries);
-    o->noise_threshold = proto_get_num(j, "noise_threshold", o->noise_threshold);
-    o->seed = (uint64_t)proto_get_int(j, "seed", (long long)o->seed);
+    return share(o->pairs > 0 ? o->pairs : 15, n, BENCH_MIN_PAIRS);
 }
 
-json_t *bench_stats_to_json(const BenchStats *s)
+int bench_samples_per_profile(const BenchOptions *o, int n)
 {
-    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "n", s->n, "median", s->median, "mean",
-                     s->mean, "min", s->min, "max", s->max, "p10", s->p10, "p90", s->p90, "cv", s->cv, "mad",
-                     s->mad);
+    return share(o->samples > 0 ? o->samples : 25, n, BENCH_MIN_SAMPLES);
 }
 
-void bench_stats_from_json(const json_t *j, BenchStats *s)
+static double gmean(const BenchStats *s, int n, size_t off)
 {
-    memset(s, 0, sizeof(*s));
-    s->n = (int)proto_get_int(j, "n", 0);
-    s->median = proto_get_num(j, "median", 0);
-    s->mean = proto_get_num(j, "mean", 0);
-    s->min = proto_get_num(j, "min", 0);
-    s->max = proto_get_num(j, "max", 0);
-    s->p10 = proto_get_num(j, "p10", 0);
-    s->p90 = proto_get_num(j, "p90", 0);
-    s->cv = proto_get_num(j, "cv", 0);
-    s->mad = proto_get_num(j, "mad", 0);
-}
-
-static void status_to_json(json_t *o, EvalStatus st, const char *error, const char *cuda_error, int fatal)
-{
-    json_object_set_new(o, "status", json_string(gate_status_name(st)));
-    json_object_set_new(o, "error", json_string(error));
-    json_object_set_new(o, "cuda_error", json_string(cuda_error));
-    json_object_set_new(o, "fatal", json_boolean(fatal));
-}
-
-static EvalStatus status_from_json(const json_t *j)
-{
-    int st = gate_status_parse(proto_get_str(j, "status", ""));
-    return st < 0 ? EVAL_INVALID : (EvalStatus)st;
-}
-
-json_t *bench_result_to_json(const BenchResult *r)
-{
-    json_t *o = json_object(), *ls = json_array();
-    status_to_json(o, r->status, r->error, r->cuda_error, r->fatal);
-    json_object_set_new(o, "ms", bench_stats_to_json(&r->ms));
-    json_object_set_new(o, "batch", json_integer(r->batch));
-    json_object_set_new(o, "cold", json_boolean(r->cold));
-    json_object_set_new(o, "graph", json_boolean(r->graph));
-    json_object_set_new(o, "hold", json_boolean(r->hold));
-    for (int i = 0; i < r->nlaunches && i < BENCH_MAX_LAUNCHES; i++) {
-        const LaunchMetrics *m = &r->launches[i];
-        json_array_append_new(ls, json_pack("{s:s, s:I, s:i, s:i, s:i, s:i, s:i, s:i, s:f}", "entry", m->entry,
-                                            "ctas", (json_int_t)m->ctas, "threads", (int)m->threads,
-                                            "registers", m->registers, "static_smem", m->static_smem,
-                                            "dynamic_smem", (int)m->dynamic_smem, "local_bytes", m->local_bytes,
-                                            "occupancy", m->occupancy, "waves", m->waves));
+    double acc = 0;
+    for (int k = 0; k < n; k++) {
+        double v = *(const double *)((const char *)&s[k] + off);
+        if (!(v > 0))
+            return v;   /* a zero or failed figure is not averaged away */
+        acc += log(v);
     }
-    json_object_set_new(o, "launches", ls);
-    json_object_set_new(o, "total_ctas", json_integer((json_int_t)r->total_ctas));
-    json_object_set_new(o, "tflops", json_real(r->tflops));
-    json_object_set_new(o, "gbps", json_real(r->gbps));
-    json_object_set_new(o, "pct_peak_flops", json_real(r->pct_peak_flops));
-    json_object_set_new(o, "pct_peak_bw", json_real(r->pct_peak_bw));
-    return o;
+    return exp(acc / n);
 }
 
-void bench_result_from_json(const json_t *j, BenchResult *r)
+void bench_stats_geomean(const BenchStats *s, int n, BenchStats *out)
 {
-    const json_t *ls = json_object_get(j, "launches");
-    memset(r, 0, sizeof(*r));
-    r->status = status_from_json(j);
-    proto_copy_str(j, "error", r->error, sizeof(r->error));
-    proto_copy_str(j, "cuda_error", r->cuda_error, sizeof(r->cuda_error));
-    r->fatal = (int)proto_get_int(j, "fatal", 0);
-    bench_stats_from_json(json_object_get(j, "ms"), &r->ms);
-    r->batch = (int)proto_get_int(j, "batch", 0);
-    r->cold = (int)proto_get_int(j, "cold", 0);
-    r->graph = (int)proto_get_int(j, "graph", 0);
-    r->hold = (int)proto_get_int(j, "hold", 0);
-    for (size_t i = 0; json_is_array(ls) && i < json_array_size(ls) && i < BENCH_MAX_LAUNCHES; i++) {
-        const json_t *jm = json_array_get(ls, i);
-        LaunchMetrics *m = &r->launches[i];
-        proto_copy_str(jm, "entry", m->entry, sizeof(m->entry));
-        m->ctas = (uint64_t)proto_get_int(jm, "ctas", 0);
-        m->threads = (unsigned)proto_get_int(jm, "threads", 0);
-        m->registers = (int)proto_get_int(jm, "registers", 0);
-        m->static_smem = (int)proto_get_int(jm, "static_smem", 0);
-        m->dynamic_smem = (unsigned)proto_get_int(jm, "dynamic_smem", 0);
-        m->local_bytes = (int)proto_get_int(jm, "local_bytes", 0);
-        m->occupancy = (int)proto_get_int(jm, "occupancy", 0);
-        m->waves = proto_get_num(jm, "waves", 0);
-        r->nlaunches = (int)i + 1;
+    static const size_t offs[] = {offsetof(BenchStats, median), offsetof(BenchStats, mean), offsetof(BenchStats, min),
+                                  offsetof(BenchStats, max),    offsetof(BenchStats, p10),  offsetof(BenchStats, p90),
+                                  offsetof(BenchStats, mad)};
+    memset(out, 0, sizeof(*out));
+    if (n <= 0)
+        return;
+    if (n == 1) {
+        *out = s[0];
+        return;
     }
-    r->total_ctas = (uint64_t)proto_get_int(j, "total_ctas", 0);
-    r->tflops = proto_get_num(j, "tflops", 0);
-    r->gbps = proto_get_num(j, "gbps", 0);
-    r->pct_peak_flops = proto_get_num(j, "pct_peak_flops", 0);
-    r->pct_peak_bw = proto_get_num(j, "pct_peak_bw", 0);
+    for (size_t f = 0; f < EVO_ARRAY_LEN(offs); f++)
+        *(double *)((char *)out + offs[f]) = gmean(s, n, offs[f]);
+    out->n = s[0].n;
+    for (int k = 0; k < n; k++) {
+        if (s[k].n < out->n)
+            out->n = s[k].n;
+        if (s[k].cv > out->cv)
+            out->cv = s[k].cv;
+    }
 }
 
-json_t *bench_compare_to_json(const CompareResult *r)
+void bench_result_aggregate(BenchResult *r)
 {
-    json_t *o = json_object();
-    status_to_json(o, r->status, r->error, r->cuda_error, r->fatal);
-    json_object_set_new(o, "ratio", bench_stats_to_json(&r->ratio));
-    json_object_set_new(o, "a_ms", bench_stats_to_json(&r->a_ms));
-    json_object_set_new(o, "b_ms", bench_stats_to_json(&r->b_ms));
-    json_object_set_new(o, "pairs", json_integer(r->pairs));
-    json_object_set_new(o, "attempts", json_integer(r->attempts));
-    json_object_set_new(o, "noisy", json_boolean(r->noisy));
-    json_object_set_new(o, "batch", json_integer(r->batch));
-    json_object_set_new(o, "batch_a", json_integer(r->batch_a));
-    json_object_set_new(o, "batch_b", json_integer(r->batch_b));
-    json_object_set_new(o, "graph", json_boolean(r->graph));
-    json_object_set_new(o, "hold", json_boolean(r->hold));
-    return o;
+    BenchStats ms[PLAN_MAX_PROFILES];
+    for (int k = 0; k < r->nprof; k++)
+        ms[k] = r->prof[k].ms;
+    if (r->nprof > 0)
+        bench_stats_geomean(ms, r->nprof, &r->ms);
 }
 
-void bench_compare_from_json(const json_t *j, CompareResult *r)
+void bench_compare_aggregate(CompareResult *r)
 {
-    memset(r, 0, sizeof(*r));
-    r->status = status_from_json(j);
-    proto_copy_str(j, "error", r->error, sizeof(r->error));
-    proto_copy_str(j, "cuda_error", r->cuda_error, sizeof(r->cuda_error));
-    r->fatal = (int)proto_get_int(j, "fatal", 0);
-    bench_stats_from_json(json_object_get(j, "ratio"), &r->ratio);
-    bench_stats_from_json(json_object_get(j, "a_ms"), &r->a_ms);
-    bench_stats_from_json(json_object_get(j, "b_ms"), &r->b_ms);
-    r->pairs = (int)proto_get_int(j, "pairs", 0);
-    r->attempts = (int)proto_get_int(j, "attempts", 0);
-    r->noisy = (int)proto_get_int(j, "noisy", 0);
-    r->batch = (int)proto_get_int(j, "batch", 0);
-    r->batch_a = (int)proto_get_int(j, "batch_a", 0);
-    r->batch_b = (int)proto_get_int(j, "batch_b", 0);
-    r->graph = (int)proto_get_int(j, "graph", 0);
-    r->hold = (int)proto_get_int(j, "hold", 0);
+    BenchStats a[PLAN_MAX_PROFILES], b[PLAN_MAX_PROFILES];
+    if (r->nprof <= 0)
+        return;
+    r->worst = 0;
+    r->attempts = 0;
+    r->noisy = 0;
+    for (int k = 0; k < r->nprof; k++) {
+        a[k] = r->prof[k].a_ms;
+        b[k] = r->prof[k].ms;
+        if (r->prof[k].ratio.median > r->prof[r->worst].ratio.median)
+            r->worst = k;
+        if (r->prof[k].attempts > r->attempts)
+            r->attempts = r->prof[k].attempts;
+        r->noisy |= r->prof[k].noisy;
+    }
+    r->ratio = r->prof[r->worst].ratio;
+    bench_stats_geomean(a, r->nprof, &r->a_ms);
+    bench_stats_geomean(b, r->nprof, &r->b_ms);
 }
 
 void bench_fill_throughput(BenchResult *r, const Plan *plan, const DeviceInfo *dev)
 {
     double s = r->ms.median / 1e3;
+    for (int k = 0; k < r->nprof; k++)
+        r->prof[k].tflops = r->prof[k].ms.median > 0 ? plan->flops / (r->prof[k].ms.median / 1e3) / 1e12 : 0;
     if (s <= 0)
         return;
     r->tflops = plan->flops / s / 1e12;
@@ -329,7 +263,7 @@ fail:
     return -1;
 }
 
-/* Timing machinery shared by bench_time and bench_compare. */
+/* Timing machinery shared by bench_time and bench_compare_multi. */
 typedef struct Timer {
     CudaCtx    *c;
     CUevent     e0, e1;
@@ -595,81 +529,111 @@ fail:
     return 0;
 }
 
-int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, const BenchOptions *o,
-                  const int *known, CompareResult *r, EvoErr *err)
+/* One round of pairs: one pair of each profile not settled yet, in
+ * profile order, the pair's order drawn from *rng. */
+static int compare_round(Timer *t, int n, Runner *ra, Runner *rb, const int *done, int cold, uint64_t *rng,
+                         double **ta, double **tb, double **ratio, int p)
+{
+    for (int k = 0; k < n; k++) {
+        if (done[k])
+            continue;
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        int b_first = (int)(*rng >> 63);
+        const Runner *first = b_first ? &rb[k] : &ra[k], *second = b_first ? &ra[k] : &rb[k];
+        double *tf = b_first ? &tb[k][p] : &ta[k][p], *ts = b_first ? &ta[k][p] : &tb[k][p];
+        if (timer_sample(t, first, cold, tf) != 0 || timer_sample(t, second, cold, ts) != 0)
+            return -1;
+        ratio[k][p] = ta[k][p] > 0 ? tb[k][p] / ta[k][p] : INFINITY;
+    }
+    return 0;
+}
+
+int bench_compare_multi(CudaCtx *c, int n, const CudaLaunches *const *a, const CudaLaunches *const *b,
+                        const char *const *names, const BenchOptions *o, const int *known, CompareResult *r,
+                        EvoErr *err)
 {
     Timer t;
-    Runner ra_ = {a, NULL, 1}, rb_ = {b, NULL, 1};
-    int pairs = o->pairs > 0 ? o->pairs : 15, tries = o->retries > 0 ? o->retries : 1;
-    double *ra = xcalloc((size_t)pairs, sizeof(double)), *ta = xcalloc((size_t)pairs, sizeof(double));
-    double *tb = xcalloc((size_t)pairs, sizeof(double));
+    Runner ra[PLAN_MAX_PROFILES], rb[PLAN_MAX_PROFILES];
+    double *ta[PLAN_MAX_PROFILES], *tb[PLAN_MAX_PROFILES], *rt[PLAN_MAX_PROFILES], best[PLAN_MAX_PROFILES];
+    int done[PLAN_MAX_PROFILES] = {0};
+    int pairs, tries = o->retries > 0 ? o->retries : 1;
     uint64_t rng = o->seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
-    double best = INFINITY;
     (void)err;
     memset(r, 0, sizeof(*r));
+    n = n < 1 ? 1 : n > PLAN_MAX_PROFILES ? PLAN_MAX_PROFILES : n;
+    pairs = bench_pairs_per_profile(o, n);
+    for (int k = 0; k < n; k++) {
+        ra[k] = (Runner){a[k], NULL, 1};
+        rb[k] = (Runner){b[k], NULL, 1};
+        ta[k] = xcalloc((size_t)pairs, sizeof(double));
+        tb[k] = xcalloc((size_t)pairs, sizeof(double));
+        rt[k] = xcalloc((size_t)pairs, sizeof(double));
+        best[k] = INFINITY;
+        snprintf(r->prof[k].name, sizeof(r->prof[k].name), "%s", names && names[k] ? names[k] : "default");
+    }
     r->status = EVAL_OK;
     r->pairs = pairs;
-    if (timer_open(&t, c, o->cold, o->hold) != 0 || timer_calibrate(&t, &ra_, o, known ? known[0] : 0) != 0 ||
-        timer_calibrate(&t, &rb_, o, known ? known[1] : 0) != 0)
+    r->nprof = n;
+    if (timer_open(&t, c, o->cold, o->hold) != 0 || timer_calibrate(&t, &ra[0], o, known ? known[0] : 0) != 0 ||
+        timer_calibrate(&t, &rb[0], o, known ? known[1] : 0) != 0)
         goto fail;
-    r->batch_a = ra_.batch;
-    r->batch_b = rb_.batch;
-    /* the same batch for both, so that each sample covers a similar span */
+    r->batch_a = ra[0].batch;
+    r->batch_b = rb[0].batch;
+    /* the same batch for both sides and every profile, so that each sample
+     * covers a similar span; profiles after the first warm up once */
     {
-        int m = ra_.batch > rb_.batch ? ra_.batch : rb_.batch;
-        if (runner_ready(&t, &ra_, m, o) != 0 || runner_ready(&t, &rb_, m, o) != 0)
-            goto fail;
+        int m = ra[0].batch > rb[0].batch ? ra[0].batch : rb[0].batch;
+        BenchOptions later = *o;
+        later.warmup = 1;
+        for (int k = 0; k < n; k++)
+            if (runner_ready(&t, &ra[k], m, k ? &later : o) != 0 || runner_ready(&t, &rb[k], m, k ? &later : o) != 0)
+                goto fail;
     }
     for (int attempt = 0; attempt < tries; attempt++) {
-        BenchStats rs, as, bs;
-        for (int p = 0; p < pairs; p++) {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            int b_first = (int)(rng >> 63);
-            const Runner *first = b_first ? &rb_ : &ra_, *second = b_first ? &ra_ : &rb_;
-            double *tf = b_first ? &tb[p] : &ta[p], *ts = b_first ? &ta[p] : &tb[p];
-            if (timer_sample(&t, first, o->cold, tf) != 0 || timer_sample(&t, second, o->cold, ts) != 0)
+        int left = 0;
+        for (int p = 0; p < pairs; p++)
+            if (compare_round(&t, n, ra, rb, done, o->cold, &rng, ta, tb, rt, p) != 0)
                 goto fail;
-            ra[p] = ta[p] > 0 ? tb[p] / ta[p] : INFINITY;
+        for (int k = 0; k < n; k++) {
+            ProfileStat *ps = &r->prof[k];
+            BenchStats rs;
+            if (done[k])
+                continue;
+            bench_stats(rt[k], pairs, &rs);
+            ps->attempts = attempt + 1;
+            double spread = rs.median != 0 ? (rs.p90 - rs.p10) / 2 / fabs(rs.median) : INFINITY;
+            done[k] = bench_settled(&rs, o->noise_threshold);
+            if (done[k] || spread < best[k]) {
+                best[k] = spread;
+                ps->ratio = rs;
+                bench_stats(ta[k], pairs, &ps->a_ms);
+                bench_stats(tb[k], pairs, &ps->ms);
+            }
+            ps->noisy = !done[k];
+            left += !done[k];
         }
-        bench_stats(ra, pairs, &rs);
-        bench_stats(ta, pairs, &as);
-        bench_stats(tb, pairs, &bs);
-        r->attempts = attempt + 1;
-        double spread = rs.median != 0 ? (rs.p90 - rs.p10) / 2 / fabs(rs.median) : INFINITY;
-        if (spread < best) {
-            best = spread;
-            r->ratio = rs;
-            r->a_ms = as;
-            r->b_ms = bs;
-        }
-        if (bench_settled(&rs, o->noise_threshold)) {
-            r->ratio = rs;
-            r->a_ms = as;
-            r->b_ms = bs;
-            r->noisy = 0;
+        if (!left)
             break;
-        }
-        r->noisy = 1;
     }
-    r->batch = ra_.batch;
-    r->graph = ra_.exec != NULL && rb_.exec != NULL;
+    bench_compare_aggregate(r);
+    r->batch = ra[0].batch;
+    r->graph = 1;
+    for (int k = 0; k < n; k++)
+        r->graph &= ra[k].exec != NULL && rb[k].exec != NULL;
     r->hold = t.hold != NULL;
-    runner_close(&t, &ra_);
-    runner_close(&t, &rb_);
-    timer_close(&t);
-    free(ra);
-    free(ta);
-    free(tb);
-    return 0;
+    goto out;
 fail:
     fail_status(&r->status, r->error, sizeof(r->error), r->cuda_error, sizeof(r->cuda_error), &r->fatal, &t);
-    runner_close(&t, &ra_);
-    runner_close(&t, &rb_);
+out:
+    for (int k = 0; k < n; k++) {
+        runner_close(&t, &ra[k]);
+        runner_close(&t, &rb[k]);
+        free(ta[k]);
+        free(tb[k]);
+        free(rt[k]);
+    }
     timer_close(&t);
-    free(ra);
-    free(ta);
-    free(tb);
     return 0;
 }

@@ -35,8 +35,24 @@
  * attribute is static, so throttling is detected through this noise, not
  * read directly (NVML is not used).
  *
+ * Input profiles (plan.h): a request times the plan's timing profiles
+ * (or those BenchOptions.profiles names), each on its own working set of
+ * the bay. bench_time is called once per profile (the worker takes 25 /
+ * n samples a profile, at least 10). bench_compare_multi interleaves the
+ * profiles within one comparison: every round is one pair of each
+ * unsettled profile, A_p1 B_p1 A_p2 B_p2 ... (each pair's order drawn at
+ * random), max(5, pairs / n) rounds an attempt, so n profiles cost about
+ * what one did. Each profile is judged settled on its own; an attempt
+ * redoes only the unsettled ones. The aggregates that cross to the
+ * caller: the ratio is the profile whose median ratio is the largest
+ * (a loss on any profile cannot hide behind the others: the 2% rule
+ * reads this), the latencies are geometric means over the profiles (a
+ * ranking that weighs each profile alike); every profile's figures are
+ * in prof[].
+ *
  * The statistics are pure functions (CPU-tested); bench_time and
- * bench_compare run inside the worker.
+ * bench_compare_multi run inside the worker. The JSON forms are in
+ * bench_json.c.
  */
 #ifndef EVO_BENCH_H
 #define EVO_BENCH_H
@@ -77,6 +93,7 @@ typedef struct BenchOptions {
     int      retries;         /* A/B attempts in all (default 3) */
     double   noise_threshold; /* relative; default 0.01 */
     uint64_t seed;            /* input seed and A/B order seed (default 1) */
+    unsigned profiles;        /* bit k: time input profile k; 0 (default): the plan's timing profiles */
 } BenchOptions;
 
 /* The defaults above, with EVOENG_SAMPLE_MS and EVOENG_TIMING_HOLD applied
@@ -89,6 +106,20 @@ json_t *bench_options_to_json(const BenchOptions *o);
 void    bench_options_from_json(const json_t *j, BenchOptions *o);
 
 #define BENCH_MAX_LAUNCHES 8
+#define BENCH_MIN_PAIRS    5   /* A/B pairs a profile gets at least, however many profiles share `pairs` */
+#define BENCH_MIN_SAMPLES  10  /* timing samples a profile gets at least */
+
+/* One input profile's figures in a timing (ms) or an A/B (ms: B's, the
+ * child's; a_ms: A's; ratio: B/A per pair). */
+typedef struct ProfileStat {
+    char       name[32];
+    BenchStats ms;
+    BenchStats a_ms;
+    BenchStats ratio;
+    int        attempts;
+    int        noisy;
+    double     tflops;        /* from ms.median and the plan's flops */
+} ProfileStat;
 
 typedef struct LaunchMetrics {
     char     entry[96];
@@ -117,6 +148,8 @@ typedef struct BenchResult {
     uint64_t   total_ctas;
     double     tflops, gbps;          /* achieved, from plan flops/bytes and the median */
     double     pct_peak_flops, pct_peak_bw;
+    int        nprof;                 /* profiles timed; ms is their geometric mean */
+    ProfileStat prof[PLAN_MAX_PROFILES];
 } BenchResult;
 
 typedef struct CompareResult {
@@ -124,15 +157,18 @@ typedef struct CompareResult {
     char       error[512];
     char       cuda_error[48];
     int        fatal;
-    BenchStats ratio;        /* of B/A per pair */
-    BenchStats a_ms, b_ms;   /* per run */
-    int        pairs;
-    int        attempts;
-    int        noisy;
+    BenchStats ratio;        /* of B/A per pair; several profiles: the profile with the largest median */
+    BenchStats a_ms, b_ms;   /* per run; several profiles: geometric means */
+    int        pairs;        /* per profile */
+    int        attempts;     /* the most any profile took */
+    int        noisy;        /* some profile never settled */
     int        batch;        /* runs per sample, both sides */
     int        batch_a, batch_b; /* each side's own calibration */
     int        graph;        /* 1 when samples were CUDA-graph replays */
     int        hold;         /* 1 when each sample was held until fully queued */
+    int        nprof;        /* profiles compared */
+    int        worst;        /* index into prof of the largest median ratio (the `ratio` above) */
+    ProfileStat prof[PLAN_MAX_PROFILES];
 } CompareResult;
 
 json_t *bench_result_to_json(const BenchResult *r);
@@ -141,12 +177,30 @@ json_t *bench_compare_to_json(const CompareResult *r);
 void    bench_compare_from_json(const json_t *j, CompareResult *r);
 json_t *bench_stats_to_json(const BenchStats *s);
 void    bench_stats_from_json(const json_t *j, BenchStats *s);
+/* The per-profile figures a candidate's metrics_json holds (its
+ * "profiles": a BenchResult's, with an A/B's ratios where it had one)
+ * into out[PLAN_MAX_PROFILES]; returns how many (0: none recorded, as in
+ * stores written before input profiles). */
+int     bench_metrics_profiles(const char *metrics_json, ProfileStat *out);
 
 /* Is an A/B attempt settled? (half spread and CV within threshold) */
 int bench_settled(const BenchStats *ratio, double threshold);
 
+/* The geometric mean, field by field, of n statistics (n, the count, is
+ * the smallest; cv the largest); *out = s[0] when n is 1, zeros when 0. */
+void bench_stats_geomean(const BenchStats *s, int n, BenchStats *out);
+/* Fill r's aggregates from r->prof[0..nprof): ms as bench_stats_geomean
+ * of the profiles' ms (BenchResult), or ratio from the profile with the
+ * largest median ratio and a_ms, b_ms as geometric means, worst, the
+ * most attempts, noisy if any is (CompareResult). */
+void bench_result_aggregate(BenchResult *r);
+void bench_compare_aggregate(CompareResult *r);
+/* The pairs (A/B rounds) and timing samples each of n profiles gets. */
+int bench_pairs_per_profile(const BenchOptions *o, int n);
+int bench_samples_per_profile(const BenchOptions *o, int n);
+
 /* Fill achieved tflops/gbps and their share of the device peaks from the
- * median time. */
+ * median time, and each profile's tflops from its median. */
 void bench_fill_throughput(BenchResult *r, const Plan *plan, const DeviceInfo *dev);
 
 /* ---- device part (worker only) ---------------------------------------- */
@@ -165,12 +219,17 @@ int bench_metrics(CudaCtx *c, const CudaLaunches *cl, BenchResult *r, EvoErr *er
 int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, int known_batch, BenchResult *r,
                EvoErr *err);
 
-/* Interleaved A/B of prepared launches a and b. known[0], known[1]: as
- * known_batch above for each side (known may be NULL). Both sides sample
- * the larger batch; r->batch_a and r->batch_b give each side's own
- * calibration. Fills *r. Returns 0 when r says what happened, -1 on
- * internal failure. */
-int bench_compare(CudaCtx *c, const CudaLaunches *a, const CudaLaunches *b, const BenchOptions *o,
-                  const int *known, CompareResult *r, EvoErr *err);
+/* Interleaved A/B over n input profiles at once (n >= 1): a[k], b[k] are
+ * the two sides' prepared launches on profile k's inputs, names[k] its
+ * name. known[0], known[1]: as known_batch above for each side (known
+ * may be NULL). The batch is calibrated on profile 0, both sides and
+ * every profile sample the larger one; r->batch_a and r->batch_b give
+ * each side's own calibration. Each profile gets bench_pairs_per_profile
+ * pairs an attempt, interleaved (see above). Fills r->prof[0..n) and the
+ * aggregates. Returns 0 when r says what happened, -1 on internal
+ * failure. */
+int bench_compare_multi(CudaCtx *c, int n, const CudaLaunches *const *a, const CudaLaunches *const *b,
+                        const char *const *names, const BenchOptions *o, const int *known, CompareResult *r,
+                        EvoErr *err);
 
 #endif

@@ -12,24 +12,15 @@
 #include <string.h>
 
 #include "gate.h"
+#include "gensrc.h"
 #include "nvrtc.h"
 
-/* The generator's mixing function and constants are shared with the host
- * mirror (gate_fill_host): keep the two in step. */
-static const char kernel_src[] =
-    "typedef unsigned long long u64;\n"
-    "typedef unsigned int u32;\n"
-    "typedef unsigned short u16;\n"
+/* The kernels, after the generator's source (gensrc.h), which defines
+ * u64, u32, u16, mix64 and gen_value. The host mirror of the generator is
+ * gate_gen_value (gate.c). */
+static const char kernel_src[] = GEN_SOURCE
     "struct DevSum { u64 nbad, nunwritten, nnan, nmis, first_bad_c, max_abs, max_rel, ref_absmax, got_absmax, pad[7]; };\n"
     "struct Reg { u64 ptr, n; };\n"
-    "__device__ __forceinline__ u64 mix64(u64 z) {\n"
-    "    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;\n"
-    "    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;\n"
-    "    return z ^ (z >> 31);\n"
-    "}\n"
-    "__device__ __forceinline__ double unit(u64 key, u64 c) {\n"
-    "    return (double)(mix64(key + (c + 1) * 0x9E3779B97F4A7C15ull) >> 11) * 1.1102230246251565404236316680908203125e-16;\n"
-    "}\n"
     /* f32 -> f16, round to nearest even (the host's gate_f32_to_f16) */
     "__device__ u16 f2h(float f) {\n"
     "    u32 x = __float_as_uint(f), sign = (x >> 16) & 0x8000u, ex = (x >> 23) & 0xffu, mant = x & 0x7fffffu, h, rem, mid;\n"
@@ -85,20 +76,8 @@ static const char kernel_src[] =
     "    return v;\n"
     "}\n"
     "#define GRID_STRIDE(i, n) for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < (n); i += (u64)gridDim.x * blockDim.x)\n"
-    "extern \"C\" __global__ void evo_fill(void *dst, u64 n, int dt, int init, double a, double b, u64 key) {\n"
-    "    GRID_STRIDE(i, n) {\n"
-    "        double v;\n"
-    "        if (init == 2) v = 0;\n"
-    "        else if (init == 3) v = a;\n"
-    "        else if (init == 1) v = a + (b - a) * unit(key, i);\n"
-    "        else {\n"
-    "            u64 j = i >> 1;\n"
-    "            double u1 = 1.0 - unit(key, 2 * j), u2 = unit(key, 2 * j + 1);\n"
-    "            double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;\n"
-    "            v = a + b * r * ((i & 1) ? sin(th) : cos(th));\n"
-    "        }\n"
-    "        st(dt, dst, i, v);\n"
-    "    }\n"
+    "extern \"C\" __global__ void evo_fill(void *dst, u64 n, int dt, GenSpec g, u64 key) {\n"
+    "    GRID_STRIDE(i, n) st(dt, dst, i, gen_value(g, key, i));\n"
     "}\n"
     "extern \"C\" __global__ void evo_compare(const void *got, const void *ref, u64 n, int dt, double atol, double rtol,\n"
     "                                        DevSum *s) {\n"
@@ -195,7 +174,7 @@ int devkern_open(DevKern **out, CudaCtx *c, EvoErr *err)
     DevKern *k = xcalloc(1, sizeof(*k));
     *out = NULL;
     k->c = c;
-    req.source = kernel_src;
+    req.source = devkern_source();
     req.name = "evoeng_devkern.cu";
     req.arch = c->info.arch;
     if (nvrtc_compile(&req, &res, err) != 0)
@@ -250,12 +229,13 @@ static int launch(DevKern *k, int f, uint64_t n, unsigned y, void **params, CUre
     return 0;
 }
 
-int devkern_fill(DevKern *k, CUdeviceptr dst, uint64_t n, DType dtype, InitKind init, double a, double b,
-                 uint64_t seed, uint64_t salt, CUresult *cu, EvoErr *err)
+int devkern_fill(DevKern *k, CUdeviceptr dst, uint64_t n, DType dtype, const InitSpec *init, uint64_t seed,
+                 uint64_t salt, CUresult *cu, EvoErr *err)
 {
     unsigned long long key = gate_seed_key(seed, salt), nn = n;
-    int dt = (int)dtype, in = (int)init;
-    void *params[] = {&dst, &nn, &dt, &in, &a, &b, &key};
+    int dt = (int)dtype;
+    GenArgs g = gen_args(init);
+    void *params[] = {&dst, &nn, &dt, &g, &key};
     return launch(k, K_FILL, n, 1, params, cu, err);
 }
 

@@ -63,10 +63,10 @@ void devkern_close(DevKern **k);
  * architecture evoeng supports). */
 const char *devkern_source(void);
 
-/* Fill n elements of dtype at dst from (seed, salt) per init (normal: mean
- * a, stddev b; uniform [a, b); zero; const a). */
-int devkern_fill(DevKern *k, CUdeviceptr dst, uint64_t n, DType dtype, InitKind init, double a, double b,
-                 uint64_t seed, uint64_t salt, CUresult *cu, EvoErr *err);
+/* Fill n elements of dtype at dst from (seed, salt) per init (the
+ * generator of gate.h: gate_gen_value). */
+int devkern_fill(DevKern *k, CUdeviceptr dst, uint64_t n, DType dtype, const InitSpec *init, uint64_t seed,
+                 uint64_t salt, CUresult *cu, EvoErr *err);
 
 /* Compare got against ref (n elements of dtype) into *sum (device address
  * of a zeroed DevSum). tol_scale multiplies atol and rtol. */

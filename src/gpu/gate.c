@@ -133,7 +133,7 @@ static void store_val(DType t, void *buf, uint64_t i, double v)
 /* ---- generation ------------------------------------------------------- */
 
 /* The counter-based generator: element i of a buffer depends only on
- * (seed, salt, i). devkern.c has the same code for the device. */
+ * (seed, salt, i). gensrc.c has the same code for the device. */
 static uint64_t mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -152,30 +152,55 @@ uint64_t gate_seed_key(uint64_t seed, uint64_t salt)
     return st ^ mix64(st + 0x9E3779B97F4A7C15ull) ^ (salt * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull);
 }
 
-double gate_gen_value(const PlanBuffer *b, uint64_t key, uint64_t i)
+/* Box-Muller over the counter pair of i: the radius and the cosine (even
+ * i) or sine (odd i). */
+static void box_muller(uint64_t key, uint64_t i, double *r, double *t)
 {
-    switch (b->init) {
+    uint64_t j = i >> 1;
+    double u1 = 1.0 - unit(key, 2 * j), u2 = unit(key, 2 * j + 1);
+    double th = 6.283185307179586 * u2;
+    *r = sqrt(-2.0 * log(u1));
+    *t = (i & 1) ? sin(th) : cos(th);
+}
+
+double gate_gen_value(const InitSpec *g, uint64_t key, uint64_t i)
+{
+    double v, r, t;
+    switch (g->kind) {
     case INIT_ZERO:
-        return 0;
+        v = 0;
+        break;
     case INIT_CONST:
-        return b->a;
+        v = g->a;
+        break;
     case INIT_UNIFORM:
-        return b->a + (b->b - b->a) * unit(key, i);
-    case INIT_NORMAL: {
-        uint64_t j = i >> 1;
-        double u1 = 1.0 - unit(key, 2 * j), u2 = unit(key, 2 * j + 1);
-        double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
-        return b->a + b->b * r * ((i & 1) ? sin(th) : cos(th));
+        v = g->a + (g->b - g->a) * unit(key, i);
+        break;
+    default:
+        box_muller(key, i, &r, &t);
+        v = g->a + g->b * r * t;
+        if (g->kind == INIT_OUTLIER && unit(key ^ 0xA0761D6478BD642Full, i) < g->p) {
+            box_muller(key ^ 0xE7037ED1A0B428DBull, i, &r, &t);
+            v += g->c * r * t;
+        }
     }
+    if (g->rows != ROWS_NONE) {
+        uint64_t row = i / (g->row_len > 0 ? g->row_len : 1), rk = key ^ 0x8EBC6AF09C88C6E3ull;
+        if (g->rows == ROWS_UNIFORM) {
+            v *= g->ra + (g->rb - g->ra) * unit(rk, row);
+        } else {
+            box_muller(rk, row, &r, &t);
+            v *= exp(g->ra + g->rb * r * t);
+        }
     }
-    return 0;
+    return v;
 }
 
 void gate_fill_host(const PlanBuffer *b, uint64_t seed, void *dst)
 {
     uint64_t key = gate_seed_key(seed, b->seed_salt);
     for (uint64_t i = 0; i < b->count; i++)
-        store_val(b->dtype, dst, i, gate_gen_value(b, key, i));
+        store_val(b->dtype, dst, i, gate_gen_value(&b->init, key, i));
 }
 
 void gate_fill_sentinel(DType t, void *dst, uint64_t n)
@@ -287,6 +312,10 @@ json_t *gate_report_to_json(const GateReport *r)
     json_object_set_new(o, "ref_ms", json_real(r->ref_ms));
     json_object_set_new(o, "seeds_run", json_integer(r->seeds_run));
     json_object_set_new(o, "fatal", json_boolean(r->fatal));
+    if (r->profile[0])
+        json_object_set_new(o, "profile", json_string(r->profile));
+    if (r->profiles > 1)
+        json_object_set_new(o, "profiles", json_integer(r->profiles));
     return o;
 }
 
@@ -312,27 +341,35 @@ void gate_report_from_json(const json_t *j, GateReport *r)
     r->ref_ms = proto_get_num(j, "ref_ms", 0);
     r->seeds_run = (int)proto_get_int(j, "seeds_run", 0);
     r->fatal = (int)proto_get_int(j, "fatal", 0);
+    proto_copy_str(j, "profile", r->profile, sizeof(r->profile));
+    r->profiles = (int)proto_get_int(j, "profiles", 1);
     if (st < 0 && !r->error[0])
         snprintf(r->error, sizeof(r->error), "gate report without a valid status");
 }
 
 void gate_report_format(const GateReport *r, char *buf, size_t cap)
 {
+    char prof[64] = "";
     if (r->status == EVAL_OK) {
-        snprintf(buf, cap, "ok: %d seed%s passed (last shape '%s'); max abs err %.3g, max rel err %.3g; "
-                 "candidate %.4f ms, reference %.4f ms", r->seeds_run, r->seeds_run == 1 ? "" : "s", r->shape,
-                 r->max_abs, r->max_rel, r->cand_ms, r->ref_ms);
+        int np = r->profiles > 1 ? r->profiles : 1, ns = r->seeds_run / np;
+        if (np > 1)
+            snprintf(prof, sizeof(prof), " x %d profiles", np);
+        snprintf(buf, cap, "ok: %d seed%s%s passed (last shape '%s'); max abs err %.3g, max rel err %.3g; "
+                 "candidate %.4f ms, reference %.4f ms", ns, ns == 1 ? "" : "s", prof, r->shape, r->max_abs,
+                 r->max_rel, r->cand_ms, r->ref_ms);
         return;
     }
+    if (r->profile[0] && strcmp(r->profile, "default") != 0)
+        snprintf(prof, sizeof(prof), ", profile %s", r->profile);
     if (r->check[0] && r->first_bad >= 0)
-        snprintf(buf, cap, "%s: %s in %s (shape '%s', seed %llu, run %d): %llu bad, first at %lld: got %.6g "
+        snprintf(buf, cap, "%s: %s in %s (shape '%s'%s, seed %llu, run %d): %llu bad, first at %lld: got %.6g "
                  "want %.6g; max abs err %.3g, max rel err %.3g", gate_status_name(r->status), r->check,
-                 r->buffer, r->shape, (unsigned long long)r->seed, r->run, (unsigned long long)r->nbad,
+                 r->buffer, r->shape, prof, (unsigned long long)r->seed, r->run, (unsigned long long)r->nbad,
                  (long long)r->first_bad, r->got, r->want, r->max_abs, r->max_rel);
     else
-        snprintf(buf, cap, "%s%s%s: %s%s%s (shape '%s', seed %llu)", gate_status_name(r->status),
+        snprintf(buf, cap, "%s%s%s: %s%s%s (shape '%s'%s, seed %llu)", gate_status_name(r->status),
                  r->check[0] ? ": " : "", r->check, r->error, r->cuda_error[0] ? " " : "", r->cuda_error,
-                 r->shape, (unsigned long long)r->seed);
+                 r->shape, prof, (unsigned long long)r->seed);
 }
 
 /* ---- device routine --------------------------------------------------- */
@@ -397,12 +434,12 @@ static int judge_compare(CudaCtx *c, const PlanBuffer *b, const DevSum *s, doubl
     return 0;
 }
 
-/* Summary slots of one seed: per buffer, 6 of them. */
+/* Summary slots of one variant (profile, seed): per buffer, 5 of them. */
 enum { SUM_IN_A, SUM_IN_B, SUM_RUN1, SUM_RUN2, SUM_RUN21, SUM_PER_BUF };
 
-/* Enqueue seed k's two candidate runs and every comparison of their
+/* Enqueue variant k's two candidate runs and every comparison of their
  * results. Returns 0 or -1 (err, *cu). */
-static int enqueue_seed(CudaCtx *c, Resident *res, const Bay *bay, int k, const Plan *plan, const CudaPlan cp[2],
+static int enqueue_variant(CudaCtx *c, Resident *res, const Bay *bay, int k, const Plan *plan, const CudaPlan cp[2],
                         const CudaLaunches cl[2], CUevent e0, CUevent e1, CUdeviceptr sums, int *run, CUresult *cu,
                         EvoErr *err)
 {
@@ -443,8 +480,8 @@ static int enqueue_seed(CudaCtx *c, Resident *res, const Bay *bay, int k, const 
     return 0;
 }
 
-/* Judge seed k from its summaries, in the gate's order. 1 passes. */
-static int judge_seed(CudaCtx *c, const Bay *bay, int k, const Plan *plan, const CudaPlan cp[2], const DevSum *hs,
+/* Judge variant k from its summaries, in the gate's order. 1 passes. */
+static int judge_variant(CudaCtx *c, const Bay *bay, int k, const Plan *plan, const CudaPlan cp[2], const DevSum *hs,
                       GateReport *rep)
 {
     for (int i = 0; i < plan->nbuffers; i++) {
@@ -489,6 +526,13 @@ static int judge_seed(CudaCtx *c, const Bay *bay, int k, const Plan *plan, const
     return 1;
 }
 
+/* The report names the seed and profile of variant k. */
+static void variant_names(GateReport *rep, const Plan *plan, const Bay *bay, int k)
+{
+    rep->seed = resident_variant_seed(bay, k);
+    snprintf(rep->profile, sizeof(rep->profile), "%s", plan_profile_name(plan, resident_variant_profile(bay, k)));
+}
+
 int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodule ref, int ref_id,
              const GateOptions *opt, GateReport *rep, EvoErr *err)
 {
@@ -502,13 +546,14 @@ int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodul
     EvoErr e = {{0}};
     Bay *bay = NULL;
     uint64_t largest = 0, seeds[16];
-    int nseeds = opt && opt->nseeds > 0 ? opt->nseeds : 3, resident_bad = 0, guard_bad = 0, brc;
+    int nseeds = opt && opt->nseeds > 0 ? opt->nseeds : 3, resident_bad = 0, guard_bad = 0, brc, nvar;
     char where[160];
     float ms = 0;
     (void)err;
 
     memset(rep, 0, sizeof(*rep));
     rep->first_bad = -1;
+    rep->profiles = plan_nprofiles(plan);
     snprintf(rep->shape, sizeof(rep->shape), "%s", plan->shape_label ? plan->shape_label : "");
     if (nseeds > 16)
         nseeds = 16;
@@ -553,30 +598,32 @@ int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodul
         rep_cuda(rep, c, cu, &e, "events");
         goto done;
     }
-    if (resident_sums_reset(res, nseeds * plan->nbuffers * SUM_PER_BUF, &sums, &cu, &e) != 0) {
+    nvar = resident_nvariants(bay);
+    if (resident_sums_reset(res, nvar * plan->nbuffers * SUM_PER_BUF, &sums, &cu, &e) != 0) {
         rep_cuda(rep, c, cu, &e, "summaries");
         goto done;
     }
-    /* every seed's runs and comparisons go out at once; one sync */
-    for (int k = 0; k < nseeds; k++) {
-        rep->seed = seeds[k];
-        if (enqueue_seed(c, res, bay, k, plan, cp, cl, e0, e1, sums, &rep->run, &cu, &e) != 0) {
+    /* every variant's runs and comparisons go out at once; one sync */
+    for (int k = 0; k < nvar; k++) {
+        variant_names(rep, plan, bay, k);
+        if (enqueue_variant(c, res, bay, k, plan, cp, cl, e0, e1, sums, &rep->run, &cu, &e) != 0) {
             rep_cuda(rep, c, cu, &e, rep->run == 2 ? "candidate (second run)" : "candidate");
             goto done;
         }
     }
-    if (resident_sums_read(res, nseeds * plan->nbuffers * SUM_PER_BUF, &hs, &cu, &e) != 0) {
+    if (resident_sums_read(res, nvar * plan->nbuffers * SUM_PER_BUF, &hs, &cu, &e) != 0) {
         rep_cuda(rep, c, cu, &e, "candidate");
         goto done;
     }
     if (api->EventElapsedTime(&ms, e0, e1) == CUDA_SUCCESS)
         rep->cand_ms = ms;
-    for (int k = 0; k < nseeds; k++) {
-        rep->seed = seeds[k];
-        if (!judge_seed(c, bay, k, plan, cp, hs, rep))
+    for (int k = 0; k < nvar; k++) {
+        variant_names(rep, plan, bay, k);
+        if (!judge_variant(c, bay, k, plan, cp, hs, rep))
             goto verify;
         rep->seeds_run++;
     }
+    rep->profile[0] = 0;
     rep->status = EVAL_OK;
     rep->run = 0;
     rep->first_bad = -1;

@@ -1,8 +1,9 @@
 /*
  * gate: the correctness gate, built so that a wrong kernel cannot pass.
  *
- * For every plan (correctness shapes and the benchmark shape) and every
- * seed (>= 3), on the worker's resident state (resident.h):
+ * For every plan (correctness shapes and the benchmark shape), every input
+ * profile of the plan and every seed (>= 3), on the worker's resident
+ * state (resident.h):
  *   1. the inputs are the seed's pristine copies, generated once on the
  *      device from (seed, buffer.seed_salt) and copied into a working set;
  *      outputs are filled with a NaN sentinel (0xFFFF for f16/bf16,
@@ -87,16 +88,21 @@ float    gate_bf16_to_f32(uint16_t h);
 double gate_load(DType t, const void *buf, uint64_t i);
 
 /* The input generator, counter-based: element i of buffer b for a seed is
- * gate_gen_value(b, gate_seed_key(seed, b->seed_salt), i), by init:
- * normal (Box-Muller in double over the pair i/2: cos for even i, sin for
- * odd; mean a, stddev b), uniform [a, b), zero, const a; then rounded to
- * the dtype (through float, nearest even). The worker makes the same
- * values on the device (devkern.c: evo_fill). */
+ * gate_gen_value(&b->init, gate_seed_key(seed, b->seed_salt), i), by
+ * kind: normal (Box-Muller in double over the pair i/2: cos for even i,
+ * sin for odd; mean a, stddev b), uniform [a, b), zero, const a, outlier
+ * (the normal, plus with probability p, decided on a stream of its own, a
+ * normal of stddev c from another); then, with a row scale, times the
+ * factor of row i / row_len (lognormal exp(ra + rb z) or uniform [ra, rb),
+ * from a third stream over the rows); then rounded to the dtype (through
+ * float, nearest even). The worker makes the same values on the device
+ * (gensrc.c, devkern.c: evo_fill). */
 uint64_t gate_seed_key(uint64_t seed, uint64_t salt);
-double   gate_gen_value(const PlanBuffer *b, uint64_t key, uint64_t i);
+double   gate_gen_value(const InitSpec *s, uint64_t key, uint64_t i);
 
 /* Fill dst (b->count elements of b->dtype) with the generator's values for
- * (seed, b->seed_salt) on the host. Same inputs, same bytes. */
+ * (seed, b->seed_salt) under b->init on the host (another profile: a copy
+ * of b with that profile's init). Same inputs, same bytes. */
 void gate_fill_host(const PlanBuffer *b, uint64_t seed, void *dst);
 
 /* Fill n elements of dtype t with the NaN sentinel. */
@@ -146,8 +152,10 @@ typedef struct GateReport {
     double   got, want;
     double   cand_ms;        /* one run of the candidate launch plan (first seed) */
     double   ref_ms;         /* one run of the reference launch plan (0 if cached) */
-    int      seeds_run;
+    int      seeds_run;      /* (profile, seed) variants that passed */
     int      fatal;          /* the worker's context is unusable: replace it */
+    char     profile[32];    /* the input profile of the failure ("" when ok) */
+    int      profiles;       /* input profiles the gate ran (every seed of each) */
 } GateReport;
 
 json_t *gate_report_to_json(const GateReport *r);

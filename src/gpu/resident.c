@@ -11,17 +11,20 @@
 
 struct Bay {
     char        *key;       /* inputs + reference signature + ref module + seeds */
-    char        *in_key;    /* inputs only: timing lookups */
+    char        *in_key;    /* inputs (every profile's generators) only: timing lookups */
     int          ref_id;    /* -1: no reference outputs */
     int          nseeds;
     uint64_t     seeds[RESIDENT_MAX_SEEDS];
+    int          nprof;     /* input profiles; variant v = profile * nseeds + seed index */
+    int          nvar;
     int          nbuf;
+    int          nsets;     /* working sets: 2 per profile */
     CUdeviceptr  block;
     size_t       block_bytes;
-    CUdeviceptr *pristine;  /* [k * nbuf + i], inputs only */
-    CUdeviceptr *refout;    /* [k * nbuf + i], reference outputs only */
+    CUdeviceptr *pristine;  /* [v * nbuf + i], inputs only (shared by variants whose generators agree) */
+    CUdeviceptr *refout;    /* [v * nbuf + i], reference outputs only */
     size_t      *cap;       /* [i] working capacity, bytes */
-    CUdeviceptr *work[2];   /* [set][i] */
+    CUdeviceptr *work;      /* [set * nbuf + i] */
     DevRegion   *regions;   /* resident data to protect */
     uint64_t    *digests;   /* their digests when made */
     int          nregions;
@@ -76,8 +79,7 @@ static void bay_free(Resident *r, Bay *b)
     free(b->pristine);
     free(b->refout);
     free(b->cap);
-    free(b->work[0]);
-    free(b->work[1]);
+    free(b->work);
     free(b->regions);
     free(b->digests);
     free(b);
@@ -169,22 +171,36 @@ int resident_nbays(const Resident *r)
 
 /* ---- keys ------------------------------------------------------------- */
 
-static void sig_buffer(StrBuf *sb, const PlanBuffer *b, int with_count)
+static void sig_init(StrBuf *sb, const InitSpec *s)
 {
+    sb_printf(sb, ":%d:%.17g:%.17g", (int)s->kind, s->a, s->b);
+    if (s->kind == INIT_OUTLIER)
+        sb_printf(sb, ":%.17g:%.17g", s->p, s->c);
+    if (s->rows != ROWS_NONE)
+        sb_printf(sb, ":r%d:%.17g:%.17g:%llu", (int)s->rows, s->ra, s->rb, (unsigned long long)s->row_len);
+}
+
+/* Buffer i of p; an input with its generator under every profile. */
+static void sig_buffer(StrBuf *sb, const Plan *p, int i, int with_count)
+{
+    const PlanBuffer *b = &p->buffers[i];
     sb_printf(sb, "%s:%s:%d:%llu", b->name, dtype_name(b->dtype), (int)b->role,
               with_count ? (unsigned long long)b->count : 0ull);
-    if (b->role == ROLE_INPUT)
-        sb_printf(sb, ":%d:%.17g:%.17g:%llu", (int)b->init, b->a, b->b, (unsigned long long)b->seed_salt);
+    if (b->role == ROLE_INPUT) {
+        sb_printf(sb, ":%llu", (unsigned long long)b->seed_salt);
+        for (int k = 0; k < plan_nprofiles(p); k++)
+            sig_init(sb, plan_init(p, k, i));
+    }
     sb_putc(sb, ';');
 }
 
-/* Inputs only: every input buffer with its generator. */
+/* Inputs only: every input buffer with its generators. */
 static char *input_key(const Plan *p)
 {
     StrBuf sb = {0};
     for (int i = 0; i < p->nbuffers; i++)
         if (p->buffers[i].role == ROLE_INPUT)
-            sig_buffer(&sb, &p->buffers[i], 1);
+            sig_buffer(&sb, p, i, 1);
     return sb_take(&sb);
 }
 
@@ -195,7 +211,7 @@ static char *gate_key(const Plan *p, int ref_id, const uint64_t *seeds, int nsee
     StrBuf sb = {0};
     for (int i = 0; i < p->nbuffers; i++) {
         const PlanBuffer *b = &p->buffers[i];
-        sig_buffer(&sb, b, b->role != ROLE_SCRATCH || b->for_ref);
+        sig_buffer(&sb, p, i, b->role != ROLE_SCRATCH || b->for_ref);
     }
     sb_printf(&sb, "|ref=%d|", ref_id);
     for (int l = 0; l < p->nref_launches; l++) {
@@ -245,9 +261,25 @@ static void evict_for(Resident *r, uint64_t need)
     }
 }
 
+static int init_equal(const InitSpec *x, const InitSpec *y)
+{
+    return x->kind == y->kind && x->a == y->a && x->b == y->b && x->p == y->p && x->c == y->c && x->rows == y->rows &&
+           x->ra == y->ra && x->rb == y->rb && x->row_len == y->row_len;
+}
+
+/* The first profile before k whose generator of buffer i is k's, else k:
+ * variants of such profiles share their pristine copies. */
+static int same_as(const Plan *p, int k, int i)
+{
+    for (int j = 0; j < k; j++)
+        if (init_equal(plan_init(p, j, i), plan_init(p, k, i)))
+            return j;
+    return k;
+}
+
 /* Allocate a bay for plan with working capacities at least min_cap[i]
- * (may be NULL), generate its pristine inputs for every seed and fill its
- * red zones. No reference yet. */
+ * (may be NULL), generate its pristine inputs for every (profile, seed)
+ * variant and fill its red zones. No reference yet. */
 static int bay_make(Resident *r, const Plan *p, const uint64_t *seeds, int nseeds, const size_t *min_cap, Bay **out,
                     CUresult *cu, EvoErr *err)
 {
@@ -262,36 +294,44 @@ static int bay_make(Resident *r, const Plan *p, const uint64_t *seeds, int nseed
         nseeds = RESIDENT_MAX_SEEDS;
     b->nseeds = nseeds;
     memcpy(b->seeds, seeds, (size_t)nseeds * sizeof(*seeds));
+    b->nprof = plan_nprofiles(p);
+    b->nvar = b->nprof * nseeds;
+    b->nsets = 2 * b->nprof;
     b->nbuf = p->nbuffers;
     b->ref_id = -1;
-    b->pristine = xcalloc((size_t)nseeds * (size_t)nb, sizeof(CUdeviceptr));
-    b->refout = xcalloc((size_t)nseeds * (size_t)nb, sizeof(CUdeviceptr));
+    b->pristine = xcalloc((size_t)b->nvar * (size_t)nb, sizeof(CUdeviceptr));
+    b->refout = xcalloc((size_t)b->nvar * (size_t)nb, sizeof(CUdeviceptr));
     b->cap = xcalloc((size_t)nb, sizeof(size_t));
-    b->work[0] = xcalloc((size_t)nb, sizeof(CUdeviceptr));
-    b->work[1] = xcalloc((size_t)nb, sizeof(CUdeviceptr));
-    b->regions = xcalloc((size_t)nseeds * (size_t)nb * 2 + 1, sizeof(DevRegion));
-    b->digests = xcalloc((size_t)nseeds * (size_t)nb * 2 + 1, sizeof(uint64_t));
+    b->work = xcalloc((size_t)b->nsets * (size_t)nb, sizeof(CUdeviceptr));
+    b->regions = xcalloc((size_t)b->nvar * (size_t)nb * 2 + 1, sizeof(DevRegion));
+    b->digests = xcalloc((size_t)b->nvar * (size_t)nb * 2 + 1, sizeof(uint64_t));
     /* layout: offsets first, then one allocation */
-    for (int k = 0; k < nseeds; k++)
-        for (int i = 0; i < p->nbuffers; i++)
-            if (p->buffers[i].role == ROLE_INPUT) {
-                b->pristine[k * nb + i] = off + 1;  /* offset + 1 until the base is known; 0 = none */
-                off += round256(buf_bytes(&p->buffers[i]));
+    for (int v = 0; v < b->nvar; v++)
+        for (int i = 0; i < p->nbuffers; i++) {
+            int k = v / nseeds, j = same_as(p, k, i);
+            if (p->buffers[i].role != ROLE_INPUT)
+                continue;
+            if (j < k) {
+                b->pristine[v * nb + i] = b->pristine[(j * nseeds + v % nseeds) * nb + i];
+                continue;
             }
-    for (int k = 0; k < nseeds; k++)
+            b->pristine[v * nb + i] = off + 1;  /* offset + 1 until the base is known; 0 = none */
+            off += round256(buf_bytes(&p->buffers[i]));
+        }
+    for (int v = 0; v < b->nvar; v++)
         for (int i = 0; i < p->nbuffers; i++)
             if (p->buffers[i].role == ROLE_OUTPUT && p->buffers[i].for_ref) {
-                b->refout[k * nb + i] = off + 1;
+                b->refout[v * nb + i] = off + 1;
                 off += round256(buf_bytes(&p->buffers[i]));
             }
     for (int i = 0; i < p->nbuffers; i++) {
         size_t want = buf_bytes(&p->buffers[i]);
         b->cap[i] = round256(min_cap && min_cap[i] > want ? min_cap[i] : want);
     }
-    for (int set = 0; set < 2; set++)
+    for (int set = 0; set < b->nsets; set++)
         for (int i = 0; i < p->nbuffers; i++) {
             off += RESIDENT_GUARD;
-            b->work[set][i] = off + 1;
+            b->work[set * nb + i] = off + 1;
             off += b->cap[i] + RESIDENT_GUARD;
         }
     b->block_bytes = off > 0 ? off : 256;
@@ -302,33 +342,33 @@ static int bay_make(Resident *r, const Plan *p, const uint64_t *seeds, int nseed
                    (double)b->block_bytes / (1 << 20));
         goto fail;
     }
-    for (int x = 0; x < b->nseeds * nb; x++) {
+    for (int x = 0; x < b->nvar * nb; x++) {
         if (b->pristine[x])
             b->pristine[x] += b->block - 1;
         if (b->refout[x])
             b->refout[x] += b->block - 1;
     }
-    for (int set = 0; set < 2; set++)
-        for (int i = 0; i < p->nbuffers; i++)
-            b->work[set][i] += b->block - 1;
+    for (int x = 0; x < b->nsets * nb; x++)
+        if (x < b->nsets * p->nbuffers)
+            b->work[x] += b->block - 1;
     /* red zones: the whole working area gets the pattern; buffers are reset before use */
-    {
-        CUdeviceptr w0 = b->work[0][0] - RESIDENT_GUARD;
+    if (p->nbuffers > 0) {
+        CUdeviceptr w0 = b->work[0] - RESIDENT_GUARD;
         size_t wbytes = b->block + b->block_bytes - w0;
-        if (p->nbuffers > 0 &&
-            (rc = api->cuMemsetD16Async(w0, (unsigned short)RESIDENT_PATTERN, wbytes / 2, s)) != CUDA_SUCCESS) {
+        if ((rc = api->cuMemsetD16Async(w0, (unsigned short)RESIDENT_PATTERN, wbytes / 2, s)) != CUDA_SUCCESS) {
             cuda_check(api, rc, "cuMemsetD16Async(red zones)", err);
             goto fail;
         }
     }
-    for (int k = 0; k < nseeds; k++)
+    for (int v = 0; v < b->nvar; v++)
         for (int i = 0; i < p->nbuffers; i++) {
             const PlanBuffer *pb = &p->buffers[i];
-            CUdeviceptr d = b->pristine[k * nb + i];
-            if (!d || pb->count == 0)
+            int k = v / nseeds;
+            CUdeviceptr d = b->pristine[v * nb + i];
+            if (!d || pb->count == 0 || same_as(p, k, i) < k)
                 continue;
-            if (devkern_fill(r->k, d, pb->count, pb->dtype, pb->init, pb->a, pb->b, seeds[k], pb->seed_salt, &rc,
-                             err) != 0)
+            if (devkern_fill(r->k, d, pb->count, pb->dtype, plan_init(p, k, i), seeds[v % nseeds], pb->seed_salt,
+                             &rc, err) != 0)
                 goto fail;
             b->regions[b->nregions].ptr = d;
             b->regions[b->nregions].nwords = buf_bytes(pb) / 2;
@@ -339,8 +379,6 @@ static int bay_make(Resident *r, const Plan *p, const uint64_t *seeds, int nseed
     return 0;
 fail:
     *cu = rc == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : rc;
-    if (rc != CUDA_SUCCESS)
-        *cu = rc;
     bay_free(r, b);
     return -1;
 }
@@ -358,12 +396,34 @@ static int bay_seal(Resident *r, Bay *b, CUresult *cu, EvoErr *err)
     return devkern_hash(r->k, b->regions, b->nregions, b->digests, cu, err);
 }
 
-int resident_seed_index(const Bay *b, uint64_t seed)
+int resident_variant(const Bay *b, int profile, uint64_t seed)
 {
+    if (profile < 0 || profile >= b->nprof)
+        return -1;
     for (int k = 0; k < b->nseeds; k++)
         if (b->seeds[k] == seed)
-            return k;
+            return profile * b->nseeds + k;
     return -1;
+}
+
+int resident_nvariants(const Bay *b)
+{
+    return b->nvar;
+}
+
+uint64_t resident_variant_seed(const Bay *b, int v)
+{
+    return v >= 0 && v < b->nvar ? b->seeds[v % b->nseeds] : 0;
+}
+
+int resident_variant_profile(const Bay *b, int v)
+{
+    return v >= 0 && v < b->nvar ? v / b->nseeds : -1;
+}
+
+int resident_nsets(const Bay *b)
+{
+    return b->nsets;
 }
 
 /* Larger working capacities than the bay has? Fills want[] (max of both). */
@@ -385,9 +445,11 @@ void resident_plan(const Bay *b, int set, const Plan *plan, CudaPlan *cp)
     cp->plan = plan;
     cp->dptr = xcalloc((size_t)nb, sizeof(*cp->dptr));
     cp->bytes = xcalloc((size_t)nb, sizeof(*cp->bytes));
+    if (set < 0 || set >= b->nsets)
+        set = 0;
     for (int i = 0; i < plan->nbuffers && i < b->nbuf; i++) {
         cp->bytes[i] = buf_bytes(&plan->buffers[i]);
-        cp->dptr[i] = cp->bytes[i] ? b->work[set][i] : 0;
+        cp->dptr[i] = cp->bytes[i] ? b->work[set * b->nbuf + i] : 0;
     }
 }
 
@@ -398,30 +460,34 @@ void resident_plan_free(CudaPlan *cp)
     memset(cp, 0, sizeof(*cp));
 }
 
-CUdeviceptr resident_pristine(const Bay *b, int k, int i)
+CUdeviceptr resident_pristine(const Bay *b, int v, int i)
 {
-    return k >= 0 && k < b->nseeds && i >= 0 && i < b->nbuf ? b->pristine[k * b->nbuf + i] : 0;
+    return v >= 0 && v < b->nvar && i >= 0 && i < b->nbuf ? b->pristine[v * b->nbuf + i] : 0;
 }
 
-CUdeviceptr resident_reference(const Bay *b, int k, int i)
+CUdeviceptr resident_reference(const Bay *b, int v, int i)
 {
-    return k >= 0 && k < b->nseeds && i >= 0 && i < b->nbuf && b->ref_id >= 0 ? b->refout[k * b->nbuf + i] : 0;
+    return v >= 0 && v < b->nvar && i >= 0 && i < b->nbuf && b->ref_id >= 0 ? b->refout[v * b->nbuf + i] : 0;
 }
 
-int resident_reset(Resident *r, const Bay *b, int set, int k, const Plan *plan, int which, CUresult *cu,
+int resident_reset(Resident *r, const Bay *b, int set, int v, const Plan *plan, int which, CUresult *cu,
                    EvoErr *err)
 {
     CudaApi *api = r->c->api;
     CUstream s = r->c->stream;
+    if (set < 0 || set >= b->nsets || v < 0 || v >= b->nvar) {
+        *cu = CUDA_SUCCESS;
+        return err_set(err, "resident: working set %d or variant %d out of range", set, v);
+    }
     for (int i = 0; i < plan->nbuffers && i < b->nbuf; i++) {
         const PlanBuffer *pb = &plan->buffers[i];
-        CUdeviceptr d = b->work[set][i];
+        CUdeviceptr d = b->work[set * b->nbuf + i];
         size_t bytes = buf_bytes(pb);
         CUresult rc = CUDA_SUCCESS;
         if (bytes == 0 || !(which ? pb->for_ref : pb->for_cand))
             continue;
         if (pb->role == ROLE_INPUT)
-            rc = api->cuMemcpyDtoDAsync(d, b->pristine[k * b->nbuf + i], bytes, s);
+            rc = api->cuMemcpyDtoDAsync(d, b->pristine[v * b->nbuf + i], bytes, s);
         else if (pb->role == ROLE_SCRATCH)
             rc = api->cuMemsetD8Async(d, 0, bytes, s);
         else if (pb->dtype == DT_F16 || pb->dtype == DT_BF16)
@@ -464,7 +530,7 @@ int resident_sums_read(Resident *r, int n, const DevSum **host, CUresult *cu, Ev
 
 /* ---- the reference ---------------------------------------------------- */
 
-/* Run the reference of plan for every seed of bay b on its working set A,
+/* Run the reference of plan for every variant of bay b on its working set A,
  * check its outputs complete and finite, and keep them. 0 ok, 1 verdict in
  * rep, -1 internal (err). */
 static int bay_reference(Resident *r, Bay *b, const Plan *p, CUmodule ref, int ref_id, GateReport *rep, CUresult *cu,
@@ -490,9 +556,9 @@ static int bay_reference(Resident *r, Bay *b, const Plan *p, CUmodule ref, int r
         cuda_check(api, *cu, "cuEventCreate", err);
         goto out;
     }
-    if (resident_sums_reset(r, b->nseeds * nb, &sums, cu, err) != 0)
+    if (resident_sums_reset(r, b->nvar * nb, &sums, cu, err) != 0)
         goto out;
-    for (int k = 0; k < b->nseeds; k++) {
+    for (int k = 0; k < b->nvar; k++) {
         if (resident_reset(r, b, 0, k, p, 1, cu, &e) != 0)
             goto ref_failed;
         if (k == 0 && (*cu = api->cuEventRecord(e0, s)) != CUDA_SUCCESS)
@@ -513,7 +579,7 @@ static int bay_reference(Resident *r, Bay *b, const Plan *p, CUmodule ref, int r
                 goto ref_failed;
         }
     }
-    nsum = b->nseeds * nb;
+    nsum = b->nvar * nb;
     if (resident_sums_read(r, nsum, &hs, cu, &e) != 0)
         goto ref_failed;
     api->EventElapsedTime(&ms, e0, e1);
@@ -525,14 +591,15 @@ static int bay_reference(Resident *r, Bay *b, const Plan *p, CUmodule ref, int r
         rep->status = EVAL_INVALID;
         snprintf(rep->check, sizeof(rep->check), "reference");
         snprintf(rep->buffer, sizeof(rep->buffer), "%s", pb->name);
-        rep->seed = b->seeds[x / nb];
+        rep->seed = resident_variant_seed(b, x / nb);
+        snprintf(rep->profile, sizeof(rep->profile), "%s", plan_profile_name(p, resident_variant_profile(b, x / nb)));
         snprintf(rep->error, sizeof(rep->error), "the reference's output '%s' has %llu unwritten and %llu NaN/Inf elements",
                  pb->name, (unsigned long long)hs[x].nunwritten, (unsigned long long)hs[x].nnan);
         rc = 1;
         goto out;
     }
     /* the reference outputs join the protected regions */
-    for (int k = 0; k < b->nseeds; k++)
+    for (int k = 0; k < b->nvar; k++)
         for (int i = 0; i < p->nbuffers; i++)
             if (b->refout[k * nb + i] && p->buffers[i].count) {
                 b->regions[b->nregions].ptr = b->refout[k * nb + i];
@@ -605,7 +672,8 @@ int resident_bay_gate(Resident *r, const Plan *plan, CUmodule ref, int ref_id, c
     return 0;
 }
 
-int resident_bay_time(Resident *r, const Plan *plan, uint64_t seed, Bay **out, CUresult *cu, EvoErr *err)
+int resident_bay_time(Resident *r, const Plan *plan, int profile, uint64_t seed, Bay **out, CUresult *cu,
+                      EvoErr *err)
 {
     char *ikey = input_key(plan);
     size_t *want = xcalloc((size_t)(plan->nbuffers > 0 ? plan->nbuffers : 1), sizeof(size_t));
@@ -614,7 +682,7 @@ int resident_bay_time(Resident *r, const Plan *plan, uint64_t seed, Bay **out, C
     *out = NULL;
     for (b = r->bays; b; b = b->next)
         if (!b->dead && b->nbuf == plan->nbuffers && strcmp(b->in_key, ikey) == 0 &&
-            resident_seed_index(b, seed) >= 0 && !needs_room(b, plan, want))
+            resident_variant(b, profile, seed) >= 0 && !needs_room(b, plan, want))
             break;
     free(ikey);
     free(want);
@@ -643,7 +711,7 @@ int resident_verify(Resident *r, int *resident_bad, int *guard_bad, char *where,
         where[0] = 0;
     for (Bay *b = r->bays; b; b = b->next)
         if (!b->dead)
-            n += b->nregions + 4 * b->nbuf;
+            n += b->nregions + 2 * b->nsets * b->nbuf;
     regs = xcalloc((size_t)n + 1, sizeof(*regs));
     dig = xcalloc((size_t)n + 1, sizeof(*dig));
     for (Bay *b = r->bays; b; b = b->next) {
@@ -651,11 +719,11 @@ int resident_verify(Resident *r, int *resident_bad, int *guard_bad, char *where,
             continue;
         memcpy(regs + at, b->regions, (size_t)b->nregions * sizeof(*regs));
         at += b->nregions;
-        for (int set = 0; set < 2; set++)
+        for (int set = 0; set < b->nsets; set++)
             for (int i = 0; i < b->nbuf; i++) {
-                regs[at].ptr = b->work[set][i] - RESIDENT_GUARD;
+                regs[at].ptr = b->work[set * b->nbuf + i] - RESIDENT_GUARD;
                 regs[at++].nwords = RESIDENT_GUARD / 2;
-                regs[at].ptr = b->work[set][i] + b->cap[i];
+                regs[at].ptr = b->work[set * b->nbuf + i] + b->cap[i];
                 regs[at++].nwords = RESIDENT_GUARD / 2;
             }
     }
@@ -672,14 +740,14 @@ int resident_verify(Resident *r, int *resident_bad, int *guard_bad, char *where,
         for (int x = 0; x < b->nregions; x++)
             bad |= dig[at + x] != b->digests[x];
         at += b->nregions;
-        for (int set = 0; set < 2; set++)
+        for (int set = 0; set < b->nsets; set++)
             for (int i = 0; i < b->nbuf; i++)
                 for (int side = 0; side < 2; side++, at++) {
                     if (dig[at] == r->guard_digest)
                         continue;
                     if (!*guard_bad && where && cap)
-                        snprintf(where, cap, "the red zone %s working buffer %d of set %c", side ? "after" : "before",
-                                 i, set ? 'B' : 'A');
+                        snprintf(where, cap, "the red zone %s working buffer %d of set %d", side ? "after" : "before",
+                                 i, set);
                     ++*guard_bad;
                     r->c->api->cuMemsetD16Async(regs[at].ptr, (unsigned short)RESIDENT_PATTERN, RESIDENT_GUARD / 2,
                                                 r->c->stream);

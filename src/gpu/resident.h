@@ -2,17 +2,23 @@
  * resident: the evaluation state a worker keeps on its GPU for a whole run,
  * so that judging a candidate costs kernel launches, not host work.
  *
- * A *bay* holds everything one shape needs, in one device allocation:
- *   - pristine inputs, one copy per seed, made on the device by the
- *     counter-based generator (devkern_fill), never handed to a kernel;
- *   - the reference outputs per seed, computed once (the reference runs on
- *     a working set filled from the pristine inputs, and its outputs are
- *     checked complete and finite, then copied aside);
- *   - two working sets (A and B) of every plan buffer, each buffer between
- *     two red zones of GUARD bytes holding a fixed pattern: a second
- *     candidate run lands on fresh buffers, and a write just outside a
- *     buffer is seen.
- * Layout: [pristine inputs][reference outputs][set A][set B]: a kernel that
+ * A *bay* holds everything one shape needs, in one device allocation, for
+ * every *variant*, a (profile, seed) pair of the plan's input profiles
+ * (plan.h) and the gate's seeds:
+ *   - pristine inputs, one copy per variant (variants whose generators
+ *     agree share it: a profile that changes Q and K only keeps one V per
+ *     seed), made on the device by the counter-based generator
+ *     (devkern_fill), never handed to a kernel;
+ *   - the reference outputs per variant, computed once (the reference runs
+ *     on a working set filled from the pristine inputs, and its outputs
+ *     are checked complete and finite, then copied aside);
+ *   - two working sets per profile of every plan buffer, each buffer
+ *     between two red zones of GUARD bytes holding a fixed pattern. The
+ *     gate runs the candidate on set 0 (A), then on the fresh set 1 (B);
+ *     timing keeps profile k's inputs in set k (and a second side that
+ *     does not share buffers in set nprofiles + k), so that interleaved
+ *     samples of several profiles need no copy between them.
+ * Layout: [pristine inputs][reference outputs][working sets]: a kernel that
  * writes below its first buffer far enough to jump the red zone lands in
  * the reference outputs.
  *
@@ -43,7 +49,7 @@
 
 #define RESIDENT_GUARD 4096u       /* red-zone bytes on each side of a working buffer */
 #define RESIDENT_PATTERN 0xA5A5u   /* the red zones' 16-bit pattern */
-#define RESIDENT_MAX_SEEDS 16
+#define RESIDENT_MAX_SEEDS 16   /* per profile */
 
 typedef struct Resident Resident;
 typedef struct Bay Bay;
@@ -61,8 +67,9 @@ DevKern *resident_kern(Resident *r);
  * the next call. */
 void resident_begin(Resident *r);
 
-/* The bay for a gate of plan with module ref (id ref_id) over seeds: found,
- * or made (inputs generated, reference run and checked, digests taken).
+/* The bay for a gate of plan with module ref (id ref_id) over seeds (every
+ * profile of the plan): found, or made (inputs generated, reference run
+ * and checked, digests taken).
  * Returns 0 with *out set; 1 when the reference failed (rep filled: status
  * invalid, or crashed with rep->fatal); -1 on an internal or allocation
  * failure (err; *cu gets the CUresult, CUDA_ERROR_OUT_OF_MEMORY for a
@@ -70,31 +77,40 @@ void resident_begin(Resident *r);
 int resident_bay_gate(Resident *r, const Plan *plan, CUmodule ref, int ref_id, const uint64_t *seeds, int nseeds,
                       Bay **out, GateReport *rep, CUresult *cu, EvoErr *err);
 
-/* The bay for timing plan on inputs of seed: any bay with the same inputs
- * holding that seed, else a new one without references. Returns 0 or -1
- * (err, *cu). */
-int resident_bay_time(Resident *r, const Plan *plan, uint64_t seed, Bay **out, CUresult *cu, EvoErr *err);
+/* The bay for timing plan on the inputs of (profile, seed): any bay with
+ * the same inputs (every profile's generators) holding that variant,
+ * else a new one of that seed, every profile, without references.
+ * Returns 0 or -1 (err, *cu). */
+int resident_bay_time(Resident *r, const Plan *plan, int profile, uint64_t seed, Bay **out, CUresult *cu,
+                      EvoErr *err);
 
-/* Index of seed in the bay's seeds, -1 when absent. */
-int resident_seed_index(const Bay *b, uint64_t seed);
+/* The variant (profile, seed) of a bay: its index (0 <= v <
+ * resident_nvariants), -1 when the bay has none; a variant's seed and
+ * profile. */
+int      resident_variant(const Bay *b, int profile, uint64_t seed);
+int      resident_nvariants(const Bay *b);
+uint64_t resident_variant_seed(const Bay *b, int v);
+int      resident_variant_profile(const Bay *b, int v);
+/* The bay's working sets: 2 per profile. */
+int      resident_nsets(const Bay *b);
 
 /* Fill *cp (dptr and bytes per plan buffer; cp->plan = plan) with working
- * set `set` (0 = A, 1 = B) of bay b. Release with resident_plan_free (not
- * cuda_plan_free: the memory belongs to the bay). */
+ * set `set` (0 <= set < resident_nsets) of bay b. Release with
+ * resident_plan_free (not cuda_plan_free: the memory belongs to the bay). */
 void resident_plan(const Bay *b, int set, const Plan *plan, CudaPlan *cp);
 void resident_plan_free(CudaPlan *cp);
 
-/* Enqueue the reset of working set `set` for seed index k: inputs copied
+/* Enqueue the reset of working set `set` for variant v: inputs copied
  * from the pristine copies, outputs filled with the NaN sentinel, scratch
  * zeroed, for the buffers of the candidate (which = 0) or the reference
  * (1). Returns 0 or -1 (err, *cu). */
-int resident_reset(Resident *r, const Bay *b, int set, int k, const Plan *plan, int which, CUresult *cu,
+int resident_reset(Resident *r, const Bay *b, int set, int v, const Plan *plan, int which, CUresult *cu,
                    EvoErr *err);
 
 /* Device address of the pristine input / reference output of buffer i for
- * seed index k (0 when the bay has none). */
-CUdeviceptr resident_pristine(const Bay *b, int k, int i);
-CUdeviceptr resident_reference(const Bay *b, int k, int i);
+ * variant v (0 when the bay has none). */
+CUdeviceptr resident_pristine(const Bay *b, int v, int i);
+CUdeviceptr resident_reference(const Bay *b, int v, int i);
 
 /* Re-hash every bay's pristine inputs and references and every red zone.
  * Bays whose resident data changed are dropped (their count goes to
@@ -109,7 +125,7 @@ int resident_verify(Resident *r, int *resident_bad, int *guard_bad, char *where,
  * slots (n <= RESIDENT_MAX_SUMS) and returns their base address;
  * resident_sums_read() syncs the stream and copies them to host memory
  * (valid until the next reset). */
-#define RESIDENT_MAX_SUMS 512
+#define RESIDENT_MAX_SUMS 4096
 int resident_sums_reset(Resident *r, int n, CUdeviceptr *base, CUresult *cu, EvoErr *err);
 int resident_sums_read(Resident *r, int n, const DevSum **host, CUresult *cu, EvoErr *err);
 

@@ -488,7 +488,7 @@ int worker_gate(Worker *w, const Plan *plan, int cand, int ref, const GateOption
     for (int i = 0; i < nseeds; i++)
         json_array_append_new(seeds, json_integer((json_int_t)(opt->seeds_given ? opt->seeds[i] : (uint64_t)i + 1)));
     j = json_pack("{s:o, s:i, s:i, s:o}", "plan", proto_plan_to_json(plan), "cand", cand, "ref", ref, "seeds", seeds);
-    rc = request(w, PROTO_GATE, j, NULL, 0, timeout_for_runs(w, 3.0 * nseeds), &r, &st, err);
+    rc = request(w, PROTO_GATE, j, NULL, 0, timeout_for_runs(w, 3.0 * nseeds * plan_nprofiles(plan)), &r, &st, err);
     json_decref(j);
     if (rc < 0)
         return -1;
@@ -553,8 +553,8 @@ static int time_or_metrics(Worker *w, int type, const Plan *plan, int module, in
     }
     j = json_pack("{s:o, s:i, s:s, s:o}", "plan", proto_plan_to_json(plan), "module", module, "which",
                   which_ref ? "ref" : "cand", "bench", bench_options_to_json(opt));
-    rc = bench_request(w, type, j, timeout_for_runs(w, opt->warmup + opt->samples + 25.0), &result, &st,
-                       res->error, sizeof(res->error), &r, err);
+    rc = bench_request(w, type, j, timeout_for_runs(w, (opt->warmup + opt->samples + 25.0) * plan_nprofiles(plan)),
+                       &result, &st, res->error, sizeof(res->error), &r, err);
     json_decref(j);
     if (rc == 0) {
         if (result) {
@@ -604,8 +604,9 @@ int worker_compare(Worker *w, const Plan *plan_a, int module_a, const Plan *plan
                   "which_a", "cand", "plan_b", proto_plan_to_json(plan_b), "module_b", module_b, "which_b", "cand",
                   "bench", bench_options_to_json(opt));
     rc = bench_request(w, PROTO_COMPARE, j,
-                       timeout_for_runs(w, 2.0 * opt->pairs * (opt->retries > 0 ? opt->retries : 1) + 60.0), &result,
-                       &st, res->error, sizeof(res->error), &r, err);
+                       timeout_for_runs(w, (2.0 * opt->pairs * (opt->retries > 0 ? opt->retries : 1) + 60.0) *
+                                               plan_nprofiles(plan_b)),
+                       &result, &st, res->error, sizeof(res->error), &r, err);
     json_decref(j);
     if (rc == 0) {
         if (result) {

@@ -24,10 +24,13 @@
  *           + cubin attached                        "static_smem", "local_bytes", "max_threads"}]}
  *           (ok false + "status": "compile_error"/"invalid" on a bad image/entry)
  *   gate    {"plan": Plan, "cand": ID, "ref": ID, "seeds": [..]}  -> {"report": GateReport}
+ *           (every input profile of the plan, every seed: one request a shape)
  *   time    {"plan": Plan, "module": ID, "which": "cand"|"ref",
  *            "bench": BenchOptions}            -> {"result": BenchResult}
+ *           (each profile of bench.profiles, or the plan's timing profiles)
  *   compare {"plan_a", "module_a", "which_a", "plan_b", "module_b", "which_b",
  *            "bench"}                          -> {"result": CompareResult}
+ *           (the profiles interleaved within the one request)
  *   metrics {"plan", "module", "which"}        -> {"result": BenchResult (metrics only)}
  *   unload  {"module": ID}                     -> {}
  *   quit    {}                                 -> {} then the worker exits 0

@@ -176,50 +176,75 @@ static json_t *w_gate(WState *s, const json_t *req)
     return out;
 }
 
-/* One side of a timing request: its plan, launches on working set A of
- * the bay holding its inputs (two sides with the same inputs share the
- * buffers, so an A/B compares kernels, not allocations). */
+/* One side of a timing request: its plan and, for every profile timed,
+ * its launches on that profile's working set of the bay holding its
+ * inputs (two sides with the same inputs share the buffers, so an A/B
+ * compares kernels, not allocations). */
 typedef struct Side {
     Plan         plan;
-    CudaPlan     cp;
-    CudaLaunches cl;
     int          have_plan;
+    int          n;                         /* profiles timed */
+    int          prof[PLAN_MAX_PROFILES];   /* their indices in the plan */
+    CudaPlan     cp[PLAN_MAX_PROFILES];
+    CudaLaunches cl[PLAN_MAX_PROFILES];
 } Side;
 
 static void side_free(Side *sd)
 {
-    cuda_launches_free(&sd->cl);
-    resident_plan_free(&sd->cp);
+    for (int k = 0; k < PLAN_MAX_PROFILES; k++) {
+        cuda_launches_free(&sd->cl[k]);
+        resident_plan_free(&sd->cp[k]);
+    }
     if (sd->have_plan)
         plan_free(&sd->plan);
 }
 
-/* Set up a side on working set `set` of its bay. Returns NULL on
- * success, or an error reply. */
+/* The profiles a request times: mask (0: the plan's timing profiles).
+ * Returns how many (into prof[]), 0 when mask names none of the plan's. */
+static int timed_profiles(const Plan *plan, unsigned mask, int *prof)
+{
+    int n = 0;
+    if (!mask)
+        mask = plan_timing_mask(plan);
+    for (int k = 0; k < plan_nprofiles(plan) && k < PLAN_MAX_PROFILES; k++)
+        if (mask & (1u << k))
+            prof[n++] = k;
+    return n;
+}
+
+/* Set up a side: for each profile k timed, working set k of its bay
+ * (second = 1: set nprofiles + k, a side on buffers of its own). Returns
+ * NULL on success, or an error reply. */
 static json_t *side_open(WState *s, Side *sd, const json_t *plan_json, int module, const char *which, uint64_t seed,
-                         int set)
+                         unsigned mask, int second)
 {
     EvoErr e = {{0}};
     CUresult cu = CUDA_SUCCESS;
     CUmodule m = wmod_find(s, module);
     int ref = which && strcmp(which, "ref") == 0;
     Resident *res;
-    Bay *bay = NULL;
     memset(sd, 0, sizeof(*sd));
     if (!m)
         return reply_error("invalid", "timing: module %d not loaded", module);
     if (proto_plan_from_json(plan_json, &sd->plan, &e) != 0)
         return reply_error("invalid", "%s", e.msg);
     sd->have_plan = 1;
+    if (!(sd->n = timed_profiles(&sd->plan, mask, sd->prof)))
+        return reply_error("invalid", "timing: profiles 0x%x: the plan has %d profile%s", mask,
+                           plan_nprofiles(&sd->plan), plan_nprofiles(&sd->plan) == 1 ? "" : "s");
     if (!(res = resident(s, &e)))
         return reply_error("invalid", "%s", e.msg);
-    if (resident_bay_time(res, &sd->plan, seed, &bay, &cu, &e) != 0)
-        goto fail;
-    resident_plan(bay, set, &sd->plan, &sd->cp);
-    if (resident_reset(res, bay, set, resident_seed_index(bay, seed), &sd->plan, ref, &cu, &e) != 0 ||
-        cuda_launches_prepare(&s->ctx, &sd->cp, m, ref ? sd->plan.ref_launches : sd->plan.launches,
-                              ref ? sd->plan.nref_launches : sd->plan.nlaunches, &sd->cl, &cu, &e) != 0)
-        goto fail;
+    for (int k = 0; k < sd->n; k++) {
+        Bay *bay = NULL;
+        int p = sd->prof[k], set = p + (second ? plan_nprofiles(&sd->plan) : 0);
+        if (resident_bay_time(res, &sd->plan, p, seed, &bay, &cu, &e) != 0)
+            goto fail;
+        resident_plan(bay, set, &sd->plan, &sd->cp[k]);
+        if (resident_reset(res, bay, set, resident_variant(bay, p, seed), &sd->plan, ref, &cu, &e) != 0 ||
+            cuda_launches_prepare(&s->ctx, &sd->cp[k], m, ref ? sd->plan.ref_launches : sd->plan.launches,
+                                  ref ? sd->plan.nref_launches : sd->plan.nlaunches, &sd->cl[k], &cu, &e) != 0)
+            goto fail;
+    }
     return NULL;
 fail:;
     json_t *j = reply_error(cu == CUDA_SUCCESS ? "invalid" : gate_status_name(gate_status_from_cuda(cu)), "%s", e.msg);
@@ -279,6 +304,39 @@ static void timing_verify(WState *s, EvalStatus *st, char *error, size_t cap)
     }
 }
 
+/* Time each profile of side sd in turn (the batch calibrated once, on
+ * the first, and cached), into res->prof[]; res->ms is their geometric
+ * mean. */
+static void time_profiles(WState *s, Side *sd, const char *key, const BenchOptions *o, BenchResult *res,
+                          EvoErr *e)
+{
+    BenchOptions each = *o;
+    each.samples = bench_samples_per_profile(o, sd->n);
+    res->nprof = 0;
+    for (int k = 0; k < sd->n && res->status == EVAL_OK; k++) {
+        BenchResult one;
+        memset(&one, 0, sizeof(one));
+        if (k > 0)
+            each.warmup = 1;
+        bench_time(&s->ctx, &sd->cl[k], &each, calib_get(s, key), &one, e);
+        calib_put(s, xstrdup(key), one.status == EVAL_OK ? one.batch : 0);
+        ProfileStat *ps = &res->prof[res->nprof++];
+        snprintf(ps->name, sizeof(ps->name), "%s", plan_profile_name(&sd->plan, sd->prof[k]));
+        ps->ms = one.ms;
+        res->status = one.status;
+        res->fatal = one.fatal;
+        snprintf(res->error, sizeof(res->error), "%s", one.error);
+        snprintf(res->cuda_error, sizeof(res->cuda_error), "%s", one.cuda_error);
+        if (k == 0) {
+            res->batch = one.batch;
+            res->graph = one.graph;
+            res->hold = one.hold;
+        }
+        res->cold = one.cold;
+    }
+    bench_result_aggregate(res);
+}
+
 static json_t *w_time(WState *s, const json_t *req, int metrics_only)
 {
     EvoErr e = {{0}};
@@ -291,19 +349,20 @@ static json_t *w_time(WState *s, const json_t *req, int metrics_only)
     if (s->res)
         resident_begin(s->res);
     bad = side_open(s, &sd, json_object_get(req, "plan"), (int)proto_get_int(req, "module", -1),
-                    proto_get_str(req, "which", "cand"), o.seed, 0);
+                    proto_get_str(req, "which", "cand"), o.seed, metrics_only ? 1u : o.profiles, 0);
     if (bad) {
         side_free(&sd);
         return bad;
     }
-    if (bench_metrics(&s->ctx, &sd.cl, &res, &e) != 0) {
+    if (bench_metrics(&s->ctx, &sd.cl[0], &res, &e) != 0) {
         side_free(&sd);
         return reply_error("launch_error", "%s", e.msg);
     }
     if (!metrics_only) {
         char *key = calib_key(&sd, (int)proto_get_int(req, "module", -1), proto_get_str(req, "which", "cand"), &o);
-        bench_time(&s->ctx, &sd.cl, &o, calib_get(s, key), &res, &e);
-        calib_put(s, key, res.status == EVAL_OK ? res.batch : 0);
+        res.status = EVAL_OK;
+        time_profiles(s, &sd, key, &o, &res, &e);
+        free(key);
         if (res.status == EVAL_OK)
             timing_verify(s, &res.status, res.error, sizeof(res.error));
     }
@@ -324,13 +383,16 @@ static json_t *w_compare(WState *s, const json_t *req)
     memset(&b, 0, sizeof(b));
     if (s->res)
         resident_begin(s->res);
-    /* shared (the default): both sides on working set A of their bay, so the
-     * same buffers when their inputs match; else B on set B */
+    /* shared (the default): both sides on profile k's working set of their
+     * bay, so the same buffers when their inputs match; else B on a set of
+     * its own */
     bad = side_open(s, &a, json_object_get(req, "plan_a"), (int)proto_get_int(req, "module_a", -1),
-                    proto_get_str(req, "which_a", "cand"), o.seed, 0);
+                    proto_get_str(req, "which_a", "cand"), o.seed, o.profiles, 0);
     if (!bad)
         bad = side_open(s, &b, json_object_get(req, "plan_b"), (int)proto_get_int(req, "module_b", -1),
-                        proto_get_str(req, "which_b", "cand"), o.seed, o.shared ? 0 : 1);
+                        proto_get_str(req, "which_b", "cand"), o.seed, o.profiles, !o.shared);
+    if (!bad && (a.n != b.n || memcmp(a.prof, b.prof, sizeof(a.prof)) != 0))
+        bad = reply_error("invalid", "compare: the two plans time different input profiles");
     if (bad) {
         side_free(&a);
         side_free(&b);
@@ -340,7 +402,14 @@ static json_t *w_compare(WState *s, const json_t *req)
         char *ka = calib_key(&a, (int)proto_get_int(req, "module_a", -1), proto_get_str(req, "which_a", "cand"), &o);
         char *kb = calib_key(&b, (int)proto_get_int(req, "module_b", -1), proto_get_str(req, "which_b", "cand"), &o);
         int known[2] = {calib_get(s, ka), calib_get(s, kb)};
-        bench_compare(&s->ctx, &a.cl, &b.cl, &o, known, &res, &e);
+        const CudaLaunches *la[PLAN_MAX_PROFILES], *lb[PLAN_MAX_PROFILES];
+        const char *names[PLAN_MAX_PROFILES];
+        for (int k = 0; k < a.n; k++) {
+            la[k] = &a.cl[k];
+            lb[k] = &b.cl[k];
+            names[k] = plan_profile_name(&b.plan, b.prof[k]);
+        }
+        bench_compare_multi(&s->ctx, a.n, la, lb, names, &o, known, &res, &e);
         calib_put(s, ka, res.status == EVAL_OK ? res.batch_a : 0);
         calib_put(s, kb, res.status == EVAL_OK ? res.batch_b : 0);
     }

@@ -166,6 +166,54 @@ static json_t *tmap_json(const Plan *p, const PlanArg *g)
                      t->oob_nan ? "nan" : "zero");
 }
 
+/* An input's generator as a task spec writes it, with the row length the
+ * plan resolved ("row_len", elements per row). */
+static json_t *export_init_json(const InitSpec *g)
+{
+    json_t *o = json_pack("{s:s}", "dist", init_kind_names[g->kind]);
+    switch (g->kind) {
+    case INIT_UNIFORM:
+        json_object_set_new(o, "low", json_real(g->a));
+        json_object_set_new(o, "high", json_real(g->b));
+        break;
+    case INIT_CONST:
+        json_object_set_new(o, "value", json_real(g->a));
+        break;
+    case INIT_ZERO:
+        break;
+    default:
+        json_object_set_new(o, "mean", json_real(g->a));
+        json_object_set_new(o, "std", json_real(g->b));
+        if (g->kind == INIT_OUTLIER) {
+            json_object_set_new(o, "p", json_real(g->p));
+            json_object_set_new(o, "outlier_std", json_real(g->c));
+        }
+    }
+    if (g->rows != ROWS_NONE) {
+        int logn = g->rows == ROWS_LOGNORMAL;
+        json_object_set_new(o, "row_scale", json_pack("{s:s, s:f, s:f, s:I}", "dist", row_scale_names[g->rows],
+                                                      logn ? "mean" : "low", g->ra, logn ? "std" : "high", g->rb,
+                                                      "row_len", (json_int_t)g->row_len));
+    }
+    return o;
+}
+
+/* "profiles": each with its name, whether timing uses it, and the
+ * generator of every input. */
+static json_t *profiles_json(const Plan *p)
+{
+    json_t *arr = json_array();
+    for (int k = 0; k < plan_nprofiles(p); k++) {
+        json_t *in = json_object();
+        for (int b = 0; b < p->nbuffers; b++)
+            if (p->buffers[b].role == ROLE_INPUT)
+                json_object_set_new(in, p->buffers[b].name, export_init_json(plan_init(p, k, b)));
+        json_array_append_new(arr, json_pack("{s:s, s:b, s:o}", "name", plan_profile_name(p, k), "timing",
+                                             plan_profile_timing(p, k), "inputs", in));
+    }
+    return arr;
+}
+
 json_t *export_plan_json(const Plan *p)
 {
     json_t *bufs = json_array(), *ls = json_array();
@@ -192,8 +240,8 @@ json_t *export_plan_json(const Plan *p)
                                             "block", (json_int_t)l->block[0], (json_int_t)l->block[1],
                                             (json_int_t)l->block[2], "smem", (json_int_t)l->smem, "args", args));
     }
-    return json_pack("{s:s, s:f, s:f, s:o, s:o}", "shape", p->shape_label ? p->shape_label : "", "flops", p->flops,
-                     "bytes", p->bytes, "buffers", bufs, "launches", ls);
+    return json_pack("{s:s, s:f, s:f, s:o, s:o, s:o}", "shape", p->shape_label ? p->shape_label : "", "flops",
+                     p->flops, "bytes", p->bytes, "buffers", bufs, "launches", ls, "profiles", profiles_json(p));
 }
 
 /* ---- macros ------------------------------------------------------------- */

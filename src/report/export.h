@@ -36,9 +36,12 @@ char *export_launch_lines(const Plan *p);
 
 /* The plan as JSON: {"shape", "flops", "bytes", "buffers": [{"name",
  * "dtype", "count", "role", "used"}], "launches": [{"entry", "grid",
- * "block", "smem", "args": [{"buffer"|"i32"|"i64"|"f32"|"f64"|"tensor_map": ...}]}]};
+ * "block", "smem", "args": [{"buffer"|"i32"|"i64"|"f32"|"f64"|"tensor_map": ...}]}],
+ * "profiles": [{"name", "timing", "inputs": {BUFFER: init}}]};
  * a tensor map is {"buffer", "dims", "strides" (bytes), "box",
- * "element_strides", "swizzle", "l2_promotion", "oob_fill"}. New reference. */
+ * "element_strides", "swizzle", "l2_promotion", "oob_fill"}; an init is
+ * written as a task spec writes it ({"dist", its parameters, "row_scale":
+ * {"dist", ..., "row_len"}}, the row length resolved). New reference. */
 json_t *export_plan_json(const Plan *p);
 
 /* "#undef NAME\n" for every macro that src #defines (a line whose first

@@ -21,7 +21,8 @@
 /* ---- generation --------------------------------------------------------- */
 
 static const char *const dtype_enum[] = {"F16", "BF16", "F32", "I32"};
-static const char *const init_enum[] = {"NORMAL", "UNIFORM", "ZERO", "CONSTANT"};
+static const char *const init_enum[] = {"GEN_NORMAL", "GEN_UNIFORM", "GEN_ZERO", "GEN_CONST", "GEN_OUTLIER"};
+static const char *const rows_enum[] = {"GEN_ROWS_NONE", "GEN_ROWS_LOGNORMAL", "GEN_ROWS_UNIFORM"};
 static const char *const role_enum[] = {"INPUT", "OUTPUT", "SCRATCH"};
 static const char *const tmap_type[] = {"CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
                                         "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "CU_TENSOR_MAP_DATA_TYPE_INT32"};
@@ -123,15 +124,20 @@ static void put_buffers(StrBuf *sb, const Plan *p)
     sb_append(sb, "enum BufferIndex {");
     for (int b = 0; b < p->nbuffers; b++)
         sb_printf(sb, "%s BUF_%s", b ? "," : "", p->buffers[b].name);
-    sb_append(sb, " };\n\n// name, dtype, count, role, init, a, b, salt, atol, rtol\nstatic Buffer buf[] = {\n");
+    sb_append(sb, " };\n\n// name, dtype, count, role, {kind, rows, a, b, p, c, ra, rb, row_len}, salt, atol, rtol\n"
+                  "static Buffer buf[] = {\n");
     for (int b = 0; b < p->nbuffers; b++) {
         const PlanBuffer *pb = &p->buffers[b];
-        sb_printf(sb, "    {\"%s\", %s, %llu, %s, %s, ", pb->name, dtype_enum[pb->dtype],
-                  (unsigned long long)pb->count, role_enum[pb->role], init_enum[pb->init]);
-        put_real(sb, pb->a, 0);
-        sb_append(sb, ", ");
-        put_real(sb, pb->b, 0);
-        sb_printf(sb, ", 0x%016llxull, ", (unsigned long long)pb->seed_salt);
+        const InitSpec *g = &pb->init;
+        const double f[] = {g->a, g->b, g->p, g->c, g->ra, g->rb};
+        sb_printf(sb, "    {\"%s\", %s, %llu, %s, {%s, %s", pb->name, dtype_enum[pb->dtype],
+                  (unsigned long long)pb->count, role_enum[pb->role], init_enum[g->kind], rows_enum[g->rows]);
+        for (size_t k = 0; k < EVO_ARRAY_LEN(f); k++) {
+            sb_append(sb, ", ");
+            put_real(sb, f[k], 0);
+        }
+        sb_printf(sb, ", %lluull}, 0x%016llxull, ", (unsigned long long)(g->row_len ? g->row_len : 1),
+                  (unsigned long long)pb->seed_salt);
         put_real(sb, pb->atol, 0);
         sb_append(sb, ", ");
         put_real(sb, pb->rtol, 0);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench.h"
 #include "config.h"
 
 static const char css[] =
@@ -354,8 +355,18 @@ static void top_table(StrBuf *sb, const Report *r)
         sb_append(sb, "<p class=\"note\">No survivor: no candidate passed the gate on every shape.</p>\n");
         return;
     }
+    /* a latency column per input profile when the run timed several */
+    ProfileStat ps[PLAN_MAX_PROFILES];
+    int np = bench_metrics_profiles(r->top[0].metrics_json, ps);
+    np = np > 1 ? np : 0;
     sb_append(sb, "<table id=\"top-table\">\n<tr><th>rank</th><th>candidate</th><th>gen</th><th>operator</th>"
-                  "<th>latency</th><th>p90</th><th>speedup</th><th>regs</th><th>occupancy</th>"
+                  "<th>latency</th>");
+    for (int k = 0; k < np; k++) {
+        sb_append(sb, "<th class=\"profile\">");
+        esc(sb, ps[k].name);
+        sb_append(sb, "</th>");
+    }
+    sb_append(sb, "<th>p90</th><th>speedup</th><th>regs</th><th>occupancy</th>"
                   "<th>TFLOP/s</th><th>parameters that differ from the baseline</th></tr>\n");
     for (int i = 0; i < r->ntop; i++) {
         const CandidateRecord *c = &r->top[i];
@@ -367,6 +378,17 @@ static void top_table(StrBuf *sb, const Report *r)
         td_int(sb, c->generation);
         td(sb, NULL, c->operator);
         td_us(sb, c->latency_us);
+        if (np) {
+            ProfileStat mine[PLAN_MAX_PROFILES];
+            int nm = bench_metrics_profiles(c->metrics_json, mine);
+            for (int k = 0; k < np; k++) {
+                double us = NAN;
+                for (int q = 0; q < nm; q++)   /* by name: a candidate may lack one */
+                    if (strcmp(mine[q].name, ps[k].name) == 0)
+                        us = mine[q].ms.median * 1000;
+                td_us(sb, us);
+            }
+        }
         td_us(sb, c->p90_us);
         td_num(sb, "", c->speedup, 2, "x");
         td_int(sb, c->registers);
@@ -380,6 +402,10 @@ static void top_table(StrBuf *sb, const Report *r)
         json_decref(p);
     }
     sb_append(sb, "</table>\n");
+    if (np)
+        sb_append(sb, "<p class=\"note\">latency: the geometric mean over the timing input profiles, each "
+                      "profile's median in its own column; the A/B ratios the run decided on are each time the "
+                      "worst profile's.</p>\n");
 }
 
 static void llm_table(StrBuf *sb, const Report *r)

@@ -13,16 +13,29 @@
 
 typedef enum DType { DT_F16 = 0, DT_BF16, DT_F32, DT_I32 } DType;
 typedef enum BufRole { ROLE_INPUT = 0, ROLE_OUTPUT, ROLE_SCRATCH } BufRole;
-typedef enum InitKind { INIT_NORMAL = 0, INIT_UNIFORM, INIT_ZERO, INIT_CONST } InitKind;
+typedef enum InitKind { INIT_NORMAL = 0, INIT_UNIFORM, INIT_ZERO, INIT_CONST, INIT_OUTLIER } InitKind;
+typedef enum RowScale { ROWS_NONE = 0, ROWS_LOGNORMAL, ROWS_UNIFORM } RowScale;
 typedef enum ArgKind { ARG_BUFFER = 0, ARG_I32, ARG_I64, ARG_F32, ARG_F64, ARG_TMAP } ArgKind;
+
+/* How an input is generated (the generator is gate_gen_value, gate.h):
+ * element i is the distribution's value for counter i, times, with a row
+ * scale, the factor of its row i / row_len (one factor per row, drawn from
+ * the row distribution on a stream of its own). */
+typedef struct InitSpec {
+    InitKind kind;
+    double   a, b;        /* normal, outlier: mean, stddev; uniform: low, high; const: value */
+    double   p, c;        /* outlier: probability of the rare component, its stddev (added to the normal) */
+    RowScale rows;        /* per-row factor: none, lognormal, uniform */
+    double   ra, rb;      /* lognormal: mean and stddev of the log; uniform: low, high */
+    uint64_t row_len;     /* elements per row (rows != ROWS_NONE), >= 1 */
+} InitSpec;
 
 typedef struct PlanBuffer {
     char     *name;
     DType     dtype;
     uint64_t  count;      /* elements */
     BufRole   role;
-    InitKind  init;       /* inputs only; outputs get the NaN sentinel, scratch zero */
-    double    a, b;       /* normal: mean, stddev; uniform: low, high; const: value */
+    InitSpec  init;       /* inputs only (the spec's "init"); outputs get the NaN sentinel, scratch zero */
     uint64_t  seed_salt;  /* mixed with the evaluation seed: distinct per buffer */
     double    atol, rtol; /* outputs: tolerance */
     int       for_ref;    /* 1 when the reference launches use it */
@@ -69,6 +82,16 @@ typedef struct PlanLaunch {
     int       nargs;
 } PlanLaunch;
 
+/* An input profile: a named set of generators for the inputs. The gate
+ * runs every profile (every seed); timing and the A/B use the timing
+ * profiles. */
+#define PLAN_MAX_PROFILES 8
+typedef struct PlanProfile {
+    char     *name;
+    int       timing;     /* 1: timed and compared */
+    InitSpec *init;       /* [Plan.nbuffers]: each buffer's generator under this profile */
+} PlanProfile;
+
 typedef struct Plan {
     char       *shape_label; /* e.g. "B=4 H=8 S=512 D=64 causal=0" */
     int         is_bench;    /* 1 for the benchmark shape */
@@ -81,7 +104,25 @@ typedef struct Plan {
     double      flops;       /* per run of the whole launch plan */
     double      bytes;
     int         min_ctas;    /* gate: fewer CTAs in the largest launch fails (0: off) */
+    PlanProfile *profiles;   /* task_resolve fills at least one; 0 (a plan made by hand): one
+                                implicit profile "default", timing, of the buffers' own init */
+    int         nprofiles;
 } Plan;
+
+/* The plan's profiles, at least 1 (see Plan.profiles); the name, the
+ * timing flag and buffer b's generator of profile k (0 <= k <
+ * plan_nprofiles). */
+int             plan_nprofiles(const Plan *p);
+const char     *plan_profile_name(const Plan *p, int k);
+int             plan_profile_timing(const Plan *p, int k);
+const InitSpec *plan_init(const Plan *p, int k, int b);
+/* A bit per timing profile (bit k: profile k). */
+unsigned        plan_timing_mask(const Plan *p);
+
+/* The names of InitKind and RowScale as task specs write them, in enum
+ * order, NULL-terminated. */
+extern const char *const init_kind_names[];
+extern const char *const row_scale_names[];
 
 /* Release everything a Plan owns (not the struct itself); safe on a zeroed
  * Plan. Implemented in plan.c. */

@@ -201,54 +201,6 @@ static int load_constraints(Loader *L, json_t *root)
     return 0;
 }
 
-static int load_init(Loader *L, json_t *init, const char *p, TBuffer *b)
-{
-    static const char *const keys[] = {"dist", "mean", "std", "low", "high", "value", NULL};
-    static const char *const dists[] = {"normal", "uniform", "zero", "const", NULL};
-    static const struct { const char *k1, *k2; double d1, d2; } args[] = {
-        {"mean", "std", 0, 1}, {"low", "high", -1, 1}, {NULL, NULL, 0, 0}, {"value", NULL, 0, 0},
-    };
-    char q[PATH_MAX_LEN];
-    char *dist = NULL;
-    int rc = -1;
-    if (!json_is_object(init))
-        return tl_err(L, p, "expected an object, got %s", tl_json_type(init));
-    if (tl_check_keys(L, init, p, keys) < 0 || tl_get_string(L, init, p, "dist", 1, &dist) < 0)
-        goto fail;
-    int k;
-    for (k = 0; dists[k]; k++)
-        if (strcmp(dists[k], dist) == 0)
-            break;
-    if (!dists[k]) {
-        char hint[TL_HINT_LEN];
-        tl_subpath(q, p, "dist");
-        tl_err(L, q, "unknown dist '%s'%s (known: normal uniform zero const)", dist,
-               tl_suggest(hint, sizeof(hint), dist, dists, 4));
-        goto fail;
-    }
-    b->init = (InitKind)k; /* same order as InitKind */
-    b->a = args[k].d1;
-    b->b = args[k].d2;
-    const char *const ks[2] = {args[k].k1, args[k].k2};
-    double *dst[2] = {&b->a, &b->b};
-    for (int j = 0; j < 2; j++) {
-        json_t *v;
-        if (!ks[j] || !(v = json_object_get(init, ks[j])))
-            continue;
-        tl_subpath(q, p, ks[j]);
-        if (tl_get_number(L, v, q, dst[j]) < 0)
-            goto fail;
-    }
-    if (b->init == INIT_CONST && !json_object_get(init, "value")) {
-        tl_err(L, p, "dist 'const' needs a 'value'");
-        goto fail;
-    }
-    rc = 0;
-fail:
-    free(dist);
-    return rc;
-}
-
 static int load_buffers(Loader *L, json_t *root)
 {
     Task *t = L->t;
@@ -275,9 +227,9 @@ static int load_buffers(Loader *L, json_t *root)
         TBuffer *b = &t->bufs[t->nbufs++];
         b->name = s;
         b->atol = b->rtol = -1;
-        b->init = INIT_NORMAL;
-        b->a = 0;
-        b->b = 1;
+        b->init.s.kind = INIT_NORMAL;
+        b->init.s.b = 1;
+        b->init.row_dim = -1;
         if (tl_get_string(L, v, p, "dtype", 1, &s) < 0)
             return -1;
         int dt = dtype_parse(s);
@@ -307,9 +259,12 @@ static int load_buffers(Loader *L, json_t *root)
             return -1;
         tl_subpath(q, p, "shape");
         b->shape = xcalloc(json_array_size(x), sizeof(TExpr));
+        b->shape_src = xcalloc(json_array_size(x), sizeof(char *));
         json_t *e;
         json_array_foreach(x, j, e) {
             tl_idxpath(r, q, (int)j);
+            if (json_is_string(e))
+                b->shape_src[j] = xstrdup(json_string_value(e));
             b->nshape++;
             if (tl_parse_texpr(L, e, r, SCOPE_ALL, 0, &b->shape[j]) < 0)
                 return -1;
@@ -318,11 +273,11 @@ static int load_buffers(Loader *L, json_t *root)
             tl_subpath(q, p, "init");
             if (b->role != ROLE_INPUT)
                 return tl_err(L, q, "only inputs have an init");
-            if (load_init(L, x, q, b) < 0)
+            if (tl_load_init(L, x, q, b, &b->init) < 0)
                 return -1;
         } else if (b->role != ROLE_INPUT) {
-            b->init = INIT_ZERO;
-            b->a = b->b = 0;
+            b->init.s.kind = INIT_ZERO;
+            b->init.s.b = 0;
         }
         const char *tk[2] = {"atol", "rtol"};
         double *td[2] = {&b->atol, &b->rtol};
@@ -477,7 +432,7 @@ int task_load_text(const char *text, size_t len, const char *path, Task **out, E
 {
     static const char *const keys[] = {
         "name", "description", "template", "entries", "params", "derived", "constraints", "dims",
-        "compile_dims", "shapes", "buffers", "launch", "reference", "tolerance", "flops", "bytes",
+        "compile_dims", "shapes", "buffers", "profiles", "launch", "reference", "tolerance", "flops", "bytes",
         "compile", "gate", NULL,
     };
     static const char *const required[] = {
@@ -513,7 +468,7 @@ int task_load_text(const char *text, size_t len, const char *path, Task **out, E
         tl_get_string(&L, root, "", "template", 1, &tpl) < 0 ||
         tl_get_name_list(&L, root, "", "entries", &t->entries, &t->nentries) < 0 ||
         load_params(&L, root) < 0 || load_dims(&L, root) < 0 || load_derived(&L, root) < 0 ||
-        load_constraints(&L, root) < 0 || load_buffers(&L, root) < 0 ||
+        load_constraints(&L, root) < 0 || load_buffers(&L, root) < 0 || tl_load_profiles(&L, root) < 0 ||
         tl_load_launches(&L, root, "", t->entries, t->nentries, &t->launches, &t->nlaunches) < 0 ||
         load_reference(&L, root) < 0 || load_misc(&L, root) < 0 ||
         load_source(&L, "template", tpl, &t->template_path, &t->template_text) < 0)
@@ -577,11 +532,16 @@ void task_free(Task **pt)
     free(t->extra_set);
     for (int i = 0; i < t->nbufs; i++) {
         free(t->bufs[i].name);
-        for (int k = 0; k < t->bufs[i].nshape; k++)
+        for (int k = 0; k < t->bufs[i].nshape; k++) {
             tl_texpr_free(&t->bufs[i].shape[k]);
+            if (t->bufs[i].shape_src)
+                free(t->bufs[i].shape_src[k]);
+        }
         free(t->bufs[i].shape);
+        free(t->bufs[i].shape_src);
     }
     free(t->bufs);
+    tl_profiles_free(t);
     tl_launches_free(t->launches, t->nlaunches);
     tl_launches_free(t->ref_launches, t->nref_launches);
     tl_texpr_free(&t->flops);

@@ -102,6 +102,19 @@ char *task_shape_label(const Task *t, int shape);
 int         task_ncompile_dims(const Task *t);
 const char *task_compile_dim(const Task *t, int i);
 
+/* ---- input profiles (task_init.c) -------------------------------------- */
+
+/* The spec's "profiles", or one implicit profile "default" of the
+ * buffers' own inits when it has none: at least 1. A profile's name, its
+ * description ("" when none), whether timing and the A/B use it. */
+int         task_nprofiles(const Task *t);
+const char *task_profile_name(const Task *t, int k);
+const char *task_profile_description(const Task *t, int k);
+int         task_profile_timing(const Task *t, int k);
+/* The index of the profile called name, or -1 with err naming the task,
+ * the name (with a suggestion) and the profiles it has. */
+int         task_profile_find(const Task *t, const char *name, EvoErr *err);
+
 /* ---- checking, resolving, rendering ---------------------------------- */
 
 /* Check a configuration against every constraint on every shape, with dev
@@ -114,7 +127,8 @@ const char *task_compile_dim(const Task *t, int i);
 int task_check(const Task *t, const int64_t *vals, const DeviceInfo *dev, char **why, EvoErr *err);
 
 /* Resolve everything for one shape: buffers (element counts, init,
- * tolerance, seed salt, which launch plans use them), the candidate's and
+ * tolerance, seed salt, which launch plans use them), every input profile
+ * (each buffer's generator, rows resolved), the candidate's and
  * the reference's launches (entries, grid, block, smem, args; launches
  * whose `when` is false are left out), flops, bytes, min_ctas. *out must
  * be zeroed or freed; on success the caller frees it with plan_free().

@@ -41,16 +41,31 @@ typedef struct TConstraint {
     char *why;         /* NULL when not given */
 } TConstraint;
 
+/* An input's generator as written: row_len is resolved per shape from
+ * the buffer's shape entries after row_dim. */
+typedef struct TInit {
+    InitSpec s;
+    int      row_dim;    /* s.rows: index into the buffer's shape; -1: none */
+} TInit;
+
 typedef struct TBuffer {
     char    *name;
     DType    dtype;
     BufRole  role;
-    InitKind init;
-    double   a, b;
+    TInit    init;
     double   atol, rtol; /* < 0: the task's tolerance */
     TExpr   *shape;
+    char   **shape_src;  /* [nshape]: each entry as written when a string, else NULL */
     int      nshape;
 } TBuffer;
+
+/* An input profile (task_init.c): inits of every buffer, the buffers'
+ * own where the profile names none. */
+typedef struct TProfile {
+    char  *name, *description;
+    int    timing;
+    TInit *init;         /* [nbufs] */
+} TProfile;
 
 /* A tensor_map argument as written: expressions per dimension. */
 typedef struct TTmap {
@@ -97,6 +112,8 @@ struct Task {
     unsigned char *extra_set;/* nextra * ndims: 1 when that shape sets the dim */
     TBuffer  *bufs;
     int       nbufs;
+    TProfile *profiles;      /* NULL when the spec has none: one implicit "default" */
+    int       nprofiles;
     TLaunch  *launches, *ref_launches;
     int       nlaunches, nref_launches;
     double    atol, rtol;
@@ -221,6 +238,15 @@ void tl_texpr_free(TExpr *x);
 /* A name for params, dims, derived and buffers: an identifier, unique
  * among all of them and not a device variable. Returns 0 or -1 (L->err). */
 int tl_check_new_name(Loader *L, const char *p, const char *s);
+
+/* ---- inits and profiles (task_init.c) ---------------------------------- */
+
+/* An init object at path p for buffer b (its shape names a row scale's
+ * dim) into *out. Returns 0 or -1 (L->err). */
+int tl_load_init(Loader *L, json_t *init, const char *p, const TBuffer *b, TInit *out);
+/* root.profiles, after the buffers. Returns 0 or -1 (L->err). */
+int tl_load_profiles(Loader *L, json_t *root);
+void tl_profiles_free(Task *t);
 
 /* ---- launch plans (task_launch.c) --------------------------------------- */
 

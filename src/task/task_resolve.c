@@ -397,6 +397,17 @@ static int resolve_launches(Env *env, const TLaunch *ls, int n, Plan *plan, int 
     return 0;
 }
 
+/* An init with its row length: rows[k] elements per index of the
+ * buffer's shape entry k. */
+static InitSpec resolve_init(const TInit *ti, const uint64_t *rows)
+{
+    InitSpec s = ti->s;
+    s.row_len = s.rows != ROWS_NONE && ti->row_dim >= 0 ? rows[ti->row_dim] : 1;
+    if (s.row_len == 0)
+        s.row_len = 1;
+    return s;
+}
+
 /* 0 when shape exists, else -1 with err. */
 static int shape_check(const Task *t, int shape, EvoErr *err)
 {
@@ -418,27 +429,40 @@ int task_resolve(const Task *t, const int64_t *vals, int shape, const DeviceInfo
     out->is_bench = shape == 0;
     out->buffers = xcalloc((size_t)t->nbufs, sizeof(PlanBuffer));
     out->nbuffers = t->nbufs;
+    out->nprofiles = task_nprofiles(t);
+    out->profiles = xcalloc((size_t)out->nprofiles, sizeof(PlanProfile));
+    for (int k = 0; k < out->nprofiles; k++) {
+        out->profiles[k].name = xstrdup(task_profile_name(t, k));
+        out->profiles[k].timing = task_profile_timing(t, k);
+        out->profiles[k].init = xcalloc((size_t)(t->nbufs > 0 ? t->nbufs : 1), sizeof(InitSpec));
+    }
     for (int i = 0; i < t->nbufs; i++) {
         const TBuffer *b = &t->bufs[i];
         PlanBuffer *pb = &out->buffers[i];
-        uint64_t count = 1;
+        uint64_t count = 1, *rows = xcalloc((size_t)b->nshape + 1, sizeof(uint64_t));
         pb->name = xstrdup(b->name);
-        for (int k = 0; k < b->nshape; k++) {
+        rows[b->nshape] = 1;   /* rows[k]: elements per index of shape entry k */
+        for (int k = b->nshape - 1; k >= 0; k--) {
             int64_t d;
-            if (eval_int(&env, &b->shape[k], 0, INT64_MAX, &d, err) < 0)
+            if (eval_int(&env, &b->shape[k], 0, INT64_MAX, &d, err) < 0) {
+                free(rows);
                 goto fail;
+            }
+            rows[k] = count;
             if (__builtin_mul_overflow(count, (uint64_t)d, &count)) {
+                free(rows);
                 err_set(err, "element count overflows");
                 rt_fail(&env, b->shape[k].path, err);
                 goto fail;
             }
         }
+        pb->init = resolve_init(&b->init, rows);
+        for (int k = 0; k < out->nprofiles; k++)
+            out->profiles[k].init[i] = t->nprofiles ? resolve_init(&t->profiles[k].init[i], rows) : pb->init;
+        free(rows);
         pb->dtype = b->dtype;
         pb->count = count;
         pb->role = b->role;
-        pb->init = b->init;
-        pb->a = b->a;
-        pb->b = b->b;
         pb->seed_salt = task_seed_salt(b->name);
         pb->atol = b->atol >= 0 ? b->atol : t->atol;
         pb->rtol = b->rtol >= 0 ? b->rtol : t->rtol;

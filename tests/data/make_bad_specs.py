@@ -95,6 +95,42 @@ case('stack_limit', "bad_stack_limit.json: compile.max_stack_bytes: out of range
 case('block_expr_type', "bad_block_expr_type.json: launch[0].block[0]: expected an expression (a string or a number), got an array",
      lambda d: d['launch'][0]['block'].__setitem__(0, [128]))
 
+# input profiles (issue 33)
+def prof(*ps):
+    return lambda d: d.__setitem__('profiles', list(ps))
+case('profiles_empty', "bad_profiles_empty.json: profiles: empty list", prof())
+case('profiles_many', "bad_profiles_many.json: profiles: 9 profiles, at most 8",
+     prof(*[{'name': f'p{i}'} for i in range(9)]))
+case('profile_type', "bad_profile_type.json: profiles[0]: expected an object, got a string", prof('normal'))
+case('profile_key', "bad_profile_key.json: profiles[0].timng: unknown field (did you mean 'timing'?)",
+     prof({'name': 'a', 'timng': True}))
+case('profile_dup', "bad_profile_dup.json: profiles[1].name: duplicate profile name 'a'",
+     prof({'name': 'a'}, {'name': 'a', 'timing': False}))
+case('profile_name', "bad_profile_name.json: profiles[0].name: 'large logits': a profile name holds letters, digits, '_' and '-' only",
+     prof({'name': 'large logits'}))
+case('profile_timing', "bad_profile_timing.json: profiles: no profile has \"timing\": true",
+     prof({'name': 'a', 'timing': False}))
+case('profile_buffer', "bad_profile_buffer.json: profiles[0].inputs.XX: unknown buffer (did you mean 'X'?)",
+     prof({'name': 'a', 'inputs': {'XX': {'dist': 'normal'}}}))
+case('profile_output', "bad_profile_output.json: profiles[0].inputs.Y: buffer 'Y' is not an input",
+     prof({'name': 'a', 'inputs': {'Y': {'dist': 'normal'}}}))
+case('outlier_p', "bad_outlier_p.json: profiles[1].inputs.X.p: must be from 0 to 1, got 1.5",
+     prof({'name': 'a'}, {'name': 'b', 'inputs': {'X': {'dist': 'outlier', 'p': 1.5}}}))
+case('outlier_std', "bad_outlier_std.json: buffers[0].init.outlier_std: must not be negative, got -10",
+     lambda d: d['buffers'][0].__setitem__('init', {'dist': 'outlier', 'outlier_std': -10}))
+case('init_arg', "bad_init_arg.json: buffers[0].init.low: dist 'normal' takes mean, std, row_scale",
+     lambda d: d['buffers'][0].__setitem__('init', {'dist': 'normal', 'low': -1}))
+case('init_std', "bad_init_std.json: buffers[0].init.std: must not be negative, got -1",
+     lambda d: d['buffers'][0].__setitem__('init', {'dist': 'normal', 'std': -1}))
+case('row_dim', "bad_row_dim.json: buffers[0].init.row_scale.dim: 'K' is not an entry of X's shape ('M' 'N')",
+     lambda d: d['buffers'][0].__setitem__('init', {'dist': 'normal', 'row_scale': {'dist': 'lognormal', 'dim': 'K'}}))
+case('row_nodim', "bad_row_nodim.json: profiles[0].inputs.X.row_scale.dim: missing required field",
+     prof({'name': 'a', 'inputs': {'X': {'dist': 'normal', 'row_scale': {'dist': 'lognormal', 'std': 2}}}}))
+case('row_dist', "bad_row_dist.json: buffers[0].init.row_scale.dist: unknown dist 'normal' (known: lognormal uniform)",
+     lambda d: d['buffers'][0].__setitem__('init', {'dist': 'normal', 'row_scale': {'dist': 'normal', 'dim': 'M'}}))
+case('row_uniform', "bad_row_uniform.json: buffers[0].init.row_scale.low: must not be above high (3 > 2)",
+     lambda d: d['buffers'][0].__setitem__('init', {'dist': 'normal', 'row_scale': {'dist': 'uniform', 'low': 3, 'high': 2, 'dim': 'N'}}))
+
 for name, (d, expect) in cases.items():
     with open(f'bad_{name}.json', 'w') as f:
         json.dump(d, f, indent=2); f.write('\n')
