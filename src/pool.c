@@ -167,11 +167,11 @@ static void *pool_worker(void *p)
             job->done = 1;
             pthread_cond_broadcast(&pool->jobdone);
         }
+        pthread_mutex_unlock(&pool->lock);
+        run_hook(pool);   /* before the task stops counting: pool_wait covers it */
+        pthread_mutex_lock(&pool->lock);
         if (--pool->pending == 0)
             pthread_cond_broadcast(&pool->idle);
-        pthread_mutex_unlock(&pool->lock);
-        run_hook(pool);
-        pthread_mutex_lock(&pool->lock);
     }
     pthread_mutex_unlock(&pool->lock);
     return NULL;
