@@ -570,13 +570,21 @@ int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodul
                  (unsigned long long)largest, plan->min_ctas);
         return 0;
     }
+    /* EVOENG_GATE_PHASES=1: the host time of each phase to stderr (where
+     * a gate's time goes; the syncs are the verifies' and the summaries') */
+    static int phases = -1;
+    if (phases < 0)
+        phases = getenv("EVOENG_GATE_PHASES") && strcmp(getenv("EVOENG_GATE_PHASES"), "1") == 0;
+    double ph[8] = {time_now_ms()};
     resident_begin(res);
     /* whatever an earlier request may have written over is made again */
     if (resident_verify(res, &resident_bad, &guard_bad, where, sizeof(where), &cu, &e) != 0) {
         rep_cuda(rep, c, cu, &e, "verifying the resident state");
         goto done;
     }
+    ph[1] = time_now_ms();
     brc = resident_bay_gate(res, plan, ref, ref_id, seeds, nseeds, &bay, rep, &cu, &e);
+    ph[2] = time_now_ms();
     if (brc == 1)
         goto done;
     if (brc != 0) {
@@ -603,6 +611,7 @@ int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodul
         rep_cuda(rep, c, cu, &e, "summaries");
         goto done;
     }
+    ph[3] = time_now_ms();
     /* every variant's runs and comparisons go out at once; one sync */
     for (int k = 0; k < nvar; k++) {
         variant_names(rep, plan, bay, k);
@@ -611,10 +620,12 @@ int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodul
             goto done;
         }
     }
+    ph[4] = time_now_ms();
     if (resident_sums_read(res, nvar * plan->nbuffers * SUM_PER_BUF, &hs, &cu, &e) != 0) {
         rep_cuda(rep, c, cu, &e, "candidate");
         goto done;
     }
+    ph[5] = time_now_ms();
     if (api->EventElapsedTime(&ms, e0, e1) == CUDA_SUCCESS)
         rep->cand_ms = ms;
     for (int k = 0; k < nvar; k++) {
@@ -628,11 +639,16 @@ int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodul
     rep->run = 0;
     rep->first_bad = -1;
 verify:
+    ph[6] = time_now_ms();
     /* nothing outside the candidate's own buffers may have changed */
     if (resident_verify(res, &resident_bad, &guard_bad, where, sizeof(where), &cu, &e) != 0) {
         rep_cuda(rep, c, cu, &e, "verifying the resident state");
         goto done;
     }
+    if (phases)
+        fprintf(stderr, "gate phases %s (%d variants): verify %.2f, bay %.2f, prepare %.2f, enqueue %.2f, "
+                "wait %.2f, judge %.2f, verify %.2f ms\n", rep->shape, resident_nvariants(bay), ph[1] - ph[0],
+                ph[2] - ph[1], ph[3] - ph[2], ph[4] - ph[3], ph[5] - ph[4], ph[6] - ph[5], time_now_ms() - ph[6]);
     /* writing outside its buffers explains (and outranks) any mismatch it caused */
     if ((rep->status == EVAL_OK || rep->status == EVAL_INCORRECT) && (resident_bad || guard_bad)) {
         rep->status = EVAL_INCORRECT;
