@@ -63,7 +63,8 @@ static void fill_request(const Task *t, const DeviceInfo *dev, PrepUnit *u, cons
     r->name_exprs = task_entry_list(t, reference, &r->nname_exprs);
     r->source = u->source;
     r->name = name;
-    r->arch = u->target = device_nvrtc_target(dev, task_arch_specific(t));
+    snprintf(u->target, sizeof(u->target), "%s", device_nvrtc_target(dev, task_arch_specific(t)));
+    r->arch = u->target;   /* the units array no longer moves once rendered */
     r->options = task_compile_options(t, &r->noptions);
     r->fast_math = task_fast_math(t);
     r->lineinfo = task_lineinfo(t);
@@ -435,7 +436,7 @@ void prep_compile_record(const PrepUnit *u, CompileRecord *c)
     compile_record_init(c);
     c->cache_key = xstrdup(u->res.key);
     c->source_hash = xstrdup(u->hash);
-    c->arch = xstrdup(u->target ? u->target : "");
+    c->arch = xstrdup(u->target);
     c->options = xstrdup(u->res.options ? u->res.options : "");
     int v = nvrtc_version();
     c->nvrtc_version = xasprintf("%d.%d", v / 1000, (v % 1000) / 10);

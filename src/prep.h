@@ -29,7 +29,7 @@ typedef struct PrepUnit {
     char          *source;
     char           hash[65];
     CompileResult  res;
-    const char    *target;    /* the NVRTC target it was compiled for (static storage or the DeviceInfo's) */
+    char           target[24];/* the NVRTC target it was compiled for (a copy: the DeviceInfo may go first) */
     PrepCompile   *job;       /* queued or running compilation, NULL when none */
     int            state;     /* PREP_UNIT_* */
 } PrepUnit;
