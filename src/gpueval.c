@@ -222,6 +222,14 @@ static void take_prep_status(Child *c, const Prepared *p)
 {
     set_str(&c->rec.status, p->status);
     set_str(&c->rec.error, p->error ? p->error : p->status);
+    /* The benchmark shape's compile log is the candidate's compile row;
+     * another shape's that failed goes whole into its evaluation log. */
+    const char *flog = prep_failure_log(p);
+    if (flog && p->nunits > 0 && p->units[p->shape_unit[0]].res.ok) {
+        char *s = xasprintf("%scompile log of the source that failed:\n%s\n", c->rec.log ? c->rec.log : "", flog);
+        free(c->rec.log);
+        c->rec.log = s;
+    }
 }
 
 static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compile/clog.h"
 #include "template.h"
 
 /* Render `text` for one shape: params (when vals) then compile dims. */
@@ -83,19 +84,12 @@ static void set_status(Prepared *p, const char *status, const char *fmt, ...)
     va_end(ap);
 }
 
-/* First line of a compile log that mentions an error, for a one-line reason. */
+/* The first error line of a failed compile's log (its error lines, or
+ * what ptxas refused silently: nvrtc.c adds that), for status lines. */
 static char *first_error_line(const char *log)
 {
-    const char *p = strstr(log, "error");
-    if (!p)
-        return xstrdup("see the compile log");
-    const char *b = p, *e = p;
-    while (b > log && b[-1] != '\n')
-        b--;
-    while (*e && *e != '\n')
-        e++;
-    size_t n = (size_t)(e - b);
-    return xstrndup(b, n > 300 ? 300 : n);
+    char *line = clog_errors(log, 1);
+    return line ? line : xstrdup("see the compile log");
 }
 
 static void res_max(KernelResources *a, const KernelResources *b)
@@ -281,6 +275,14 @@ static void unit_take(Prepared *p, const PrepUnit *pu)
     KernelResources m;
     nvrtc_max_resources(r, &m);
     res_max(&p->maxres, &m);
+}
+
+const char *prep_failure_log(const Prepared *p)
+{
+    for (int u = 0; u < p->nunits; u++)
+        if (p->units[u].state == PREP_UNIT_DONE && !p->units[u].res.ok)
+            return p->units[u].res.log;
+    return NULL;
 }
 
 const char *prep_unit_entry(const PrepUnit *u, const char *entry)

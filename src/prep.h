@@ -108,6 +108,11 @@ void prep_unit_cancel(Prepared *p, int u);
 int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err);
 void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s);
 
+/* The whole compile log of p's first unit that failed to compile (its
+ * error lines, the warnings, ptxas's report), or NULL when none failed.
+ * Borrowed from p. */
+const char *prep_failure_log(const Prepared *p);
+
 /* The name entry (a task entry: "k<128, 64>", "ns::k", "k") has in unit
  * u's module: its lowered name once u compiled, else entry itself. The
  * plans' candidate launches are rewritten to these names when their unit
