@@ -137,7 +137,7 @@ static const OptInfo options[] = {
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
     {"seeds", required_argument, O_SEEDS, C_EVAL & ~BIT(CMD_RESUME), "N", "input seeds for the correctness gate (default 3, at least 3)"},
     {"gpus", required_argument, O_GPUS, C_EVAL, "all|N|LIST", "GPUs to judge on, one worker each: all, the first N, or ordinals like 0,2 (one: 3,); default the first"},
-    {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK) | BIT(CMD_TOP) | BIT(CMD_SHOW) | BIT(CMD_LINEAGE) | BIT(CMD_RUNS) | BIT(CMD_REPORT), NULL, "machine-readable output (README.md, JSON output)"},
+    {"json", no_argument, O_JSON, C_ALL, NULL, "machine-readable output, errors included (README.md, JSON output)"},
     {"best", no_argument, O_BEST, BIT(CMD_EXPORT), NULL, "export the best candidate of the latest run"},
     {"best", no_argument, O_BEST, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), NULL, "the best candidate (gated on every shape) of the latest run or --run"},
     {"run", required_argument, O_RUN, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), "N", "with --best: the best of run N instead of the latest"},

@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "cli/out.h"
 #include "compile/clog.h"
 #include "commands.h"
 #include "ops.h"
@@ -549,9 +550,7 @@ sweep:
         CheckCompile cc = {.configurations = n, .sources = sources, .compiled = compiles,
                            .wall_s = wall / 1000.0, .threads = s->jobs ? s->jobs : runctx_cores()};
         check_json_tail(doc, s, keys, out, n, &cc, swept ? gate : NULL, swept ? &sum : NULL, rc);
-        char *txt = json_dumps(doc, JSON_INDENT(2));
-        printf("%s\n", txt ? txt : "null");
-        free(txt);
+        out_json_doc(json_incref(doc));
     }
     prep_ref_free(&ref);
 out:
