@@ -10,8 +10,8 @@ tests/data/h200_wgmma_run.sql:
   created; an older store (schema 4) is upgraded keeping every row;
 - the time_limit run status; text cut to $COLUMNS, whole with --wide;
 - issue 34: under --json every command's error is {"error", "exit"} on
-  stdout with the same exit code, and export --json says what it
-  wrote.
+  stdout with the same exit code, and export --json / init --json say
+  what they wrote.
 Needs EVO_SOURCE_ROOT and EVOENG (set by meson). Exit 0 when all pass."""
 import json
 import os
@@ -314,7 +314,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check(doc and len(doc.get("messages", [])) == 2 and doc["messages"][0] == doc["error"],
           "several messages: the first is the error, all are in messages")
 
-    # export --json says what it wrote.
+    # export --json and init --json say what they wrote.
     out_cu = os.path.join(tmp, "best.cu")
     doc, _ = run_json("export", "--best", "--db", db, "-o", out_cu)
     check(doc and doc["path"] == out_cu and doc["id"] == surv[0] and doc["format"] == "cu" and
@@ -322,6 +322,15 @@ with tempfile.TemporaryDirectory() as tmp:
     doc, _ = run_json("export", "--best", "--db", db, "--format", "json")
     check(doc and doc["path"] is None and json.loads(doc["content"])["id"] == surv[0],
           "export --json to stdout: the export as content")
+    kfile = os.path.join(root, "tests/data/kfile/fa_seed.cu")
+    spec_path = os.path.join(tmp, "fa.json")
+    doc, _ = run_json("init", kfile, "-o", spec_path)
+    check(doc and doc["path"] == spec_path and doc["bytes"] == os.path.getsize(spec_path) and doc["kernels"] == 1
+          and doc["entries"] == ["fa_fwd<512, 64>"] and doc["todos"] == 1 and doc["params"] == 9 and
+          "spec" not in doc, "init --json -o: what it wrote (%r)" % doc)
+    doc, _ = run_json("init", kfile)
+    check(doc and doc["path"] is None and doc["spec"]["entries"] == ["fa_fwd<512, 64>"],
+          "init --json to stdout: the spec under spec")
 
 print("%s" % ("all passed" if report_store.fails == 0 else "%d failed" % report_store.fails))
 sys.exit(1 if report_store.fails else 0)

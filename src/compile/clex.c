@@ -372,3 +372,47 @@ char *clex_last_ident(const char *a, const char *b, const char **name_at)
     *name_at = p;
     return xstrndup(p, (size_t)(e - p));
 }
+
+const char *clex_skip_blanks(const char *p)
+{
+    while (isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+long clex_match_paren(const char *s, size_t i)
+{
+    int depth = 0;
+    for (size_t k = i; s[k]; k++) {
+        if (s[k] == '(')
+            depth++;
+        else if (s[k] == ')' && --depth == 0)
+            return (long)k;
+    }
+    return -1;
+}
+
+long clex_match_paren_back(const char *s, size_t i)
+{
+    int depth = 0;
+    for (long k = (long)i; k >= 0; k--) {
+        if (s[k] == ')')
+            depth++;
+        else if (s[k] == '(' && --depth == 0)
+            return k;
+    }
+    return -1;
+}
+
+void clex_word_before(const char *s, size_t i, char *out, size_t size)
+{
+    size_t e = i;
+    while (e > 0 && isspace((unsigned char)s[e - 1]))
+        e--;
+    size_t b = e;
+    while (b > 0 && clex_is_ident((unsigned char)s[b - 1]))
+        b--;
+    size_t n = e - b < size - 1 ? e - b : size - 1;
+    memcpy(out, s + b, n);
+    out[n] = '\0';
+}

@@ -59,4 +59,16 @@ void clex_split_commas(const char *a, const char *b, void (*add)(void *, const c
  * one word only (an unnamed parameter: "float *" has none). */
 char *clex_last_ident(const char *a, const char *b, const char **name_at);
 
+/* p past its blanks (spaces, tabs, newlines). */
+const char *clex_skip_blanks(const char *p);
+
+/* In code-only text: the index of the ')' matching the '(' at s[i], or of
+ * the '(' matching the ')' at s[i]; -1 when unbalanced. */
+long clex_match_paren(const char *s, size_t i);
+long clex_match_paren_back(const char *s, size_t i);
+
+/* The identifier ending just before s[i] (blanks skipped) into out, at
+ * most size - 1 characters; "" when there is none. */
+void clex_word_before(const char *s, size_t i, char *out, size_t size);
+
 #endif
