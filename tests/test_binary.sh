@@ -45,8 +45,20 @@ expect 4 "a file that is not a database" -- "$EVOENG" status --db "$tmp/junk.db"
 grep_out err "not an evoeng database" "the store error names the problem"
 if cmp -s "$tmp/junk.db" "$tmp/junk.orig"; then echo "ok   the foreign file is unchanged"; pass=$((pass + 1));
 else echo "FAIL the foreign file was changed"; fails=$((fails + 1)); fi
-expect 5 "run without a GPU" -- "$EVOENG" run --generations 1 --db "$tmp/run.db"
+expect 5 "run without a GPU" -- "$EVOENG" run --generations 1 --db "$tmp/run/population.db"
 grep_out err "GPU" "run says a GPU is needed"
+# No side effects (issue 34): a run that cannot start leaves no store and no
+# folder; check puts its compile cache in $XDG_CACHE_HOME/evoeng (else
+# ~/.cache/evoeng), never in the current directory.
+[ -e "$tmp/run" ] && fail "a run that could not start created $tmp/run" || ok "a run that cannot start creates no store or folder"
+mkdir -p "$tmp/cwd"
+(cd "$tmp/cwd" && env -u EVOENG_CACHE_DIR XDG_CACHE_HOME="$tmp/xdg" "$EVOENG" check "$EVO_SOURCE_ROOT/templates/softmax/task.json" \
+    --arch sm_90 --sample 0 >/dev/null 2>&1) && [ -z "$(ls -A "$tmp/cwd")" ] && ls "$tmp/xdg/evoeng/"*.json >/dev/null 2>&1 &&
+    ok "check caches in \$XDG_CACHE_HOME/evoeng and writes nothing in the current directory" ||
+    fail "check wrote into the current directory or not into \$XDG_CACHE_HOME/evoeng: $(ls -A "$tmp/cwd")"
+(cd "$tmp/cwd" && env -u EVOENG_CACHE_DIR -u XDG_CACHE_HOME HOME="$tmp/home" "$EVOENG" check "$EVO_SOURCE_ROOT/templates/softmax/task.json" \
+    --arch sm_90 --sample 0 >/dev/null 2>&1) && [ -z "$(ls -A "$tmp/cwd")" ] && ls "$tmp/home/.cache/evoeng/"*.json >/dev/null 2>&1 &&
+    ok "without XDG_CACHE_HOME: ~/.cache/evoeng" || fail "check did not cache in \$HOME/.cache/evoeng"
 expect 5 "bench without a GPU" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/attention/task.json" --db "$tmp/run.db"
 grep_out err "GPU" "bench says a GPU is needed"
 expect 5 "bench --repeat (A/A) without a GPU" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/triad/task.json" --repeat 3 --shared 0 --db "$tmp/run.db"

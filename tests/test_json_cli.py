@@ -301,6 +301,7 @@ with tempfile.TemporaryDirectory() as tmp:
         (["export", "999", "--db", db], 1, "no candidate 999"),
         (["report", "7", "--db", db, "-o", os.path.join(fresh, "r.html")], 1, "run 7"),
         (["run", "--generations", "1", "--db", os.path.join(fresh, "p", "p.db")], 5, "needs a CUDA GPU"),
+        (["resume", "--db", os.path.join(fresh, "p", "p.db")], 4, "no population store"),
         (["bench", os.path.join(root, "templates/triad/task.json"), "--db", os.path.join(fresh, "b.db")], 5,
          "needs a CUDA GPU"),
         (["init", os.path.join(fresh, "none.cu")], 1, "none.cu"),
@@ -310,6 +311,7 @@ with tempfile.TemporaryDirectory() as tmp:
         doc, err = run_json(*args, want_rc=code, env=env)
         check(doc and doc.get("exit") == code and what in doc.get("error", "") + " ".join(doc.get("messages", [])),
               "%s --json: {error, exit %d} naming %r (%r)" % (" ".join(args[:2]), code, what, doc))
+    check(tree(fresh) == [], "the failed commands created nothing (no store, no folder, no cache)")
     doc, _ = run_json("run", "--generations", "1", "--db", os.path.join(fresh, "p.db"), want_rc=5, env=env)
     check(doc and len(doc.get("messages", [])) == 2 and doc["messages"][0] == doc["error"],
           "several messages: the first is the error, all are in messages")
