@@ -415,6 +415,11 @@ EvoExit cmd_check(const Settings *s)
         task_free(&t);
         return EVO_EXIT_USAGE;
     }
+    if (s->gpu && bench_env_check(&err)) {
+        errorf("%s", err.msg);
+        task_free(&t);
+        return EVO_EXIT_USAGE;
+    }
     runctx_set_cache(s);
     char *source = NULL;   /* --source: a kernel file compiled in place of the template */
     if (s->source && file_read(s->source, &source, NULL, &err)) {

@@ -12,6 +12,7 @@
 
 #include "msg.h"
 #include "prep.h"
+#include "watchdog.h"
 
 /* One GPU: its worker process and what it keeps loaded. */
 typedef struct Slot {
@@ -37,6 +38,9 @@ typedef struct Priv {
     Prepared  prep;
     int      *ids;             /* worker module id per (slot, unit): [slot * nunits + unit], -1 until loaded */
     int       nslots;
+    double   *gate_ms;         /* per shape: its gate request's time, 0 until gated (watchdog.h) */
+    double   *parent_gate_ms;  /* per shape: the parent's, copied at stage A; NULL: no parent measured */
+    double    time_ms;         /* its time or compare request's, 0 until timed */
 } Priv;
 
 /* Load the reference's units into slot w. */
@@ -254,6 +258,7 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
         pv->ids = xcalloc((size_t)p.nunits * (size_t)g->nslots, sizeof(int));
         for (int u = 0; u < p.nunits * g->nslots; u++)
             pv->ids[u] = -1;
+        pv->gate_ms = xcalloc((size_t)p.nplans + 1, sizeof(double));
         c->priv = pv;
     }
     if (!pv)
@@ -324,6 +329,8 @@ static void ge_release(void *ctx, Child *c)
                 worker_unload(g->slots[w].worker, pv->ids[w * pv->prep.nunits + u], &err);
     prep_free(&pv->prep);
     free(pv->ids);
+    free(pv->gate_ms);
+    free(pv->parent_gate_ms);
     free(pv);
     c->priv = NULL;
 }
@@ -387,8 +394,10 @@ static int gate_shape(GpuEval *g, Child *c, Priv *pv, int s, json_t *gj, StrBuf 
     const Plan *plan = &pv->prep.plans[s];
     int cand = *mod_id(g, pv, sl, s);
     int ref = sl->ref_ids[g->ref.shape_unit[s]];
+    worker_set_watchdog(sl->worker, watchdog_ms(pv->parent_gate_ms ? pv->parent_gate_ms[s] : NAN));
     if (worker_gate(sl->worker, plan, cand, ref, &g->opt.gate, &rep, err))
         return slot_failed(g, sl, err);
+    pv->gate_ms[s] = worker_last_ms(sl->worker);
     json_array_append_new(gj, gate_report_to_json(&rep));
     char line[1200];
     gate_report_format(&rep, line, sizeof(line));
@@ -437,6 +446,11 @@ static int ge_gate(void *ctx, Child *c, int stage, EvoErr *err)
     Prepared *p = &pv->prep;
     int s0, s1;
     stage_shapes(p, stage, &s0, &s1);
+    const Priv *pp = c->judge_parent ? c->judge_parent->priv : NULL;
+    if (stage == 1 && pp && pp->prep.nplans == p->nplans && !pv->parent_gate_ms) {
+        pv->parent_gate_ms = xcalloc((size_t)p->nplans + 1, sizeof(double));
+        memcpy(pv->parent_gate_ms, pp->gate_ms, (size_t)p->nplans * sizeof(double));
+    }
     double t0 = time_now_ms();
     /* Compile waits, the static gate and loading, shape by shape. */
     for (int s = s0; s < s1 && !p->status[0]; s++) {
@@ -630,9 +644,11 @@ static int ge_time(void *ctx, Child *c, EvoErr *err)
     const Plan *plan = &pv->prep.plans[0];
     EvalStatus st;
     char msg[768] = "";
+    worker_set_watchdog(sl->worker, watchdog_ms(NAN));   /* no parent: the ceiling */
     if (unit_ready(g, sl, pv, 0, 0, &st, msg, sizeof(msg), err) ||
         worker_time(sl->worker, plan, *mod_id(g, pv, sl, 0), 0, &g->opt.bench, &b, err))
         return slot_failed(g, sl, err);
+    pv->time_ms = worker_last_ms(sl->worker);
     add_ms(&r->time_ms, t0);
     if (st != EVAL_OK || b.status != EVAL_OK) {
         timing_failure(c, st != EVAL_OK ? st : b.status, "timing", st != EVAL_OK ? msg : b.error);
@@ -680,8 +696,10 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
         return 0;
     }
     int mod = *mod_id(g, pb, sl, 0);
+    worker_set_watchdog(sl->worker, watchdog_ms(pa->time_ms));
     int crc = worker_compare(sl->worker, &pa->prep.plans[0], *mod_id(g, pa, sl, 0), plan, mod, &g->opt.bench, &cr,
                              err);
+    pb->time_ms = worker_last_ms(sl->worker);
     add_ms(&r->time_ms, t0);
     if (crc)
         return slot_failed(g, sl, err);

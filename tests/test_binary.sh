@@ -36,6 +36,9 @@ grep_out err "EVOENG_SAMPLE_MS='fast': expected the least length of a timing sam
 expect 2 "an out-of-range EVOENG_SAMPLE_MS is a usage error" -- env EVOENG_SAMPLE_MS=0.001 "$EVOENG" run --generations 1 --db "$tmp/env.db"
 expect 2 "a bad EVOENG_TIMING_HOLD is a usage error" -- env EVOENG_TIMING_HOLD=yes "$EVOENG" run --generations 1 --db "$tmp/env.db"
 grep_out err "EVOENG_TIMING_HOLD='yes': expected 0" "it names the hold variable"
+expect 2 "a bad EVOENG_WATCHDOG_S is a usage error" -- env EVOENG_WATCHDOG_S=forever "$EVOENG" run --generations 1 --db "$tmp/env.db"
+grep_out err "EVOENG_WATCHDOG_S='forever': expected the most seconds" "the error names the variable and what it expects"
+expect 2 "an out-of-range EVOENG_WATCHDOG_S is a usage error" -- env EVOENG_WATCHDOG_S=0.1 "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/hang/task.json" --gpu
 if [ -e "$tmp/env.db" ]; then echo "FAIL a rejected run created its store"; fails=$((fails + 1)); else echo "ok   a rejected run creates no store"; pass=$((pass + 1)); fi
 expect 2 "unknown command" -- "$EVOENG" frobnicate
 expect 2 "no command" -- "$EVOENG"
