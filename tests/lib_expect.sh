@@ -1,9 +1,11 @@
-# Sourced by the shell tests of the evoeng binary: a temporary folder
-# ($tmp, removed on exit), pass/fail counters and the checks they count.
+# Sourced by the shell tests of the evoeng binary ($EVOENG, set by meson): a
+# temporary folder ($tmp, removed on exit), pass/fail counters and the
+# checks they count.
 #   expect CODE DESCRIPTION -- command...   the command exits CODE (its
 #                                           output in $tmp/out and $tmp/err)
 #   grep_out FILE PATTERN DESCRIPTION       $tmp/FILE has a line matching PATTERN
 #   finish                                  "N passed, N failed", exit status
+EVOENG=${EVOENG:?EVOENG must point to the binary}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0

@@ -3,7 +3,6 @@
 # and --version with no libcuda.so.1 (forced absent with EVOENG_LIBCUDA),
 # serves an empty store, and uses its documented exit codes.
 set -u
-EVOENG=${EVOENG:?EVOENG must point to the binary}
 ROOT=${EVO_SOURCE_ROOT:?EVO_SOURCE_ROOT must point to the source tree}
 . "$ROOT/tests/lib_expect.sh"
 export EVOENG_LIBCUDA=/nonexistent/libcuda.so.1

@@ -6,7 +6,6 @@
 # the shipped softmax and triad tasks, the compile cache, sampling of spaces
 # too large to enumerate, and check's errors.
 set -u
-EVOENG=${EVOENG:?EVOENG must point to the binary}
 ROOT=${EVO_SOURCE_ROOT:?EVO_SOURCE_ROOT must point to the source tree}
 . "$ROOT/tests/lib_expect.sh"
 export EVOENG_LIBCUDA=/nonexistent/libcuda.so.1

@@ -6,7 +6,6 @@
 # refusing the fresh spec's TODOs, the spec completed here and checked with
 # NVRTC for sm_90, and `check --source` on variants of the file.
 set -u
-EVOENG=${EVOENG:?EVOENG must point to the binary}
 ROOT=${EVO_SOURCE_ROOT:?EVO_SOURCE_ROOT must point to the source tree}
 . "$ROOT/tests/lib_expect.sh"
 export EVOENG_LIBCUDA=/nonexistent/libcuda.so.1

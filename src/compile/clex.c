@@ -416,3 +416,27 @@ void clex_word_before(const char *s, size_t i, char *out, size_t size)
     memcpy(out, s + b, n);
     out[n] = '\0';
 }
+
+size_t clex_define_name(const char *line, const char **name, const char **after)
+{
+    const char *p = line;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p++ != '#')
+        return 0;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncmp(p, "define", 6) != 0 || (p[6] != ' ' && p[6] != '\t'))
+        return 0;
+    p += 6;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    const char *e = p;
+    while (clex_is_ident((unsigned char)*e))
+        e++;
+    if (e == p || isdigit((unsigned char)*p))
+        return 0;
+    *name = p;
+    *after = e;
+    return (size_t)(e - p);
+}

@@ -59,6 +59,12 @@ void clex_split_commas(const char *a, const char *b, void (*add)(void *, const c
  * one word only (an unnamed parameter: "float *" has none). */
 char *clex_last_ident(const char *a, const char *b, const char **name_at);
 
+/* When the line at line is a #define directive ("#define NAME ...", blanks
+ * allowed around the '#'), the macro's name: its length, with *name at it
+ * and *after just past it (a '(' there: a function-like macro); 0 when the
+ * line is no #define. */
+size_t clex_define_name(const char *line, const char **name, const char **after);
+
 /* p past its blanks (spaces, tabs, newlines). */
 const char *clex_skip_blanks(const char *p);
 

@@ -36,6 +36,21 @@ static void add_part(void *ctx, const char *a, const char *b)
     PUSH(l->v, l->n, clex_trim(a, b));
 }
 
+/* The first n comma-separated parts of s[a..b) into slots[0..n) (the
+ * rest dropped; slots past the parts left as they are). */
+static void split_into(const char *a, const char *b, char **slots, int n)
+{
+    StrList parts = {0};
+    clex_split_commas(a, b, add_part, &parts);
+    for (int i = 0; i < parts.n; i++) {
+        if (i < n)
+            slots[i] = parts.v[i];
+        else
+            free(parts.v[i]);
+    }
+    free(parts.v);
+}
+
 static void free_strs(char **v, int n)
 {
     for (int i = 0; i < n; i++)
@@ -215,15 +230,7 @@ static int launch_at(const char *code, size_t at, KscanLaunch *l)
     const char *cfg = code + at + 3, *cfg_end = strstr(cfg, ">>>");
     if (!cfg_end)
         return -1;
-    StrList parts = {0};
-    clex_split_commas(cfg, cfg_end, add_part, &parts);
-    for (int i = 0; i < parts.n; i++) {
-        if (i < 4)
-            l->config[i] = parts.v[i];
-        else
-            free(parts.v[i]);
-    }
-    free(parts.v);
+    split_into(cfg, cfg_end, l->config, 4);
     /* the arguments */
     const char *p = clex_skip_blanks(cfg_end + 3);
     long close = *p == '(' ? clex_match_paren(code, (size_t)(p - code)) : -1;
@@ -471,15 +478,7 @@ static void bounds_of(const char *head, KscanKernel *k)
     long c = *p == '(' ? clex_match_paren(p, 0) : -1;
     if (c < 0)
         return;
-    StrList parts = {0};
-    clex_split_commas(p + 1, p + c, add_part, &parts);
-    for (int i = 0; i < parts.n; i++) {
-        if (i < 2)
-            k->bounds[i] = parts.v[i];
-        else
-            free(parts.v[i]);
-    }
-    free(parts.v);
+    split_into(p + 1, p + c, k->bounds, 2);
 }
 
 /* ---- macros and switches ------------------------------------------------- */
@@ -491,33 +490,21 @@ static void macros_of(const char *src, Kscan *out)
         const char *eol = line;
         while (*eol && !(*eol == '\n' && (eol == line || eol[-1] != '\\')))
             eol++;
-        const char *p = clex_skip_blanks(line);
-        if (*p == '#') {
-            p = p + 1;
-            while (*p == ' ' || *p == '\t')
-                p++;
-            if (strncmp(p, "define", 6) == 0 && (p[6] == ' ' || p[6] == '\t')) {
-                p += 6;
-                while (*p == ' ' || *p == '\t')
-                    p++;
-                const char *n0 = p;
-                while (clex_is_ident((unsigned char)*p))
-                    p++;
-                if (p > n0 && *p != '(') {
-                    char *name = xstrndup(n0, (size_t)(p - n0));
-                    char *code = clex_code_only(p, 0, (size_t)(eol - p));
-                    for (char *c = code; *c; c++)
-                        if (*c == '\\' || *c == '\n')
-                            *c = ' ';
-                    KscanMacro m = {name, clex_trim(code, code + strlen(code))};
-                    free(code);
-                    if (kscan_macro(out, name)) {
-                        free(m.name);
-                        free(m.value);
-                    } else {
-                        PUSH(out->macros, out->nmacros, m);
-                    }
-                }
+        const char *n0, *p;
+        size_t nlen = clex_define_name(line, &n0, &p);
+        if (nlen > 0 && *p != '(') {
+            char *name = xstrndup(n0, nlen);
+            char *code = clex_code_only(p, 0, (size_t)(eol - p));
+            for (char *c = code; *c; c++)
+                if (*c == '\\' || *c == '\n')
+                    *c = ' ';
+            KscanMacro m = {name, clex_trim(code, code + strlen(code))};
+            free(code);
+            if (kscan_macro(out, name)) {
+                free(m.name);
+                free(m.value);
+            } else {
+                PUSH(out->macros, out->nmacros, m);
             }
         }
         line = *eol ? eol + 1 : eol;
