@@ -21,6 +21,7 @@ typedef struct Slot {
     int       *ref_ids;    /* worker module id per reference unit */
     double     scale;      /* latency normalisation to slot 0 (gpueval_calibrate) */
     int        dead;       /* dropped from the run: its worker could not go on */
+    int       *warm;       /* per shape: the worker spawn whose resident state holds it, 0: none */
 } Slot;
 
 struct GpuEval {
@@ -116,6 +117,7 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
             goto fail;
         }
         sl->dev = *worker_device(sl->worker);
+        sl->warm = xcalloc((size_t)task_nshapes(task) + 1, sizeof(int));
         if (w > 0 && strcmp(sl->dev.arch, g->slots[0].dev.arch) != 0) {
             err_set(err, "GPU %d is %s (%s) but GPU %d is %s (%s): one run judges on one architecture", devs[w],
                     sl->dev.name, sl->dev.arch, devs[0], g->slots[0].dev.name, g->slots[0].dev.arch);
@@ -153,6 +155,7 @@ void gpueval_close(GpuEval **pg)
     for (int w = 0; w < g->nslots; w++) {
         worker_close(&g->slots[w].worker);
         free(g->slots[w].ref_ids);
+        free(g->slots[w].warm);
     }
     free(g->slots);
     pool_close(&g->pool);
@@ -394,10 +397,15 @@ static int gate_shape(GpuEval *g, Child *c, Priv *pv, int s, json_t *gj, StrBuf 
     const Plan *plan = &pv->prep.plans[s];
     int cand = *mod_id(g, pv, sl, s);
     int ref = sl->ref_ids[g->ref.shape_unit[s]];
-    worker_set_watchdog(sl->worker, watchdog_ms(pv->parent_gate_ms ? pv->parent_gate_ms[s] : NAN));
+    /* a worker that must (re)build this shape's inputs and reference
+     * outputs first gets the ceiling: the parent's time did not include it */
+    int warm = worker_pid(sl->worker) > 0 && sl->warm[s] == worker_spawns(sl->worker);
+    worker_set_watchdog(sl->worker, watchdog_ms(warm && pv->parent_gate_ms ? pv->parent_gate_ms[s] : NAN));
     if (worker_gate(sl->worker, plan, cand, ref, &g->opt.gate, &rep, err))
         return slot_failed(g, sl, err);
     pv->gate_ms[s] = worker_last_ms(sl->worker);
+    if (worker_pid(sl->worker) > 0)
+        sl->warm[s] = worker_spawns(sl->worker);
     json_array_append_new(gj, gate_report_to_json(&rep));
     char line[1200];
     gate_report_format(&rep, line, sizeof(line));

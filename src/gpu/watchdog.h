@@ -7,7 +7,10 @@
  *     deadline = 20 x the parent's time, at least 2 s, at most the ceiling
  *
  * and is the ceiling itself when there is no parent measurement (the
- * baseline, check --gpu, bench, a parent judged by an earlier process). The
+ * baseline, check --gpu, bench, a parent judged by an earlier process) and
+ * for a worker's first gate of a shape after it started (it builds that
+ * shape's inputs and reference outputs first, which the parent's time may
+ * not hold). The
  * ceiling is 10 s, or EVOENG_WATCHDOG_S seconds (0.5 to 3600) for a task
  * whose kernels or reference are slow enough to need more.
  */
