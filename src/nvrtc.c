@@ -410,23 +410,6 @@ static const char *json_get_str(json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-/* A failed compile whose log has no error line (ptxas refusing too much
- * static shared memory says nothing under NVRTC) gets one: "evoeng: ...". */
-static void explain_failure(CompileResult *res)
-{
-    char *errs = res->ok ? NULL : clog_errors(res->log, 1);
-    if (res->ok || errs) {
-        free(errs);
-        return;
-    }
-    char *cause = clog_silent_cause(res->kernels, res->nkernels);
-    char *log = xasprintf("%s%sevoeng: %s\n", res->log ? res->log : "",
-                          res->log && res->log[0] && res->log[strlen(res->log) - 1] != '\n' ? "\n" : "", cause);
-    free(res->log);
-    res->log = log;
-    free(cause);
-}
-
 /* Try the cache entry res->key in dir. Returns 1 and fills res (cubin,
  * log, ok, error, kernels) on a valid entry; 0 on a miss of any kind. */
 static int cache_load(const char *dir, CompileResult *res)
@@ -485,7 +468,7 @@ static int cache_load(const char *dir, CompileResult *res)
     }
     /* Resources come from the log, so a parser fix applies to old entries. */
     res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
-    explain_failure(res);
+    clog_explain(res);
     hit = 1;
 
 done:
@@ -680,7 +663,7 @@ fail:
         }
     }
     res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
-    explain_failure(res);
+    clog_explain(res);
     if (strcmp(call, "nvrtcCompileProgram") == 0 && deterministic_failure(r))
         return 0;
     return err_set(err, "%s (%s)", res->error, req->name ? req->name : DEFAULT_NAME);

@@ -274,24 +274,18 @@ static void guard_dims(Build *b, const char *guard)
             *next = '\0';
             next += 2;
         }
+        for (char *c = part; *c; c++)
+            if (*c == '(' || *c == ')')
+                *c = ' ';
         char *eq = strstr(part, "==");
         if (eq) {
             *eq = '\0';
-            char *l = clex_trim(part, eq), *r = clex_trim(eq + 2, eq + 2 + strlen(eq + 2));
-            for (char *s = l; *s; s++)
-                if (*s == '(' || *s == ')')
-                    *s = ' ';
-            for (char *s = r; *s; s++)
-                if (*s == '(' || *s == ')')
-                    *s = ' ';
-            char *lt = clex_trim(l, l + strlen(l)), *rt = clex_trim(r, r + strlen(r));
+            char *lt = clex_trim(part, eq), *rt = clex_trim(eq + 2, eq + 2 + strlen(eq + 2));
             long long v;
             const char *name = init_int_value(rt, &v) ? lt : init_int_value(lt, &v) ? rt : NULL;
             json_t *d = name ? json_object_get(b->dims, name) : NULL;
             if (d && json_is_null(d))
                 json_object_set_new(b->dims, name, json_integer(v));
-            free(l);
-            free(r);
             free(lt);
             free(rt);
         }

@@ -32,4 +32,9 @@ char *clog_errors(const char *log, int max);
  * Fresh string. */
 char *clog_silent_cause(const KernelResources *k, int n);
 
+/* A failed compile (res->ok 0) whose log has no error line gets one at its
+ * end: "evoeng: " and clog_silent_cause of its kernels; any other result is
+ * left as it is. nvrtc.c calls it on fresh compiles and cache hits. */
+void clog_explain(CompileResult *res);
+
 #endif
