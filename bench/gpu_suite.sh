@@ -7,8 +7,8 @@ log=${1:-/tmp}
 mkdir -p "$log"
 export EVO_SOURCE_ROOT=$PWD EVOENG=$PWD/build/src/evoeng EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 pass=0; fail=0; skip=0
-for t in build/tests/test_gpu_cuda build/tests/test_gpu_planted build/tests/test_gpu_ref build/tests/test_gpu_aa "sh tests/test_gpu_resume.sh" "sh tests/test_gpu_sweep.sh" "sh tests/test_gpu_maxskip.sh" "sh tests/test_gpu_kfile.sh" "sh tests/test_gpu_multi.sh"; do
-    name=$(basename "${t##* }"); name=${name%.sh}
+for t in build/tests/test_gpu_cuda build/tests/test_gpu_planted build/tests/test_gpu_ref build/tests/test_gpu_aa "sh tests/test_gpu_resume.sh" "sh tests/test_gpu_sweep.sh" "sh tests/test_gpu_maxskip.sh" "sh tests/test_gpu_kfile.sh" "sh tests/test_gpu_multi.sh" "sh tests/test_gpu_hang.sh" "sh tests/test_init_seed.sh --gpu"; do
+    name=$(echo "$t" | sed 's/.*\(test_[a-z0-9_]*\).*/\1/')
     echo "=== $name"
     timeout 600 $t 2>&1 | tee "$log/$name.log"
     rc=${PIPESTATUS[0]}

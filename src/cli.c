@@ -66,8 +66,9 @@ static const CmdInfo commands[] = {
      "compiles the default configuration (or --params) and N random valid ones in parallel and\n"
      "prints a table.\n"
      "With --gpu, each one also goes through the correctness gate on the GPU (every shape, every\n"
-     "seed): a correctness sweep of the space. Exits non-zero if the default configuration fails\n"
-     "(with --gpu: if any configuration fails).\n"
+     "seed): a correctness sweep of the space. Exits 1 if any configuration fails to compile (or,\n"
+     "with --gpu, the gate): \"N of M configurations failed\" and the first error of each kind; -v\n"
+     "prints every failed configuration's compiler errors.\n"
      "With --source, FILE.cu (a kernel file as it is) is compiled in place of the task's template:\n"
      "the static gate checks that it compiles for --arch and defines every entry.", 3},
     {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--repeat N] [--profile NAME] [--cold] [--json]",
@@ -95,14 +96,16 @@ static const CmdInfo commands[] = {
      "rates per mode, and the run's device, configuration and noise figures. Inline SVG, no script,\n"
      "nothing loaded from the network. Default output: report-RUN_ID.html in the current directory;\n"
      "-o - writes it to stdout. With --json, prints {\"path\", \"run_id\", \"bytes\", ...}.", 1},
-    {CMD_INIT, "init", "KERNEL.cu [-o task.json]",
+    {CMD_INIT, "init", "KERNEL.cu [-o task.json] [--json]",
      "write a starting task spec from a kernel file",
      "Reads a kernel file as it is (template kernels, namespaces, host launchers, host includes) and\n"
-     "writes a starting task.json: its kernels as entries (a template kernel as k<TODO_S, ...>), its\n"
-     "#define knobs as params, buffers from pointer parameters (const: input, else output; dtype from\n"
-     "the pointee), dims from integer parameters, one launch per kernel and the kernel itself as the\n"
-     "reference. What is left to choose is a \"TODO\" string; `evoeng check` refuses the spec and names\n"
-     "the next one until none is left. Writes stdout unless -o; never overwrites a file.", 4},
+     "writes a starting task.json from what it says: its host launcher's launches (the instantiation,\n"
+     "dim3 grid and block, arguments, dims from its integer parameters), its #define knobs as params\n"
+     "with value lists around their defaults, buffers from pointer parameters, and constraints from the\n"
+     "static_asserts, __launch_bounds__ and __shared__ arrays, so that what cannot compile is ruled out.\n"
+     "The reference kernel is left as a \"TODO\" (without a launcher, every open choice is one);\n"
+     "`evoeng check` refuses the spec and names the next TODO until none is left. Writes stdout unless\n"
+     "-o; never overwrites a file. --json prints what it wrote.", 4},
 };
 
 enum {
@@ -144,7 +147,7 @@ static const OptInfo options[] = {
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
     {"seeds", required_argument, O_SEEDS, C_EVAL & ~BIT(CMD_RESUME), "N", "input seeds for the correctness gate (default 3, at least 3)"},
     {"gpus", required_argument, O_GPUS, C_EVAL, "all|N|LIST", "GPUs to judge on, one worker each: all, the first N, or ordinals like 0,2 (one: 3,); default the first"},
-    {"json", no_argument, O_JSON, BIT(CMD_RUN) | BIT(CMD_RESUME) | BIT(CMD_BENCH) | BIT(CMD_STATUS) | BIT(CMD_CHECK) | BIT(CMD_TOP) | BIT(CMD_SHOW) | BIT(CMD_LINEAGE) | BIT(CMD_RUNS) | BIT(CMD_REPORT), NULL, "machine-readable output (README.md, JSON output)"},
+    {"json", no_argument, O_JSON, C_ALL, NULL, "machine-readable output, errors included (README.md, JSON output)"},
     {"best", no_argument, O_BEST, BIT(CMD_EXPORT), NULL, "export the best candidate of the latest run"},
     {"best", no_argument, O_BEST, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), NULL, "the best candidate (gated on every shape) of the latest run or --run"},
     {"run", required_argument, O_RUN, BIT(CMD_LINEAGE) | BIT(CMD_SHOW), "N", "with --best: the best of run N instead of the latest"},

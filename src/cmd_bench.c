@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "abrepeat.h"
+#include "cli/out.h"
 #include "commands.h"
 #include "gpueval.h"
 #include "cli/inspect.h"
@@ -89,10 +90,7 @@ static void print_json(const Task *t, const Child *c, const DeviceInfo *dev)
         json_object_set_new(o, "tflops", json_real(r->tflops));
         json_object_set_new(o, "gbps", json_real(r->gbps));
     }
-    char *s = json_dumps(o, JSON_INDENT(2));
-    printf("%s\n", s);
-    free(s);
-    json_decref(o);
+    out_json_doc(o);
 }
 
 /* Evaluate one child completely. 0, or -1 with err. */
@@ -197,10 +195,7 @@ static EvoExit bench_repeat(const Settings *s, const Task *t, GpuEval *ge, Child
             json_array_append_new(jp, p);
         }
         json_object_set_new(o, "profiles", jp);
-        char *txt = json_dumps(o, JSON_INDENT(2));
-        printf("%s\n", txt);
-        free(txt);
-        json_decref(o);
+        out_json_doc(o);
     } else {
         printf("  repeat       %d of %d A/B comparisons of this (B) against %s (A)%s, shared buffers %s%s\n", done,
                rp.n, aa ? "itself" : a->params_key, aa ? ": A/A" : "", bo->shared ? "yes" : "no",

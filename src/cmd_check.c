@@ -18,6 +18,8 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "cli/out.h"
+#include "compile/clog.h"
 #include "commands.h"
 #include "ops.h"
 #include "evolve.h"
@@ -292,6 +294,49 @@ static int gpu_sweep(const Settings *s, Task *t, const int64_t *vals, int stride
     return rc;
 }
 
+/* ---- failures ------------------------------------------------------------ */
+
+/* "N of M configurations failed" with the first error of each kind
+ * (status) and how many had it, as errors; with -v every failed
+ * configuration's error lines too. Returns N. */
+static int failure_summary(char **keys, const Prepared *out, const GateRow *gate, int n)
+{
+    const char *kinds[32];
+    int first[32], count[32], nkinds = 0, failed = 0;
+    for (int i = 0; i < n; i++) {
+        const char *st = out[i].status[0] ? out[i].status
+                       : gate && gate[i].status[0] && strcmp(gate[i].status, "ok") != 0 ? gate[i].status : NULL;
+        if (!st)
+            continue;
+        failed++;
+        int k = 0;
+        while (k < nkinds && strcmp(kinds[k], st) != 0)
+            k++;
+        if (k == nkinds && nkinds < (int)EVO_ARRAY_LEN(kinds)) {
+            kinds[nkinds] = st;
+            first[nkinds] = i;
+            count[nkinds++] = 0;
+        }
+        if (k < nkinds)
+            count[k]++;
+    }
+    if (failed == 0)
+        return 0;
+    errorf("%d of %d configurations failed", failed, n);
+    for (int k = 0; k < nkinds; k++) {
+        int i = first[k];
+        const char *e = out[i].status[0] ? out[i].error : gate[i].error;
+        errorf("  %s (%d): the first, #%d %s: %s", kinds[k], count[k], i, keys[i], e ? e : "");
+    }
+    for (int i = 0; i < n && msg_verbosity >= 2; i++) {
+        char *lines = clog_errors(prep_failure_log(&out[i]), 20);
+        if (lines)
+            notef("#%d %s: the compiler's errors:\n%s", i, keys[i], lines);
+        free(lines);
+    }
+    return failed;
+}
+
 /* ---- --json ----------------------------------------------------------- */
 
 /* The compile figures of the table's footer. */
@@ -373,6 +418,11 @@ EvoExit cmd_check(const Settings *s)
         return rc;
     if (device_profile(s->arch ? s->arch : "sm_90", &dev, &err)) {
         errorf("--arch: %s", err.msg);
+        task_free(&t);
+        return EVO_EXIT_USAGE;
+    }
+    if (s->gpu && bench_env_check(&err)) {
+        errorf("%s", err.msg);
         task_free(&t);
         return EVO_EXIT_USAGE;
     }
@@ -474,9 +524,6 @@ EvoExit cmd_check(const Settings *s)
     for (int i = 0; i < n; i++)
         sources += out[i].nunits;
 
-    int failures = 0;
-    for (int i = 0; i < n; i++)
-        failures += out[i].status[0] != 0;
     if (s->json)
         goto sweep;
     printf("\n  %-3s %5s %6s %6s %9s %14s  %s\n", "#", "regs", "smem", "spills", "compile", "status", "params");
@@ -505,24 +552,20 @@ sweep:
         errorf("the %s configuration fails: %s: %s", s->params ? "--params" : "default", out[0].status,
                out[0].error ? out[0].error : "");
         rc = EVO_EXIT_FAIL;
-    } else if (failures) {
-        warnf("%d of %d sampled configurations fail (see the table)", failures, n);
     }
     if (s->gpu) {
         int bad = gpu_sweep(s, t, vals, np + 1, keys, out, n, gate, &sum, source);
         swept = bad >= 0;
         if (bad < 0)
             rc = EVO_EXIT_NO_GPU;
-        else if (bad > 0 || failures)
-            rc = EVO_EXIT_FAIL;
     }
+    if (rc != EVO_EXIT_NO_GPU && failure_summary(keys, out, swept ? gate : NULL, n) > 0)
+        rc = EVO_EXIT_FAIL;
     if (doc) {
         CheckCompile cc = {.configurations = n, .sources = sources, .compiled = compiles,
                            .wall_s = wall / 1000.0, .threads = s->jobs ? s->jobs : runctx_cores()};
         check_json_tail(doc, s, keys, out, n, &cc, swept ? gate : NULL, swept ? &sum : NULL, rc);
-        char *txt = json_dumps(doc, JSON_INDENT(2));
-        printf("%s\n", txt ? txt : "null");
-        free(txt);
+        out_json_doc(json_incref(doc));
     }
     prep_ref_free(&ref);
 out:

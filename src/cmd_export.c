@@ -25,6 +25,7 @@
 
 #include "commands.h"
 #include "cli/inspect.h"
+#include "cli/out.h"
 #include "config.h"
 #include "report/export.h"
 #include "report/harness.h"
@@ -308,20 +309,32 @@ EvoExit cmd_export(const Settings *s)
     } else {
         text = format_cu(&x, out_name(s->output, "FILE.cu"));
     }
-    FILE *f = s->output ? fopen(s->output, "w") : stdout;
-    if (!f) {
+    FILE *f = s->output ? fopen(s->output, "w") : s->json ? NULL : stdout;
+    if (!f && s->output) {
         errorf("%s: cannot create: %s", s->output, strerror(errno));
         rc = EVO_EXIT_IO;
         goto out;
     }
-    fputs(text, f);
+    if (f)
+        fputs(text, f);
     if (s->output) {
         if (fclose(f) != 0) {
             errorf("%s: write failed: %s", s->output, strerror(errno));
             rc = EVO_EXIT_IO;
-        } else if (!s->quiet) {
+        } else if (!s->quiet && !s->json) {
             fprintf(stderr, "evoeng: wrote candidate %lld to %s\n", (long long)x.c.id, s->output);
         }
+    }
+    if (s->json && rc == EVO_EXIT_OK) {
+        /* what was written: {"path", "id", "run", "format", "target", "bytes"}, and
+         * the text itself as "content" when no -o was given */
+        json_t *o = json_pack("{s:o, s:I, s:I, s:s, s:s, s:I}", "path",
+                              s->output ? json_string(s->output) : json_null(), "id", (json_int_t)x.c.id, "run",
+                              (json_int_t)x.c.run_id, "format", s->format, "target", x.target, "bytes",
+                              (json_int_t)strlen(text));
+        if (!s->output)
+            json_object_set_new(o, "content", json_string(text));
+        out_json_doc(o);
     }
 out:
     compile_record_free(&x.comp);

@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "cli/inspect.h"
+#include "cli/out.h"
 #include "report.h"
 #include "report_rows.h"
 #include "store.h"
@@ -100,10 +101,7 @@ EvoExit cmd_report(const Settings *s)
                               "bytes", (json_int_t)len, "candidates", info.candidates, "valid", info.valid,
                               "fully_gated", info.fully_gated);
         json_object_set_new(j, "best_id", info.best_id ? json_integer((json_int_t)info.best_id) : json_null());
-        char *t = json_dumps(j, JSON_INDENT(2));
-        printf("%s\n", t ? t : "null");
-        free(t);
-        json_decref(j);
+        out_json_doc(j);
     } else if (strcmp(out, "-") != 0 && msg_verbosity > 0) {
         printf("report: %s (%zu bytes): run %lld, %d candidates, %d valid; open it in a browser\n", out, len,
                (long long)info.run_id, info.candidates, info.valid);

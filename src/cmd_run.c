@@ -299,11 +299,6 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         rc = EVO_EXIT_USAGE;
         goto out;
     }
-    if (store_open(&st, s->db, &err)) {
-        errorf("%s", err.msg);
-        rc = EVO_EXIT_DB;
-        goto out;
-    }
     runctx_set_cache(s);
     GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose, .devices = s->gpus, .ndevices = s->ngpus,
                          .count = s->gpus_count};
@@ -344,6 +339,12 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         ev_ctx = ge;
         dev = gpueval_device(ge);
         nslots = gpueval_slots(ge);
+    }
+    /* only now: a run that cannot start leaves no store and no folder */
+    if (store_open(&st, s->db, &err)) {
+        errorf("%s", err.msg);
+        rc = EVO_EXIT_DB;
+        goto out;
     }
     cfg = config_json(s);
     devj = device_json(dev);
@@ -472,7 +473,7 @@ static EvoExit resume_common(const Settings *s)
 {
     EvoErr err;
     Store *st = NULL;
-    if (store_open(&st, s->db, &err)) {
+    if (store_open_readonly(&st, s->db, &err)) {     /* a mistyped --db creates nothing */
         errorf("%s", err.msg);
         return EVO_EXIT_DB;
     }

@@ -12,6 +12,7 @@
 
 #include "msg.h"
 #include "prep.h"
+#include "watchdog.h"
 
 /* One GPU: its worker process and what it keeps loaded. */
 typedef struct Slot {
@@ -22,6 +23,7 @@ typedef struct Slot {
     int        dead;       /* dropped from the run: its worker could not go on */
     int       *unload;     /* modules released by other threads, unloaded by the slot's (under lock) */
     int        nunload, capunload;
+    int       *warm;       /* per shape: the worker spawn whose resident state holds it, 0: none */
 } Slot;
 
 struct GpuEval {
@@ -38,6 +40,9 @@ typedef struct Priv {
     Prepared  prep;
     int      *ids;             /* worker module id per (slot, unit): [slot * nunits + unit], -1 until loaded */
     int       nslots;
+    double   *gate_ms;         /* per shape: its gate request's time, 0 until gated (watchdog.h) */
+    double   *parent_gate_ms;  /* per shape: the parent's, copied at stage A; NULL: no parent measured */
+    double    time_ms;         /* its time or compare request's, 0 until timed */
 } Priv;
 
 /* Load the reference's units into slot w. */
@@ -113,6 +118,7 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
             goto fail;
         }
         sl->dev = *worker_device(sl->worker);
+        sl->warm = xcalloc((size_t)task_nshapes(task) + 1, sizeof(int));
         if (w > 0 && strcmp(sl->dev.arch, g->slots[0].dev.arch) != 0) {
             err_set(err, "GPU %d is %s (%s) but GPU %d is %s (%s): one run judges on one architecture", devs[w],
                     sl->dev.name, sl->dev.arch, devs[0], g->slots[0].dev.name, g->slots[0].dev.arch);
@@ -151,6 +157,7 @@ void gpueval_close(GpuEval **pg)
         worker_close(&g->slots[w].worker);
         free(g->slots[w].ref_ids);
         free(g->slots[w].unload);
+        free(g->slots[w].warm);
     }
     free(g->slots);
     pool_close(&g->pool);
@@ -245,6 +252,14 @@ static void take_prep_status(Child *c, const Prepared *p)
 {
     set_str(&c->rec.status, p->status);
     set_str(&c->rec.error, p->error ? p->error : p->status);
+    /* The benchmark shape's compile log is the candidate's compile row;
+     * another shape's that failed goes whole into its evaluation log. */
+    const char *flog = prep_failure_log(p);
+    if (flog && p->nunits > 0 && p->units[p->shape_unit[0]].res.ok) {
+        char *s = xasprintf("%scompile log of the source that failed:\n%s\n", c->rec.log ? c->rec.log : "", flog);
+        free(c->rec.log);
+        c->rec.log = s;
+    }
 }
 
 static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
@@ -269,6 +284,7 @@ static int ge_submit(void *ctx, Child *c, int stage, EvoErr *err)
         pv->ids = xcalloc((size_t)p.nunits * (size_t)g->nslots, sizeof(int));
         for (int u = 0; u < p.nunits * g->nslots; u++)
             pv->ids[u] = -1;
+        pv->gate_ms = xcalloc((size_t)p.nplans + 1, sizeof(double));
         c->priv = pv;
     }
     if (!pv)
@@ -390,6 +406,8 @@ static void ge_release(void *ctx, Child *c)
     pthread_mutex_unlock(&g->lock);
     prep_free(&pv->prep);
     free(pv->ids);
+    free(pv->gate_ms);
+    free(pv->parent_gate_ms);
     free(pv);
     c->priv = NULL;
 }
@@ -453,8 +471,15 @@ static int gate_shape(GpuEval *g, Child *c, Priv *pv, int s, json_t *gj, StrBuf 
     const Plan *plan = &pv->prep.plans[s];
     int cand = *mod_id(g, pv, sl, s);
     int ref = sl->ref_ids[g->ref.shape_unit[s]];
+    /* a worker that must (re)build this shape's inputs and reference
+     * outputs first gets the ceiling: the parent's time did not include it */
+    int warm = worker_pid(sl->worker) > 0 && sl->warm[s] == worker_spawns(sl->worker);
+    worker_set_watchdog(sl->worker, watchdog_ms(warm && pv->parent_gate_ms ? pv->parent_gate_ms[s] : NAN));
     if (worker_gate(sl->worker, plan, cand, ref, &g->opt.gate, &rep, err))
         return slot_failed(g, sl, err);
+    pv->gate_ms[s] = worker_last_ms(sl->worker);
+    if (worker_pid(sl->worker) > 0)
+        sl->warm[s] = worker_spawns(sl->worker);
     json_array_append_new(gj, gate_report_to_json(&rep));
     char line[1200];
     gate_report_format(&rep, line, sizeof(line));
@@ -503,6 +528,11 @@ static int ge_gate(void *ctx, Child *c, int stage, EvoErr *err)
     Prepared *p = &pv->prep;
     int s0, s1;
     stage_shapes(p, stage, &s0, &s1);
+    const Priv *pp = c->judge_parent ? c->judge_parent->priv : NULL;
+    if (stage == 1 && pp && pp->prep.nplans == p->nplans && !pv->parent_gate_ms) {
+        pv->parent_gate_ms = xcalloc((size_t)p->nplans + 1, sizeof(double));
+        memcpy(pv->parent_gate_ms, pp->gate_ms, (size_t)p->nplans * sizeof(double));
+    }
     double t0 = time_now_ms();
     /* Compile waits, the static gate and loading, shape by shape; what
      * this GPU now waits for is compiled first. */
@@ -718,9 +748,11 @@ static int ge_time(void *ctx, Child *c, EvoErr *err)
     const Plan *plan = &pv->prep.plans[0];
     EvalStatus st;
     char msg[768] = "";
+    worker_set_watchdog(sl->worker, watchdog_ms(NAN));   /* no parent: the ceiling */
     if (unit_ready(g, sl, pv, 0, 0, &st, msg, sizeof(msg), err) ||
         worker_time(sl->worker, plan, *mod_id(g, pv, sl, 0), 0, &g->opt.bench, &b, err))
         return slot_failed(g, sl, err);
+    pv->time_ms = worker_last_ms(sl->worker);
     add_ms(&r->time_ms, t0);
     if (st != EVAL_OK || b.status != EVAL_OK) {
         timing_failure(c, st != EVAL_OK ? st : b.status, "timing", st != EVAL_OK ? msg : b.error);
@@ -770,8 +802,10 @@ static int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
         return 0;
     }
     int mod = *mod_id(g, pb, sl, 0);
+    worker_set_watchdog(sl->worker, watchdog_ms(pa->time_ms));
     int crc = worker_compare(sl->worker, &pa->prep.plans[0], *mod_id(g, pa, sl, 0), plan, mod, &g->opt.bench, &cr,
                              err);
+    pb->time_ms = worker_last_ms(sl->worker);
     add_ms(&r->time_ms, t0);
     if (crc)
         return slot_failed(g, sl, err);

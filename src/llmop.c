@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "runctx.h"
 #include "msg.h"
 
@@ -193,8 +192,9 @@ static char *find_prompts_dir(const char *given, EvoErr *err)
         free(data);
         return dir;
     }
-    err_set(err, "no prompts directory: neither ./prompts, $EVOENG_DATA_DIR/prompts, %s/prompts nor %s/prompts "
-                 "holds system.md (set EVOENG_PROMPTS_DIR)", EVO_DATADIR, EVO_SOURCE_ROOT);
+    char *where = runctx_data_searched("prompts/system.md");
+    err_set(err, "no prompts directory: %s (or EVOENG_PROMPTS_DIR to a prompts folder)", where);
+    free(where);
     return NULL;
 }
 

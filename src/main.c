@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli/out.h"
 #include "commands.h"
 #include "msg.h"
 #include "worker.h"
@@ -28,7 +29,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-    Settings s;
+    Settings s = {0};
     EvoErr err;
     EvoExit rc = EVO_EXIT_OK;
     int code;
@@ -37,9 +38,16 @@ int main(int argc, char **argv)
      * dispatched before anything else starts. */
     if (worker_dispatch(argc, argv, &code))
         return code;
+    /* --json before anything can fail: a usage error is JSON too */
+    int json = 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        json |= strcmp(argv[i], "--json") == 0;
+    if (json)
+        msg_keep_errors();
     if (cli_parse(argc, argv, &s, &err) != 0) {
         errorf("%s", err.msg);
-        return EVO_EXIT_USAGE;
+        rc = EVO_EXIT_USAGE;
+        goto out;
     }
     msg_verbosity = s.quiet ? 0 : s.verbose ? 2 : 1;
     if (s.help) {
@@ -51,6 +59,9 @@ int main(int argc, char **argv)
             if (dispatch[i].cmd == s.cmd)
                 rc = dispatch[i].fn(&s);
     }
+out:
+    if (json && !s.help)
+        out_json_end(rc);
     if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
         errorf("writing to standard output failed: %s", strerror(errno));
         if (rc == EVO_EXIT_OK)

@@ -3,9 +3,27 @@
  */
 #include "msg.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int msg_verbosity = 1;
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static int             keeping;
+static char          **kept;
+static int             nkept;
+
+void msg_keep_errors(void)
+{
+    keeping = 1;
+}
+
+const char *const *msg_errors(int *n)
+{
+    *n = nkept;
+    return (const char *const *)kept;
+}
 
 static void vmsg(const char *kind, const char *fmt, va_list ap)
 {
@@ -24,6 +42,16 @@ void errorf(const char *fmt, ...)
     va_start(ap, fmt);
     vmsg(NULL, fmt, ap);
     va_end(ap);
+    if (!keeping)
+        return;
+    StrBuf sb = {0};
+    va_start(ap, fmt);
+    sb_vprintf(&sb, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&kept_lock);
+    kept = xrealloc(kept, (size_t)(nkept + 1) * sizeof(*kept));
+    kept[nkept++] = sb.s ? sb_take(&sb) : xstrdup("");
+    pthread_mutex_unlock(&kept_lock);
 }
 
 void warnf(const char *fmt, ...)

@@ -24,9 +24,17 @@ typedef enum EvoExit {
 /* Verbosity: 0 quiet (errors only), 1 normal, 2 verbose. */
 extern int msg_verbosity;
 
-void errorf(const char *fmt, ...) EVO_PRINTF(1, 2);  /* stderr, always */
+void errorf(const char *fmt, ...) EVO_PRINTF(1, 2);  /* stderr, always (and kept under --json) */
 void warnf(const char *fmt, ...) EVO_PRINTF(1, 2);   /* stderr, unless quiet */
 void notef(const char *fmt, ...) EVO_PRINTF(1, 2);   /* stderr, verbose only */
 void progressf(const char *fmt, ...) EVO_PRINTF(1, 2); /* stderr, unless quiet; no kind prefix */
+
+/* --json: from now on every errorf message is also kept, in order, so
+ * that the command's JSON on stdout can carry it (cli/out.h,
+ * out_json_end). Call once, before the command runs. */
+void msg_keep_errors(void);
+/* The messages kept so far (without the "evoeng: " prefix): *n of them,
+ * owned by msg, valid until the next errorf. */
+const char *const *msg_errors(int *n);
 
 #endif

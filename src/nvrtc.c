@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compile/clog.h"
 #include "compile/kfile.h"
 #include "config.h"
 #include "msg.h"
@@ -477,6 +478,7 @@ static int cache_load(const char *dir, CompileResult *res)
     }
     /* Resources come from the log, so a parser fix applies to old entries. */
     res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
+    clog_explain(res);
     hit = 1;
 
 done:
@@ -673,6 +675,7 @@ fail:
         }
     }
     res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
+    clog_explain(res);
     if (strcmp(call, "nvrtcCompileProgram") == 0 && deterministic_failure(r))
         return 0;
     return err_set(err, "%s (%s)", res->error, req->name ? req->name : DEFAULT_NAME);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compile/clog.h"
 #include "template.h"
 
 /* Render `text` for one shape: params (when vals) then compile dims. */
@@ -63,7 +64,8 @@ static void fill_request(const Task *t, const DeviceInfo *dev, PrepUnit *u, cons
     r->name_exprs = task_entry_list(t, reference, &r->nname_exprs);
     r->source = u->source;
     r->name = name;
-    r->arch = u->target = device_nvrtc_target(dev, task_arch_specific(t));
+    snprintf(u->target, sizeof(u->target), "%s", device_nvrtc_target(dev, task_arch_specific(t)));
+    r->arch = u->target;   /* the units array no longer moves once rendered */
     r->options = task_compile_options(t, &r->noptions);
     r->fast_math = task_fast_math(t);
     r->lineinfo = task_lineinfo(t);
@@ -82,19 +84,12 @@ static void set_status(Prepared *p, const char *status, const char *fmt, ...)
     va_end(ap);
 }
 
-/* First line of a compile log that mentions an error, for a one-line reason. */
+/* The first error line of a failed compile's log (its error lines, or
+ * what ptxas refused silently: nvrtc.c adds that), for status lines. */
 static char *first_error_line(const char *log)
 {
-    const char *p = strstr(log, "error");
-    if (!p)
-        return xstrdup("see the compile log");
-    const char *b = p, *e = p;
-    while (b > log && b[-1] != '\n')
-        b--;
-    while (*e && *e != '\n')
-        e++;
-    size_t n = (size_t)(e - b);
-    return xstrndup(b, n > 300 ? 300 : n);
+    char *line = clog_errors(log, 1);
+    return line ? line : xstrdup("see the compile log");
 }
 
 static void res_max(KernelResources *a, const KernelResources *b)
@@ -272,6 +267,14 @@ static void unit_take(Prepared *p, const PrepUnit *pu)
     res_max(&p->maxres, &m);
 }
 
+const char *prep_failure_log(const Prepared *p)
+{
+    for (int u = 0; u < p->nunits; u++)
+        if (p->units[u].state == PREP_UNIT_DONE && !p->units[u].res.ok)
+            return p->units[u].res.log;
+    return NULL;
+}
+
 const char *prep_unit_entry(const PrepUnit *u, const char *entry)
 {
     const char *low = nvrtc_lowered_name(&u->res, entry);
@@ -433,7 +436,7 @@ void prep_compile_record(const PrepUnit *u, CompileRecord *c)
     compile_record_init(c);
     c->cache_key = xstrdup(u->res.key);
     c->source_hash = xstrdup(u->hash);
-    c->arch = xstrdup(u->target ? u->target : "");
+    c->arch = xstrdup(u->target);
     c->options = xstrdup(u->res.options ? u->res.options : "");
     int v = nvrtc_version();
     c->nvrtc_version = xasprintf("%d.%d", v / 1000, (v % 1000) / 10);

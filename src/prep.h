@@ -29,7 +29,7 @@ typedef struct PrepUnit {
     char          *source;
     char           hash[65];
     CompileResult  res;
-    const char    *target;    /* the NVRTC target it was compiled for (static storage or the DeviceInfo's) */
+    char           target[24];/* the NVRTC target it was compiled for (a copy: the DeviceInfo may go first) */
     PrepCompile   *job;       /* queued or running compilation, NULL when none */
     int            state;     /* PREP_UNIT_* */
 } PrepUnit;
@@ -106,6 +106,11 @@ int prep_unit_ready(Prepared *p, int u);
 void prep_unit_cancel(Prepared *p, int u);
 int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err);
 void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s);
+
+/* The whole compile log of p's first unit that failed to compile (its
+ * error lines, the warnings, ptxas's report), or NULL when none failed.
+ * Borrowed from p. */
+const char *prep_failure_log(const Prepared *p);
 
 /* The name entry (a task entry: "k<128, 64>", "ns::k", "k") has in unit
  * u's module: its lowered name once u compiled, else entry itself. The

@@ -8,7 +8,10 @@ tests/data/h200_wgmma_run.sql:
 - runs (text and JSON), --best / --run on lineage and show;
 - a missing store is exit 4 for every read-only command and nothing is
   created; an older store (schema 4) is upgraded keeping every row;
-- the time_limit run status; text cut to $COLUMNS, whole with --wide.
+- the time_limit run status; text cut to $COLUMNS, whole with --wide;
+- issue 34: under --json every command's error is {"error", "exit"} on
+  stdout with the same exit code, and export --json / init --json say
+  what they wrote.
 Needs EVO_SOURCE_ROOT and EVOENG (set by meson). Exit 0 when all pass."""
 import json
 import os
@@ -220,8 +223,12 @@ with tempfile.TemporaryDirectory() as tmp:
                  ["runs"], ["status", "--json"], ["runs", "--json"], ["export", "--best"], ["export", "1"],
                  ["report"]):
         rc, out, err = run(*args, "--db", gone)
-        check(rc == 4 and out == "" and "no population store" in err and gone in err,
-              "%s with a mistyped --db: exit 4 (got %d), says so on stderr" % (" ".join(args), rc))
+        if "--json" in args:   # the error as JSON on stdout too (issue 34)
+            check(rc == 4 and json.loads(out) == {"error": err.strip()[len("evoeng: "):], "exit": 4},
+                  "%s with a mistyped --db: exit 4, {error, exit} on stdout" % " ".join(args))
+        else:
+            check(rc == 4 and out == "" and "no population store" in err and gone in err,
+                  "%s with a mistyped --db: exit 4 (got %d), says so on stderr" % (" ".join(args), rc))
     check(tree(tmp) == before, "nothing was created")
 
     # A store written at schema 4 (before time_limit) is upgraded by a
@@ -278,8 +285,54 @@ with tempfile.TemporaryDirectory() as tmp:
     doc, err = run_json("check", task, "--arch", "sm_80", "--sample", "0", "--gpu", want_rc=5, env=env)
     check(doc and doc["gpu"] is None and doc["ok"] is False, "check --gpu --json without a GPU: gpu null, ok false")
     check("libcuda" in err or "GPU" in err, "check --gpu --json: the missing GPU is said on stderr")
-    rc, out, err = run("check", os.path.join(root, "tests/data/bad_unknown_var.json"), "--json", env=env)
-    check(rc == 3 and out == "" and "unknown variable" in err, "check --json of a bad spec: exit 3, stderr only")
+    doc, err = run_json("check", os.path.join(root, "tests/data/bad_unknown_var.json"), want_rc=3, env=env)
+    check(doc and set(doc) == {"error", "exit"} and doc["exit"] == 3 and "unknown variable" in doc["error"] and
+          "unknown variable" in err, "check --json of a bad spec: exit 3, the error on stdout and stderr")
+
+    # Issue 34: under --json every command's error is one JSON object on
+    # stdout, {"error", "exit"} with the exit code; "messages" when several.
+    fresh = os.path.join(tmp, "fresh")
+    os.mkdir(fresh)
+    cases = [
+        (["status", "--frobnicate"], 2, "unknown option"),
+        (["frobnicate"], 2, "unknown command"),
+        (["show", "999", "--db", db], 1, "no candidate 999"),
+        (["lineage", "999", "--db", db], 1, "999"),
+        (["export", "999", "--db", db], 1, "no candidate 999"),
+        (["report", "7", "--db", db, "-o", os.path.join(fresh, "r.html")], 1, "run 7"),
+        (["run", "--generations", "1", "--db", os.path.join(fresh, "p", "p.db")], 5, "needs a CUDA GPU"),
+        (["resume", "--db", os.path.join(fresh, "p", "p.db")], 4, "no population store"),
+        (["bench", os.path.join(root, "templates/triad/task.json"), "--db", os.path.join(fresh, "b.db")], 5,
+         "needs a CUDA GPU"),
+        (["init", os.path.join(fresh, "none.cu")], 1, "none.cu"),
+        (["run", "--task", os.path.join(fresh, "none.json"), "--db", os.path.join(fresh, "p.db")], 3, "none.json"),
+    ]
+    for args, code, what in cases:
+        doc, err = run_json(*args, want_rc=code, env=env)
+        check(doc and doc.get("exit") == code and what in doc.get("error", "") + " ".join(doc.get("messages", [])),
+              "%s --json: {error, exit %d} naming %r (%r)" % (" ".join(args[:2]), code, what, doc))
+    check(tree(fresh) == [], "the failed commands created nothing (no store, no folder, no cache)")
+    doc, _ = run_json("run", "--generations", "1", "--db", os.path.join(fresh, "p.db"), want_rc=5, env=env)
+    check(doc and len(doc.get("messages", [])) == 2 and doc["messages"][0] == doc["error"],
+          "several messages: the first is the error, all are in messages")
+
+    # export --json and init --json say what they wrote.
+    out_cu = os.path.join(tmp, "best.cu")
+    doc, _ = run_json("export", "--best", "--db", db, "-o", out_cu)
+    check(doc and doc["path"] == out_cu and doc["id"] == surv[0] and doc["format"] == "cu" and
+          doc["bytes"] == os.path.getsize(out_cu) and doc["target"] == "sm_90a", "export --json -o: what it wrote")
+    doc, _ = run_json("export", "--best", "--db", db, "--format", "json")
+    check(doc and doc["path"] is None and json.loads(doc["content"])["id"] == surv[0],
+          "export --json to stdout: the export as content")
+    kfile = os.path.join(root, "tests/data/kfile/fa_seed.cu")
+    spec_path = os.path.join(tmp, "fa.json")
+    doc, _ = run_json("init", kfile, "-o", spec_path)
+    check(doc and doc["path"] == spec_path and doc["bytes"] == os.path.getsize(spec_path) and doc["kernels"] == 1
+          and doc["entries"] == ["fa_fwd<512, 64>"] and doc["todos"] == 1 and doc["params"] == 9 and
+          "spec" not in doc, "init --json -o: what it wrote (%r)" % doc)
+    doc, _ = run_json("init", kfile)
+    check(doc and doc["path"] is None and doc["spec"]["entries"] == ["fa_fwd<512, 64>"],
+          "init --json to stdout: the spec under spec")
 
 print("%s" % ("all passed" if report_store.fails == 0 else "%d failed" % report_store.fails))
 sys.exit(1 if report_store.fails else 0)

@@ -6,26 +6,8 @@
 # refusing the fresh spec's TODOs, the spec completed here and checked with
 # NVRTC for sm_90, and `check --source` on variants of the file.
 set -u
-EVOENG=${EVOENG:?EVOENG must point to the binary}
 ROOT=${EVO_SOURCE_ROOT:?EVO_SOURCE_ROOT must point to the source tree}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-pass=0
-expect() { # expect CODE DESCRIPTION -- command...
-    want=$1; what=$2; shift 3
-    "$@" >"$tmp/out" 2>"$tmp/err"; got=$?
-    if [ "$got" -ne "$want" ]; then
-        echo "FAIL $what: exit $got, expected $want"; sed 's/^/  out: /' "$tmp/out" | head -20; sed 's/^/  err: /' "$tmp/err" | head -10
-        fails=$((fails + 1))
-    else
-        echo "ok   $what"; pass=$((pass + 1))
-    fi
-}
-grep_out() { # grep_out FILE PATTERN DESCRIPTION
-    if grep -q -- "$2" "$tmp/$1"; then echo "ok   $3"; pass=$((pass + 1));
-    else echo "FAIL $3: '$2' not in $1:"; sed 's/^/  /' "$tmp/$1" | head -10; fails=$((fails + 1)); fi
-}
+. "$ROOT/tests/lib_expect.sh"
 export EVOENG_LIBCUDA=/nonexistent/libcuda.so.1
 export EVOENG_CACHE_DIR="$tmp/cache"
 mkdir -p "$tmp/k"
@@ -42,48 +24,37 @@ grep_out err "no __global__ kernel" "init says there is no kernel"
 
 expect 0 "init the kernel file" -- "$EVOENG" init "$tmp/k/attn_rows.cu" -o "$tmp/k/task.json"
 cp "$tmp/k/task.json" "$tmp/gen.json"
-grep_out gen.json '"attn_rows<TODO_S, TODO_D>"' "the template kernel is an entry with its template arguments to fill in"
-grep_out gen.json '"util::fill"' "the namespaced kernel is an entry"
+grep_out gen.json '"attn_rows<128, 64>"' "the template kernel's entry is the instantiation its launcher launches"
+grep_out gen.json '"util::fill"' "the namespaced kernel the launcher launches is an entry"
 grep_out gen.json '"template": "attn_rows.cu"' "the template is named relative to the spec"
-grep_out gen.json '"source": "attn_rows.cu"' "the reference starts as the kernel itself"
-grep_out gen.json '"B": "TODO' "int parameters become dims to fill in"
+grep_out gen.json '"source": "TODO: an obviously correct kernel' "the reference is the TODO"
+grep_out gen.json '"(S + 127) / 128"' "the grid comes from the launcher's dim3 grid"
+grep_out gen.json '"f32": "1.0 / sqrt(D)"' "a launcher constant becomes an expression of the dims"
+grep_out gen.json 'left out: attn_rows<256, 32> (another instantiation)' "the else branch's instantiation is noted"
 expect 0 "init to stdout" -- "$EVOENG" init "$tmp/k/attn_rows.cu"
 grep_out out '"name": "attn_rows"' "init writes the spec to stdout without -o"
 expect 1 "init does not overwrite" -- "$EVOENG" init "$tmp/k/attn_rows.cu" -o "$tmp/k/task.json"
 grep_out err "exists" "init says the file exists"
 
 expect 3 "check refuses the fresh spec" -- "$EVOENG" check "$tmp/k/task.json" --arch sm_90 --sample 0
-grep_out err "task.json: description: unfinished: .*TODO left by .evoeng init" "check names the first TODO and its JSON path"
+grep_out err "task.json: params.TODO_PARAM: unfinished: .*TODO left by .evoeng init" "check names the first TODO and its JSON path"
 
-# Complete the generated spec as a user would: keep what init inferred (the
-# buffers' names, dtypes and roles, the args in order), fill in the TODOs.
+# Complete the generated spec as a user would: keep what init read (the
+# buffers, the launches and their arguments), add a knob and the reference.
 python3 - "$tmp/k/task.json" <<'PY' || { echo "FAIL completing the spec"; fails=$((fails + 1)); }
 import json, sys
 path = sys.argv[1]
 t = json.load(open(path))
-bufs = {b["name"]: b for b in t["buffers"]}
-assert [b["role"] for b in t["buffers"]] == ["input", "input", "input", "output", "output"], t["buffers"]
-assert all(b["dtype"] == "f32" for b in t["buffers"])
-assert t["launch"][0]["args"][:5] == ["q", "k", "v", "o", "B"], t["launch"][0]["args"]
-t["description"] = "causal attention rows"
-t["entries"][0] = "attn_rows<SEQ, HEAD_DIM>"
+assert [b["name"] for b in t["buffers"]] == ["o", "q", "k", "v"], t["buffers"]
+assert [b["role"] for b in t["buffers"]] == ["output", "input", "input", "input"], t["buffers"]
+assert all(b["dtype"] == "f32" and b["shape"] == ["B", "S", "D"] for b in t["buffers"]), t["buffers"]
+assert t["dims"] == {"B": 8, "S": 128, "D": 64}, t["dims"]
+assert t["launch"][1]["args"][:5] == ["q", "k", "v", "o", "B"], t["launch"][1]["args"]
 del t["params"]["TODO_PARAM"]
 t["params"]["THREADS"] = {"values": [64, 128], "default": 128}
-t["dims"] = {"B": 2, "SEQ": 128, "HEAD_DIM": 64}
-t["compile_dims"] = ["SEQ", "HEAD_DIM"]
-t["buffers"] = [b for b in t["buffers"] if b["name"] != "x"]      # util::fill's, not launched
-for b in t["buffers"]:
-    b["shape"] = ["B", "SEQ", "HEAD_DIM"]
-launch = t["launch"][0]
-launch["entry"] = "attn_rows<SEQ, HEAD_DIM>"
-launch["grid"] = ["ceil_div(SEQ, THREADS)", "B"]
-launch["block"] = ["THREADS"]
-launch["args"][5] = {"f32": "1 / sqrt(HEAD_DIM)"}
-t["launch"] = [launch]
-ref = json.loads(json.dumps(launch))
-ref["grid"] = ["ceil_div(SEQ, 128)", "B"]
-ref["block"] = [128]
-t["reference"] = {"source": t["reference"]["source"], "entries": ["attn_rows<SEQ, HEAD_DIM>"], "launch": [ref]}
+t["launch"][1]["grid"] = ["ceil_div(S, THREADS)", "B"]
+t["launch"][1]["block"] = ["THREADS"]
+t["reference"]["source"] = "attn_rows.cu"
 json.dump(t, open(path, "w"), indent=1)
 PY
 expect 0 "check the completed spec with NVRTC for sm_90" -- "$EVOENG" check "$tmp/k/task.json" --arch sm_90 --sample 1
@@ -104,5 +75,4 @@ grep_out err "candidate.cu:1: host-only code NVRTC cannot compile" "the error na
 grep_out err "guard it with #ifndef __CUDACC_RTC__ ... #endif" "the error names the guard to add"
 expect 2 "check --source of a missing file" -- "$EVOENG" check "$ROOT/tests/data/kfile/task.json" --source "$tmp/nope.cu"
 
-echo "$pass passed, $fails failed"
-[ "$fails" -eq 0 ]
+finish

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compile/clog.h"
 #include "config.h"
 #include "nvrtc.h"
 #include "testdata.h"
@@ -219,6 +220,31 @@ static void test_compile_syntax_error(void)
     CHECK_CONTAINS(res.log, "syntax_error.cu(4): error");
     CHECK(res.nkernels == 0);
     nvrtc_result_free(&res);
+    free(src);
+}
+
+/* Static shared memory over 48 KB: ptxas refuses it without a line of its
+ * own under NVRTC; evoeng names it in the log (compile/clog.h). */
+static void test_compile_smem_over(void)
+{
+    char *src = load("smem_over.cu");
+    CompileRequest req = request(src, "smem_over.cu");
+    CompileResult res;
+    CHECK(nvrtc_compile(&req, &res, NULL) == 0);
+    CHECK(res.ok == 0);
+    CHECK_CONTAINS(res.error, "NVRTC_ERROR_COMPILATION");
+    CHECK_CONTAINS(res.log, "evoeng: ptxas: entry function 'smem_over' uses too much shared data (57344 bytes, "
+                            "0xe000; 49152, 0xc000, max)");
+    char *first = clog_errors(res.log, 1);
+    CHECK(first && strncmp(first, "evoeng: ptxas: entry function 'smem_over'", 41) == 0);
+    free(first);
+    nvrtc_result_free(&res);
+    /* the error lines of a compiler's log, without its closing count */
+    char *lines = clog_errors("a.cu(3): error: x\nnote\nptxas fatal   : y\n2 errors detected in the compilation of "
+                              "\"a.cu\".\n", 0);
+    CHECK_STR(lines, "a.cu(3): error: x\nptxas fatal   : y");
+    free(lines);
+    CHECK(clog_errors("ptxas info    : Used 8 registers\n", 0) == NULL);
     free(src);
 }
 
@@ -614,6 +640,7 @@ int main(void)
     RUN(test_arch_specific);
     RUN(test_compile_syntax_error);
     RUN(test_compile_smem);
+    RUN(test_compile_smem_over);
     RUN(test_compile_spill);
     RUN(test_compile_multi);
     RUN(test_options_and_keys);

@@ -12,6 +12,7 @@
 #include "nvrtc.h"
 #include "proto.h"
 #include "testhelp.h"
+#include "watchdog.h"
 #include "worker.h"
 
 #include <math.h>
@@ -739,6 +740,32 @@ static void test_stats(void)
     plan_free(&p);
 }
 
+/* The watchdog's rule: 20 x the parent's time in [2 s, ceiling], the
+ * ceiling without a parent; EVOENG_WATCHDOG_S sets the ceiling. */
+static void test_watchdog_rule(void)
+{
+    EvoErr err;
+    unsetenv("EVOENG_WATCHDOG_S");
+    CHECK_NEAR(watchdog_ms(NAN), 10000, 0);
+    CHECK_NEAR(watchdog_ms(0), 10000, 0);
+    CHECK_NEAR(watchdog_ms(30), 2000, 0);      /* 600 ms: the floor */
+    CHECK_NEAR(watchdog_ms(250), 5000, 0);     /* 20 x */
+    CHECK_NEAR(watchdog_ms(3000), 10000, 0);   /* the ceiling */
+    CHECK(watchdog_env_check(&err) == 0);
+    setenv("EVOENG_WATCHDOG_S", "30", 1);
+    CHECK_NEAR(watchdog_ms(NAN), 30000, 0);
+    CHECK_NEAR(watchdog_ms(1000), 20000, 0);
+    setenv("EVOENG_WATCHDOG_S", "0.5", 1);
+    CHECK_NEAR(watchdog_ms(30), 500, 0);       /* a ceiling under the floor wins */
+    setenv("EVOENG_WATCHDOG_S", "0.1", 1);
+    CHECK(watchdog_env_check(&err) == -1);
+    CHECK_CONTAINS(err.msg, "EVOENG_WATCHDOG_S='0.1'");
+    CHECK_NEAR(watchdog_ms(NAN), 10000, 0);    /* a bad value is not used */
+    setenv("EVOENG_WATCHDOG_S", "soon", 1);
+    CHECK(watchdog_env_check(&err) == -1);
+    unsetenv("EVOENG_WATCHDOG_S");
+}
+
 static void test_worker_fake(void)
 {
     WorkerOptions o = {0};
@@ -794,6 +821,20 @@ static void test_worker_fake(void)
     CHECK(worker_gate(w, &ok, cand, ref, NULL, &rep, &err) == 0);
     CHECK_MSG(rep.status == EVAL_OK, "after respawn: %s %s", gate_status_name(rep.status), rep.error);
     CHECK(worker_spawns(w) == 2);
+    CHECK(worker_last_ms(w) >= 0 && worker_last_ms(w) < 500);   /* what the gate took */
+
+    /* the watchdog the evaluator sets replaces the rule (issue 34) */
+    worker_set_watchdog(w, 250);
+    t0 = time_now_ms();
+    CHECK(worker_gate(w, &hang, cand, ref, NULL, &rep, &err) == 0);
+    double took = time_now_ms() - t0;
+    printf("  hang with a 250 ms watchdog -> %s after %.0f ms: %s\n", gate_status_name(rep.status), took, rep.error);
+    CHECK(rep.status == EVAL_TIMEOUT);
+    CHECK_CONTAINS(rep.error, "no reply to gate within 250 ms");
+    CHECK(took >= 250 && took < 2000);
+    worker_set_watchdog(w, 0);
+    CHECK(worker_gate(w, &ok, cand, ref, NULL, &rep, &err) == 0);
+    CHECK(rep.status == EVAL_OK && worker_spawns(w) == 3);
 
     CHECK(worker_gate(w, &segv, cand, ref, NULL, &rep, &err) == 0);
     printf("  segv -> %s: %s\n", gate_status_name(rep.status), rep.error);
@@ -801,7 +842,7 @@ static void test_worker_fake(void)
     CHECK_CONTAINS(rep.error, "signal 11");
     CHECK(worker_gate(w, &ok, cand, ref, NULL, &rep, &err) == 0);
     CHECK(rep.status == EVAL_OK);
-    CHECK(worker_spawns(w) == 3);
+    CHECK(worker_spawns(w) == 4);
 
     CHECK(worker_gate(w, &ex, cand, ref, NULL, &rep, &err) == 0);
     printf("  exit -> %s: %s\n", gate_status_name(rep.status), rep.error);
@@ -815,7 +856,7 @@ static void test_worker_fake(void)
     CHECK(worker_pid(w) == 0);
     CHECK(worker_gate(w, &ok, cand, ref, NULL, &rep, &err) == 0);
     CHECK(rep.status == EVAL_OK);
-    CHECK(worker_spawns(w) == 5);
+    CHECK(worker_spawns(w) == 6);
 
     /* an unknown module id */
     CHECK(worker_gate(w, &ok, 999, ref, NULL, &rep, &err) == 0);
@@ -847,6 +888,7 @@ int main(int argc, char **argv)
     RUN(test_status_names);
     RUN(test_proto_roundtrip);
     RUN(test_proto_partial_eof_timeout);
+    RUN(test_watchdog_rule);
     RUN(test_plan_json);
     RUN(test_half);
     RUN(test_fill);

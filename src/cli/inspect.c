@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "out.h"
+
 /* ---- opening --------------------------------------------------------- */
 
 Store *inspect_open(const Settings *s, EvoExit *rc)
@@ -329,8 +331,5 @@ json_t *inspect_run_json(const RunRecord *r)
 
 void inspect_json_print(json_t *o)
 {
-    char *txt = json_dumps(o, JSON_INDENT(2));
-    printf("%s\n", txt ? txt : "null");
-    free(txt);
-    json_decref(o);
+    out_json_doc(o);
 }

@@ -79,7 +79,7 @@ void inspect_set_int(json_t *o, const char *key, int64_t v);
 /* A finite real, else null (new reference). */
 json_t *inspect_real_or_null(double v);
 
-/* Print o indented on stdout and release it. */
+/* Hand o to out_json_doc (printed as the command ends) and release it. */
 void inspect_json_print(json_t *o);
 
 #endif

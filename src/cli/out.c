@@ -1,5 +1,5 @@
 /*
- * out: lines cut to the terminal width. See out.h.
+ * out: lines cut to the terminal width, and the --json document. See out.h.
  */
 #include "out.h"
 
@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+
+#include "msg.h"
 
 static int width_now;
 
@@ -91,4 +93,47 @@ void out_printf(const char *fmt, ...)
         p = nl + 1;
     }
     free(text);
+}
+
+/* ---- --json documents ------------------------------------------------------ */
+
+static json_t *json_doc;
+
+/* A JSON string of a message, which may hold bytes that are not UTF-8. */
+static json_t *message_json(const char *m)
+{
+    json_t *j = json_string(m);
+    return j ? j : json_string("(a message that is not valid UTF-8: see stderr)");
+}
+
+void out_json_doc(json_t *doc)
+{
+    json_decref(json_doc);
+    json_doc = doc;
+}
+
+void out_json_end(int rc)
+{
+    int n = 0;
+    const char *const *msgs = msg_errors(&n);
+    json_t *doc = json_doc;
+    json_doc = NULL;
+    if (!doc && rc == 0)
+        return;
+    if (!doc)
+        doc = json_object();
+    if (rc != 0) {
+        json_object_set_new(doc, "error", message_json(n > 0 ? msgs[0] : "the command failed"));
+        json_object_set_new(doc, "exit", json_integer(rc));
+        if (n > 1) {
+            json_t *all = json_array();
+            for (int i = 0; i < n; i++)
+                json_array_append_new(all, message_json(msgs[i]));
+            json_object_set_new(doc, "messages", all);
+        }
+    }
+    char *txt = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    printf("%s\n", txt ? txt : "null");
+    free(txt);
+    json_decref(doc);
 }

@@ -9,6 +9,8 @@
 #ifndef EVO_OUT_H
 #define EVO_OUT_H
 
+#include <jansson.h>
+
 #include "util.h"
 
 /* Decide the width for this process (wide: no cut). Call once, before
@@ -26,5 +28,18 @@ void out_printf(const char *fmt, ...) EVO_PRINTF(1, 2);
 /* Cut one line (no '\n') to width columns into a fresh string; width 0:
  * a copy. */
 char *out_fit(const char *line, int width);
+
+/* --json documents (README.md, "JSON output"). A command hands its one
+ * JSON document here instead of printing it (the reference is taken);
+ * main() prints it with out_json_end() as the command ends. */
+void out_json_doc(json_t *doc);
+
+/* Print what --json owes stdout for a command that ends with exit code rc:
+ * its document, with "error" (the first message errorf gave, msg.h) and
+ * "exit" added when rc is not 0; or, when the command handed no document
+ * and rc is not 0, {"error": "...", "exit": rc} alone ("messages" lists
+ * every message when there were several). Nothing for rc 0 without a
+ * document (a command that streams JSON lines). */
+void out_json_end(int rc);
 
 #endif

@@ -2,9 +2,9 @@
  * kfile: the prelude, the header stubs and the device view that let a
  * kernel file written for nvcc compile under NVRTC unchanged. See kfile.h.
  *
- * Layout: the headers (static text), a small lexer that knows comments,
- * strings, character literals and preprocessor lines, the device-view pass
- * over top-level declarations, and the log reader behind kfile_hint().
+ * Layout: the headers (static text), the device-view pass over top-level
+ * declarations, the kernel signatures (both on the lexer of clex.h), and
+ * the log reader behind kfile_hint().
  */
 #include "kfile.h"
 
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clex.h"
 #include "util.h"
 
 /* ---- headers ------------------------------------------------------------ */
@@ -116,209 +117,7 @@ int kfile_headers(const char *const **names, const char *const **texts)
     return (int)EVO_ARRAY_LEN(header_names);
 }
 
-/* ---- lexer ---------------------------------------------------------------- */
-
-static int is_ident(int c)
-{
-    return isalnum(c) || c == '_';
-}
-
-/* 1 when only blanks precede s[i] on its line. */
-static int at_line_start(const char *s, size_t i)
-{
-    while (i > 0 && (s[i - 1] == ' ' || s[i - 1] == '\t'))
-        i--;
-    return i == 0 || s[i - 1] == '\n';
-}
-
-/* When s[i] starts a comment, a string, a character literal or a
- * preprocessor line, the index just after it (a line comment or a directive
- * stops before its newline); else i. */
-static size_t skip_lexeme(const char *s, size_t n, size_t i)
-{
-    char c = s[i];
-    if (c == '/' && i + 1 < n && s[i + 1] == '/') {
-        while (i < n && s[i] != '\n')
-            i++;
-        return i;
-    }
-    if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-        const char *e = strstr(s + i + 2, "*/");
-        return e ? (size_t)(e - s) + 2 : n;
-    }
-    if (c == '#' && at_line_start(s, i)) {
-        while (i < n && s[i] != '\n') {
-            if (s[i] == '\\' && i + 1 < n && s[i + 1] == '\n')
-                i++;
-            else if (s[i] == '/' && i + 1 < n && s[i + 1] == '*') {
-                i = skip_lexeme(s, n, i);
-                continue;
-            }
-            i++;
-        }
-        return i;
-    }
-    if (c == '"') {
-        if (i > 0 && s[i - 1] == 'R' && (i < 2 || !is_ident((unsigned char)s[i - 2]) || s[i - 2] == '8' ||
-                                         s[i - 2] == 'u' || s[i - 2] == 'U' || s[i - 2] == 'L')) {
-            size_t p = i + 1;
-            while (p < n && s[p] != '(' && p - i < 18)
-                p++;
-            char close[24];
-            snprintf(close, sizeof(close), ")%.*s\"", (int)(p - i - 1), s + i + 1);
-            const char *e = strstr(s + p, close);
-            return e ? (size_t)(e - s) + strlen(close) : n;
-        }
-        for (i++; i < n && s[i] != '"' && s[i] != '\n'; i++)
-            if (s[i] == '\\' && i + 1 < n)
-                i++;
-        return i < n ? i + 1 : n;
-    }
-    if (c == '\'') {
-        /* A digit separator (1'000'000) is not a literal. */
-        size_t b = i;
-        while (b > 0 && (is_ident((unsigned char)s[b - 1]) || s[b - 1] == '.'))
-            b--;
-        if (b < i && isdigit((unsigned char)s[b]))
-            return i + 1;
-        for (i++; i < n && s[i] != '\'' && s[i] != '\n'; i++)
-            if (s[i] == '\\' && i + 1 < n)
-                i++;
-        return i < n ? i + 1 : n;
-    }
-    return i;
-}
-
-/* Index of the '}' matching the '{' at s[i], or n when unbalanced. */
-static size_t match_brace(const char *s, size_t n, size_t i)
-{
-    int depth = 0;
-    while (i < n) {
-        size_t j = skip_lexeme(s, n, i);
-        if (j != i) {
-            i = j;
-            continue;
-        }
-        if (s[i] == '{')
-            depth++;
-        else if (s[i] == '}' && --depth == 0)
-            return i;
-        i++;
-    }
-    return n;
-}
-
-/* s[a..b) without comments, strings and preprocessor lines (each replaced
- * by one space; a string by "S", so extern "C" reads extern S). Fresh. */
-static char *code_only(const char *s, size_t a, size_t b)
-{
-    StrBuf sb = {0};
-    for (size_t i = a; i < b;) {
-        size_t j = skip_lexeme(s, b, i);
-        if (j != i) {
-            sb_append(&sb, s[i] == '"' ? " S " : " ");
-            i = j;
-            continue;
-        }
-        sb_putc(&sb, s[i]);
-        i++;
-    }
-    return sb_take(&sb);
-}
-
-/* 1 when the word w occurs in text as a whole identifier. */
-static int has_word(const char *text, const char *w)
-{
-    size_t wl = strlen(w);
-    for (const char *p = strstr(text, w); p; p = strstr(p + 1, w)) {
-        if ((p == text || !is_ident((unsigned char)p[-1])) && !is_ident((unsigned char)p[wl]))
-            return 1;
-    }
-    return 0;
-}
-
-/* 1 when code (comment- and string-free) calls an identifier that starts
- * with prefix and then an upper-case letter: cudaMalloc(, cuLaunchKernel(. */
-static int calls_api(const char *code, const char *prefix)
-{
-    size_t pl = strlen(prefix);
-    for (const char *p = strstr(code, prefix); p; p = strstr(p + 1, prefix)) {
-        if ((p > code && is_ident((unsigned char)p[-1])) || !isupper((unsigned char)p[pl]))
-            continue;
-        const char *q = p + pl;
-        while (is_ident((unsigned char)*q))
-            q++;
-        while (*q == ' ' || *q == '\t' || *q == '\n')
-            q++;
-        if (*q == '(')
-            return 1;
-    }
-    return 0;
-}
-
 /* ---- device view ------------------------------------------------------- */
-
-enum { HEAD_OTHER, HEAD_SCOPE, HEAD_FUNCTION };
-
-/* What the declaration head (code only) before a '{' opens. */
-static int head_kind(const char *head)
-{
-    char w[32] = "";
-    const char *p = head;
-    while (*p && !is_ident((unsigned char)*p) && *p != '(' && *p != '=')
-        p++;
-    size_t k = 0;
-    while (is_ident((unsigned char)p[k]) && k < sizeof(w) - 1) {
-        w[k] = p[k];
-        k++;
-    }
-    w[k] = '\0';
-    if (strcmp(w, "namespace") == 0 || (strcmp(w, "inline") == 0 && has_word(head, "namespace")))
-        return strchr(head, '=') ? HEAD_OTHER : HEAD_SCOPE;
-    /* extern "C" { ... } (code_only made the string an S) */
-    if (strcmp(w, "extern") == 0) {
-        const char *q = p + k;
-        while (*q == ' ' || *q == '\t' || *q == '\n')
-            q++;
-        if (*q == 'S') {
-            q++;
-            while (*q == ' ' || *q == '\t' || *q == '\n')
-                q++;
-            if (*q == '\0')
-                return HEAD_SCOPE;
-        }
-    }
-    if (strcmp(w, "struct") == 0 || strcmp(w, "class") == 0 || strcmp(w, "union") == 0 || strcmp(w, "enum") == 0)
-        return HEAD_OTHER;
-    /* a function: a parameter list, and no '=' outside parentheses (nor in
-     * a template parameter list, which may hold defaults: N = 4) */
-    int depth = 0, paren = 0;
-    const char *from = head;
-    if (strcmp(w, "template") == 0 && (from = strchr(p, '<')) != NULL) {
-        int d = 0;
-        for (; *from; from++) {
-            if (*from == '<' || *from == '(')
-                d++;
-            else if ((*from == '>' || *from == ')') && --d == 0)
-                break;
-        }
-        if (!*from)
-            return HEAD_OTHER;
-    } else {
-        from = head;
-    }
-    for (const char *q = from; *q; q++) {
-        if (*q == '(') {
-            depth++;
-            paren = 1;
-        } else if (*q == ')') {
-            depth--;
-        } else if (*q == '=' && depth == 0) {
-            return HEAD_OTHER;
-        }
-    }
-    return paren ? HEAD_FUNCTION : HEAD_OTHER;
-}
 
 /* The function's name: the identifier before the first '(' of the head. */
 static int head_is_main(const char *head)
@@ -329,41 +128,27 @@ static int head_is_main(const char *head)
     while (p > head && isspace((unsigned char)p[-1]))
         p--;
     const char *e = p;
-    while (p > head && is_ident((unsigned char)p[-1]))
+    while (p > head && clex_is_ident((unsigned char)p[-1]))
         p--;
     return e - p == 4 && strncmp(p, "main", 4) == 0 && (p == head || p[-1] != ':');
 }
 
-/* 1 when the head (code only: strings read S) says extern "C". */
-static int has_extern_c(const char *head)
-{
-    for (const char *p = strstr(head, "extern"); p; p = strstr(p + 6, "extern")) {
-        if (p > head && is_ident((unsigned char)p[-1]))
-            continue;
-        const char *q = p + 6;
-        while (*q == ' ' || *q == '\t' || *q == '\n')
-            q++;
-        if (q > p + 6 && *q == 'S' && !is_ident((unsigned char)q[1]))
-            return 1;
-    }
-    return 0;
-}
 
 /* extern_c: the function is inside an extern "C" { } block. */
 static int is_host_function(const char *head, const char *body, int extern_c)
 {
-    if (has_word(head, "__global__") || has_word(head, "__device__") || has_word(head, "constexpr"))
+    if (clex_has_word(head, "__global__") || clex_has_word(head, "__device__") || clex_has_word(head, "constexpr"))
         return 0;
-    if (has_word(head, "__host__") || head_is_main(head))
+    if (clex_has_word(head, "__host__") || head_is_main(head))
         return 1;
-    if (extern_c || has_extern_c(head))
+    if (extern_c || clex_has_extern_c(head))
         return 1;
     static const char *const host_words[] = {"stderr", "stdout", "fprintf", "fputs", "fopen", "fclose", "exit",
                                              "abort", "getenv", "throw", "puts", NULL};
-    if (strstr(body, "<<<") || strstr(body, "std::") || calls_api(body, "cuda") || calls_api(body, "cu"))
+    if (strstr(body, "<<<") || strstr(body, "std::") || clex_calls_api(body, "cuda") || clex_calls_api(body, "cu"))
         return 1;
     for (const char *const *w = host_words; *w; w++)
-        if (has_word(body, *w))
+        if (clex_has_word(body, *w))
             return 1;
     return 0;
 }
@@ -375,88 +160,9 @@ static void blank(char *s, size_t a, size_t b)
             s[i] = ' ';
 }
 
-/* A function definition found by walk_functions: its head (code only),
- * where its declaration starts, its '{' and its '}', and the namespace it
- * is in ("a::b", "" at file scope). */
-typedef void (*FnVisit)(void *ctx, const char *head, size_t decl, size_t brace, size_t end, const char *ns,
-                        int extern_c);
 
-#define MAX_SCOPES 64
 
-/* The namespace a scope head opens ("" for extern "C" and anonymous ones). */
-static void scope_name(const char *head, char *out, size_t size)
-{
-    out[0] = '\0';
-    const char *p = strstr(head, "namespace");
-    if (!p)
-        return;
-    p += 9;
-    size_t k = 0;
-    while (*p && k + 1 < size) {
-        if (is_ident((unsigned char)*p) || *p == ':')
-            out[k++] = *p;
-        else if (!isspace((unsigned char)*p))
-            break;
-        p++;
-    }
-    out[k] = '\0';
-}
 
-/* Call visit for every function definition at file scope, in namespaces
- * or in extern "C" blocks. */
-static void walk_functions(const char *src, FnVisit visit, void *ctx)
-{
-    size_t n = strlen(src), decl = 0;
-    size_t marks[MAX_SCOPES];
-    int cblock[MAX_SCOPES];    /* 1: that scope is an extern "C" block */
-    char ns[512] = "";
-    int scopes = 0, in_c = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = skip_lexeme(src, n, i);
-        if (j != i) {
-            if (src[i] == '#')
-                decl = j;              /* a directive ends whatever came before */
-            i = j;
-            continue;
-        }
-        char c = src[i];
-        if (c == ';') {
-            decl = i + 1;
-        } else if (c == '}') {
-            if (scopes > 0) {
-                ns[marks[--scopes]] = '\0';
-                in_c -= cblock[scopes];
-            }
-            decl = i + 1;
-        } else if (c == '{') {
-            char *head = code_only(src, decl, i);
-            int kind = head_kind(head);
-            if (kind == HEAD_SCOPE && scopes < MAX_SCOPES) {
-                char name[256];
-                scope_name(head, name, sizeof(name));
-                cblock[scopes] = has_extern_c(head);
-                in_c += cblock[scopes];
-                marks[scopes++] = strlen(ns);
-                if (name[0] && strlen(ns) + strlen(name) + 3 < sizeof(ns))
-                    snprintf(ns + strlen(ns), sizeof(ns) - strlen(ns), "%s%s", ns[0] ? "::" : "", name);
-                decl = i + 1;
-                free(head);
-                i++;
-                continue;
-            }
-            size_t end = match_brace(src, n, i);
-            if (kind == HEAD_FUNCTION && end < n)
-                visit(ctx, head, decl, i, end, ns, in_c > 0);
-            free(head);
-            if (end >= n)
-                break;
-            i = end + 1;
-            decl = i;
-            continue;
-        }
-        i++;
-    }
-}
 
 typedef struct StripCtx {
     const char *src;
@@ -468,7 +174,7 @@ static void strip_visit(void *ctx, const char *head, size_t decl, size_t brace, 
                         int extern_c)
 {
     StripCtx *c = ctx;
-    char *body = code_only(c->src, brace, end + 1);
+    char *body = clex_code_only(c->src, brace, end + 1);
     if (is_host_function(head, body, extern_c)) {
         blank(c->out, decl, end + 1);
         c->removed++;
@@ -479,7 +185,7 @@ static void strip_visit(void *ctx, const char *head, size_t decl, size_t brace, 
 char *kfile_device_source(const char *src, int *nremoved)
 {
     StripCtx c = {src, xstrdup(src), 0};
-    walk_functions(src, strip_visit, &c);
+    clex_walk_functions(src, strip_visit, &c);
     if (nremoved)
         *nremoved = c.removed;
     return c.out;
@@ -487,88 +193,20 @@ char *kfile_device_source(const char *src, int *nremoved)
 
 /* ---- kernel signatures -------------------------------------------------- */
 
-static char *trim_dup(const char *a, const char *b)
-{
-    while (a < b && isspace((unsigned char)*a))
-        a++;
-    while (b > a && isspace((unsigned char)b[-1]))
-        b--;
-    /* collapse runs of blanks */
-    StrBuf sb = {0};
-    for (const char *p = a; p < b; p++) {
-        if (isspace((unsigned char)*p)) {
-            if (sb.len && sb.s[sb.len - 1] != ' ')
-                sb_putc(&sb, ' ');
-        } else {
-            sb_putc(&sb, *p);
-        }
-    }
-    return sb.len ? sb_take(&sb) : (sb_free(&sb), xstrdup(""));
-}
-
-/* Split s[a..b) at top-level commas (not inside (), <>, [] or {}); call
- * add(ctx, part_begin, part_end) per part. */
-static void split_commas(const char *a, const char *b, void (*add)(void *, const char *, const char *), void *ctx)
-{
-    int depth = 0;
-    const char *start = a;
-    for (const char *p = a; p < b; p++) {
-        if (*p == '(' || *p == '<' || *p == '[' || *p == '{')
-            depth++;
-        else if (*p == ')' || *p == '>' || *p == ']' || *p == '}')
-            depth--;
-        else if (*p == ',' && depth == 0) {
-            add(ctx, start, p);
-            start = p + 1;
-        }
-    }
-    if (b > start)
-        add(ctx, start, b);
-}
-
-/* The last identifier of s[a..b) (a declarator's name), or NULL when the
- * text is one word only (an unnamed parameter: "float *" has none). */
-static char *last_ident(const char *a, const char *b, const char **name_at)
-{
-    const char *e = b;
-    while (e > a && isspace((unsigned char)e[-1]))
-        e--;
-    while (e > a && e[-1] == ']') {          /* float x[4] */
-        while (e > a && e[-1] != '[')
-            e--;
-        if (e > a)
-            e--;
-        while (e > a && isspace((unsigned char)e[-1]))
-            e--;
-    }
-    const char *p = e;
-    while (p > a && is_ident((unsigned char)p[-1]))
-        p--;
-    if (p == e || isdigit((unsigned char)*p))
-        return NULL;
-    const char *q = p;
-    while (q > a && isspace((unsigned char)q[-1]))
-        q--;
-    if (q == a)
-        return NULL;                           /* a type alone */
-    *name_at = p;
-    return xstrndup(p, (size_t)(e - p));
-}
-
 static void add_param(void *ctx, const char *a, const char *b)
 {
     KfileKernel *k = ctx;
-    char *all = trim_dup(a, b);
+    char *all = clex_trim(a, b);
     if (!all[0] || strcmp(all, "void") == 0) {
         free(all);
         return;
     }
     const char *name_at = NULL;
-    char *name = last_ident(a, b, &name_at);
+    char *name = clex_last_ident(a, b, &name_at);
     k->params = xrealloc(k->params, (size_t)(k->nparams + 1) * sizeof(*k->params));
     KfileParam *pp = &k->params[k->nparams++];
     pp->name = name ? name : xasprintf("arg%d", k->nparams - 1);
-    pp->type = name ? trim_dup(a, name_at) : xstrdup(all);
+    pp->type = name ? clex_trim(a, name_at) : xstrdup(all);
     free(all);
 }
 
@@ -579,7 +217,7 @@ static void add_tparam(void *ctx, const char *a, const char *b)
     while (eq < b && *eq != '=')
         eq++;
     const char *name_at = NULL;
-    char *name = last_ident(a, eq, &name_at);
+    char *name = clex_last_ident(a, eq, &name_at);
     k->tnames = xrealloc(k->tnames, (size_t)(k->ntparams + 1) * sizeof(char *));
     k->tnames[k->ntparams] = name ? name : xasprintf("T%d", k->ntparams);
     k->ntparams++;
@@ -591,15 +229,12 @@ typedef struct KernCtx {
     int          n;
 } KernCtx;
 
-static void kern_visit(void *ctx, const char *head, size_t decl, size_t brace, size_t end, const char *ns,
-                       int extern_c)
+int kfile_signature(const char *head, KfileKernel *k)
 {
-    KernCtx *c = ctx;
-    if (!has_word(head, "__global__"))
-        return;
+    memset(k, 0, sizeof(*k));
     const char *close = strrchr(head, ')');
     if (!close)
-        return;
+        return -1;
     int depth = 0;
     const char *open = close;
     for (; open >= head; open--) {
@@ -609,18 +244,13 @@ static void kern_visit(void *ctx, const char *head, size_t decl, size_t brace, s
             break;
     }
     if (open < head)
-        return;
+        return -1;
     const char *name_at = NULL;
-    char *name = last_ident(head, open, &name_at);
-    if (!name)
-        return;
-    c->k = xrealloc(c->k, (size_t)(c->n + 1) * sizeof(*c->k));
-    KfileKernel *k = &c->k[c->n++];
-    memset(k, 0, sizeof(*k));
-    k->name = ns[0] ? xasprintf("%s::%s", ns, name) : xstrdup(name);
-    free(name);
-    k->extern_c = extern_c || has_extern_c(head);
-    const char *tp = has_word(head, "template") ? strstr(head, "template") : NULL;
+    k->name = clex_last_ident(head, open, &name_at);
+    if (!k->name)
+        return -1;
+    k->extern_c = clex_has_extern_c(head);
+    const char *tp = clex_has_word(head, "template") ? strstr(head, "template") : NULL;
     if (tp && (tp = strchr(tp, '<')) != NULL && tp < open) {
         int d = 0;
         const char *e = tp;
@@ -632,10 +262,28 @@ static void kern_visit(void *ctx, const char *head, size_t decl, size_t brace, s
         }
         if (*e == '>') {
             k->is_template = 1;
-            split_commas(tp + 1, e, add_tparam, k);
+            clex_split_commas(tp + 1, e, add_tparam, k);
         }
     }
-    split_commas(open + 1, close, add_param, k);
+    clex_split_commas(open + 1, close, add_param, k);
+    return 0;
+}
+
+static void kern_visit(void *ctx, const char *head, size_t decl, size_t brace, size_t end, const char *ns,
+                       int extern_c)
+{
+    KernCtx *c = ctx;
+    KfileKernel sig;
+    if (!clex_has_word(head, "__global__") || kfile_signature(head, &sig))
+        return;
+    c->k = xrealloc(c->k, (size_t)(c->n + 1) * sizeof(*c->k));
+    KfileKernel *k = &c->k[c->n++];
+    *k = sig;
+    if (ns[0]) {
+        k->name = xasprintf("%s::%s", ns, sig.name);
+        free(sig.name);
+    }
+    k->extern_c |= extern_c;
     k->line = 1;
     const char *g = strstr(c->src + decl, "__global__");
     for (const char *p = c->src; g && p < g && p < c->src + brace; p++)
@@ -645,24 +293,29 @@ static void kern_visit(void *ctx, const char *head, size_t decl, size_t brace, s
 int kfile_kernels(const char *src, KfileKernel **out)
 {
     KernCtx c = {src, NULL, 0};
-    walk_functions(src, kern_visit, &c);
+    clex_walk_functions(src, kern_visit, &c);
     *out = c.k;
     return c.n;
 }
 
+void kfile_signature_clear(KfileKernel *k)
+{
+    free(k->name);
+    for (int j = 0; j < k->ntparams; j++)
+        free(k->tnames[j]);
+    free(k->tnames);
+    for (int j = 0; j < k->nparams; j++) {
+        free(k->params[j].type);
+        free(k->params[j].name);
+    }
+    free(k->params);
+    memset(k, 0, sizeof(*k));
+}
+
 void kfile_kernels_free(KfileKernel *k, int n)
 {
-    for (int i = 0; i < n; i++) {
-        free(k[i].name);
-        for (int j = 0; j < k[i].ntparams; j++)
-            free(k[i].tnames[j]);
-        free(k[i].tnames);
-        for (int j = 0; j < k[i].nparams; j++) {
-            free(k[i].params[j].type);
-            free(k[i].params[j].name);
-        }
-        free(k[i].params);
-    }
+    for (int i = 0; i < n; i++)
+        kfile_signature_clear(&k[i]);
     free(k);
 }
 

@@ -74,6 +74,14 @@ typedef struct KfileKernel {
 int kfile_kernels(const char *src, KfileKernel **out);
 void kfile_kernels_free(KfileKernel *k, int n);
 
+/* A function head (code only, as clex_walk_functions gives it) read as a
+ * signature into *k: its name as the head spells it (no namespace), extern
+ * "C" when the head says so, its template parameter names and its
+ * parameters; line 0. Returns 0, or -1 (k empty) when the head has no
+ * parameter list or no name. Release with kfile_signature_clear. */
+int kfile_signature(const char *head, KfileKernel *k);
+void kfile_signature_clear(KfileKernel *k);
+
 /* A one-line hint for a failed compile of the program `name`, from its
  * NVRTC log: when the first error is a missing header or an undefined
  * host API (cudaMalloc, std::..., fprintf) it names the line and the guard:

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "watchdog.h"
 
 /* ---- statistics ------------------------------------------------------- */
 
@@ -110,7 +111,7 @@ int bench_env_check(EvoErr *err)
     if (env_hold_off(&off) < 0)
         return err_set(err, "EVOENG_TIMING_HOLD='%s': expected 0 (time without the hold) or 1 (the default)",
                        getenv("EVOENG_TIMING_HOLD"));
-    return 0;
+    return watchdog_env_check(err);
 }
 
 void bench_options_default(BenchOptions *o)

@@ -99,7 +99,8 @@ typedef struct BenchOptions {
 /* The defaults above, with EVOENG_SAMPLE_MS and EVOENG_TIMING_HOLD applied
  * where they are set and valid (bench_env_check reports the others). */
 void bench_options_default(BenchOptions *o);
-/* 0 when the timing variables of the environment are unset or valid;
+/* 0 when the timing variables of the environment (and the watchdog's,
+ * EVOENG_WATCHDOG_S: watchdog.h) are unset or valid;
  * -1 with err naming the variable, its value and what it expects. */
 int bench_env_check(EvoErr *err);
 json_t *bench_options_to_json(const BenchOptions *o);

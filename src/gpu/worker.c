@@ -44,6 +44,8 @@ struct Worker {
     Module    *mods;
     int        nmods, capmods, next_id;
     double     ref_ms;
+    double     watchdog_ms;      /* > 0: the deadline of gate/time/compare/metrics (worker_set_watchdog) */
+    double     last_ms;          /* wall time of the last request answered */
     char       last_error[640];
 };
 
@@ -182,7 +184,9 @@ static int request(Worker *w, int type, const json_t *j, const void *bin, size_t
                  proto_type_name(type), e.msg, how[0] ? how : "not reaped");
         return REQ_DEAD;
     }
+    double t0 = time_now_ms();
     rc = proto_read(w->from_fd, reply, timeout_ms < 0 ? -1 : (int)(timeout_ms < 2e9 ? timeout_ms : 2e9), &e);
+    w->last_ms = time_now_ms() - t0;
     if (rc == PROTO_TIMEOUT) {
         stop_worker(w, 0, how, sizeof(how));
         *st = EVAL_TIMEOUT;
@@ -377,11 +381,24 @@ double worker_timeout_ms(const Worker *w)
     return t > w->floor_ms ? t : w->floor_ms;
 }
 
-/* Deadline of a request that runs about `runs` launch plans. */
+/* Deadline of a request that runs about `runs` launch plans: the
+ * watchdog when one is set, else the rule of worker.h. */
 static double timeout_for_runs(const Worker *w, double runs)
 {
+    if (w->watchdog_ms > 0)
+        return w->watchdog_ms;
     double t = runs * w->mult * w->ref_ms;
     return t > w->floor_ms ? t : w->floor_ms;
+}
+
+void worker_set_watchdog(Worker *w, double ms)
+{
+    w->watchdog_ms = ms > 0 ? ms : 0;
+}
+
+double worker_last_ms(const Worker *w)
+{
+    return w->last_ms;
 }
 
 int worker_load(Worker *w, const void *cubin, size_t len, const char *const *entries, int nentries, int *id,

@@ -41,6 +41,7 @@
  * (reference module, plan, seed) and recomputed after a respawn.
  *
  * Failure handling: each request has a deadline (poll on the reply pipe):
+ * the watchdog the evaluator sets (worker_set_watchdog), else
  * max(timeout_floor_ms, timeout_mult x the slowest reference run seen x
  * the number of launch-plan runs the request makes) (gate: 3 per seed). On timeout, a crash (EOF, the
  * child died of a signal) or a fatal reply, the orchestrator sends
@@ -104,6 +105,16 @@ void worker_note_ref_ms(Worker *w, double ms);
 
 /* The deadline unit, in ms: max(floor, mult x reference time). */
 double worker_timeout_ms(const Worker *w);
+
+/* The deadline of every gate, time, compare and metrics request from now
+ * on, in ms, in place of the rule above (the evaluator sets it from the
+ * parent's times: watchdog.h); ms <= 0 goes back to the rule. Hello and
+ * load keep theirs. */
+void worker_set_watchdog(Worker *w, double ms);
+
+/* Wall time of the last request that was answered (or timed out), ms:
+ * what a candidate's request took, for its children's watchdog. */
+double worker_last_ms(const Worker *w);
 
 /* Register a cubin with the worker (copied; kept for respawns) and load
  * it now. entries are the kernel names whose attributes are wanted

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile/clex.h"
 #include "config.h"
 #include "util.h"
 
@@ -251,27 +252,13 @@ char *export_undef_lines(const char *src)
     StrBuf sb = {0};
     const char *line = src;
     while (line && *line) {
-        const char *p = line, *nl = strchr(line, '\n');
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '#') {
-            p++;
-            while (*p == ' ' || *p == '\t')
-                p++;
-            if (strncmp(p, "define", 6) == 0 && (p[6] == ' ' || p[6] == '\t')) {
-                p += 6;
-                while (*p == ' ' || *p == '\t')
-                    p++;
-                const char *e = p;
-                while (isalnum((unsigned char)*e) || *e == '_')
-                    e++;
-                if (e > p && !isdigit((unsigned char)*p)) {
-                    char *line_undef = xasprintf("#undef %.*s\n", (int)(e - p), p);
-                    if (!sb.s || !strstr(sb.s, line_undef)) /* '#' only starts a line here */
-                        sb_append(&sb, line_undef);
-                    free(line_undef);
-                }
-            }
+        const char *nl = strchr(line, '\n'), *name, *after;
+        size_t n = clex_define_name(line, &name, &after);
+        if (n > 0) {
+            char *line_undef = xasprintf("#undef %.*s\n", (int)n, name);
+            if (!sb.s || !strstr(sb.s, line_undef)) /* '#' only starts a line here */
+                sb_append(&sb, line_undef);
+            free(line_undef);
         }
         line = nl ? nl + 1 : NULL;
     }

@@ -292,7 +292,10 @@ int loop_stage_a(Loop *L, Child *c, Child *parent, int *next, EvoErr *err)
 {
     int rc;
     *next = 0;
-    if ((rc = L->ev->gate(L->ev_ctx, c, 1, err)) != 0)
+    c->judge_parent = parent;   /* the evaluator's watchdog scales with the parent's times */
+    rc = L->ev->gate(L->ev_ctx, c, 1, err);
+    c->judge_parent = NULL;
+    if (rc != 0)
         return rc;
     if (!c->rec.status && parent) {
         double ratio = NAN, spread = NAN;

@@ -101,6 +101,8 @@ typedef struct Child {
     void           *priv;         /* the evaluator's state (compiled modules) */
     int             gpu;          /* the evaluator slot (GPU) judging it, set by the loop; 0 with one */
     char           *own_source;   /* owned storage behind custom_source, or NULL */
+    const struct Child *judge_parent; /* during its stage-A gate: the parent it is judged against
+                                         (borrowed; the evaluator's watchdog reads its times), else NULL */
 } Child;
 
 /* Returned by gate, time and compare when the slot the child was on is
