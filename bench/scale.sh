@@ -78,7 +78,7 @@ run_one() {
     cmd+=($dims ${EXTRA:-})
     [ "$sync" = 1 ] && cmd+=(--sync)
     case $mode in
-        1) cmd+=(--gpus 1);;
+        [0-9]*) cmd+=(--gpus "$mode");;
         all) cmd+=(--gpus all);;
         mpi) cmd=(env EVOENG_MPI_TIMEOUT=120 $MPIRUN -x EVOENG_CACHE_DIR -x EVOENG_MPI_TIMEOUT -np $((ngpu + 1))
                   "$wrap" "${cmd[@]}" --gpus 1);;
@@ -105,6 +105,7 @@ for shape in $shapes; do
     esac
     for mode in $modes; do
         [ "$mode" = all ] && [ "$ngpu" -lt 2 ] && continue
+        case $mode in [0-9]*) [ "$mode" -gt "$ngpu" ] && continue;; esac
         [ "$mode" = mpi ] && ! command -v mpirun > /dev/null && { echo "scale.sh: no mpirun: mpi skipped"; continue; }
         for sync in 0 $([ "$sync_too" = 1 ] && echo 1); do
             name=$shape-$mode$([ "$sync" = 1 ] && echo -sync)
