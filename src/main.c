@@ -5,11 +5,13 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "cli/out.h"
 #include "commands.h"
+#include "compile/cserver.h"
 #include "msg.h"
 #include "worker.h"
 
@@ -38,6 +40,14 @@ int main(int argc, char **argv)
      * dispatched before anything else starts. */
     if (worker_dispatch(argc, argv, &code))
         return code;
+    /* `evoeng __compile IN OUT`: an NVRTC helper (compile/cserver.h) */
+    if (cserver_dispatch(argc, argv, &code))
+        return code;
+    /* this binary's compile threads run NVRTC in helper processes: one
+     * process uses only about 13 cores for NVRTC however many it has */
+    const char *helpers = getenv("EVOENG_COMPILE_HELPERS");   /* 0: compile in this process */
+    if (!helpers || strcmp(helpers, "0") != 0)
+        cserver_enable("/proc/self/exe");
     /* --json before anything can fail: a usage error is JSON too */
     int json = 0;
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)

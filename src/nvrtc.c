@@ -46,6 +46,7 @@
 static atomic_int      g_compiles;                 /* nvrtcCompileProgram calls */
 static atomic_int      g_hits;                     /* compile cache hits */
 static atomic_llong    g_cpu_us, g_wall_us;        /* in nvrtcCompileProgram, summed over threads */
+static atomic_llong    g_remote_cpu_us;            /* of which in helper processes (nvrtc_stats_account) */
 static pthread_mutex_t g_dir_lock = PTHREAD_MUTEX_INITIALIZER;
 static char           *g_cache_dir;                /* guarded by g_dir_lock */
 static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -92,6 +93,7 @@ void nvrtc_stats(NvrtcStats *out)
     out->cache_hits = atomic_load(&g_hits);
     out->cpu_s = (double)atomic_load(&g_cpu_us) / 1e6;
     out->wall_s = (double)atomic_load(&g_wall_us) / 1e6;
+    out->remote_cpu_s = (double)atomic_load(&g_remote_cpu_us) / 1e6;
 }
 
 void nvrtc_set_cache_dir(const char *dir)
@@ -111,6 +113,20 @@ static char *cache_dir_get(void)
     char *dir = g_cache_dir ? xstrdup(g_cache_dir) : NULL;
     pthread_mutex_unlock(&g_dir_lock);
     return dir;
+}
+
+char *nvrtc_cache_dir(void)
+{
+    return cache_dir_get();
+}
+
+void nvrtc_stats_account(int compiles, double cpu_ms, double wall_ms)
+{
+    atomic_fetch_add(&g_compiles, compiles);
+    atomic_fetch_sub(&g_hits, compiles);   /* the caller's load of each was counted a hit */
+    atomic_fetch_add(&g_cpu_us, (long long)(cpu_ms * 1000));
+    atomic_fetch_add(&g_remote_cpu_us, (long long)(cpu_ms * 1000));
+    atomic_fetch_add(&g_wall_us, (long long)(wall_ms * 1000));
 }
 
 int nvrtc_cache_enabled(void)

@@ -123,8 +123,16 @@ int nvrtc_compile_count(void);
 typedef struct NvrtcStats {
     int    compiles, cache_hits;
     double cpu_s, wall_s;
+    double remote_cpu_s;   /* of cpu_s, in helper processes (not in this process's CPU time) */
 } NvrtcStats;
 void nvrtc_stats(NvrtcStats *out);
+/* Count compilations made elsewhere for this process (a helper process,
+ * compile/cserver.h) whose results this process then loaded from the
+ * cache: compiles more, as many cache hits less, their CPU and wall ms. */
+void nvrtc_stats_account(int compiles, double cpu_ms, double wall_ms);
+/* The compile cache directory as a fresh string, or NULL when caching is
+ * off. */
+char *nvrtc_cache_dir(void);
 
 /* The exact option list nvrtc_compile() would pass for req, in order:
  * --gpu-architecture=<arch>, -std=c++17 (only when req->options has no

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "compile/clog.h"
+#include "compile/cserver.h"
 #include "template.h"
 
 /* Render `text` for one shape: params (when vals) then compile dims. */
@@ -195,7 +196,7 @@ struct PrepCompile {
 static void compile_task(void *arg)
 {
     PrepCompile *c = arg;
-    c->rc = nvrtc_compile(&c->req, &c->res, &c->err);
+    c->rc = cserver_compile(&c->req, &c->res, &c->err);   /* in a helper process where enabled */
 }
 
 int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared *p, int u, int level,
