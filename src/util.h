@@ -105,6 +105,14 @@ char  *time_iso8601(void);       /* current UTC time, fresh string */
 /* Strict parsers: the whole string must be a number in range.
  * Return 0 or -1. */
 int parse_long(const char *s, long min, long max, long *out);
+
+/* Start `exe entry IN OUT`, a helper process that reads requests on file
+ * descriptor IN and answers on OUT (the GPU worker, an NVRTC helper):
+ * its stdout is its stderr, its signal mask empty, SIGPIPE default. On
+ * success *pid, and *to_fd / *from_fd, this side's ends of the pipes
+ * (close-on-exec), and 0; -1 with errno when a pipe or fork fails (an
+ * exec that fails shows as the child exiting 127). */
+int spawn_piped(const char *exe, const char *entry, int *pid, int *to_fd, int *from_fd);
 int parse_double(const char *s, double *out);
 
 /* ---- random numbers -------------------------------------------------- */

@@ -207,40 +207,11 @@ int cserver_dispatch(int argc, char **argv, int *exit_code)
 
 static int helper_start(Helper *h)
 {
-    int to[2] = {-1, -1}, from[2] = {-1, -1};
-    char a_in[24], a_out[24];
-    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0)
-        goto fail;
-    snprintf(a_in, sizeof(a_in), "%d", to[0]);
-    snprintf(a_out, sizeof(a_out), "%d", from[1]);
-    char *argv[] = {g_exe, "__compile", a_in, a_out, NULL};
-    pid_t pid = fork();
-    if (pid < 0)
-        goto fail;
-    if (pid == 0) {   /* only async-signal-safe calls until exec */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        fcntl(to[0], F_SETFD, 0);
-        fcntl(from[1], F_SETFD, 0);
-        dup2(2, 1);   /* never the parent's stdout */
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
+    int pid;
+    if (spawn_piped(g_exe, "__compile", &pid, &h->to, &h->from) != 0)
+        return -1;
     h->pid = pid;
-    h->to = to[1];
-    h->from = from[0];
     return 0;
-fail:
-    for (int i = 0; i < 2; i++) {
-        if (to[i] >= 0)
-            close(to[i]);
-        if (from[i] >= 0)
-            close(from[i]);
-    }
-    return -1;
 }
 
 static Helper *thread_helper(void)

@@ -114,54 +114,12 @@ static void stop_worker(Worker *w, double grace_ms, char *how, size_t cap)
 
 static int spawn(Worker *w, EvoErr *err)
 {
-    int to[2] = {-1, -1}, from[2] = {-1, -1};
-    char a_in[24], a_out[24];
-    char *argv[5];
-    pid_t pid;
-
-    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
-        err_set(err, "pipe2: %s", strerror(errno));
-        goto fail;
-    }
-    snprintf(a_in, sizeof(a_in), "%d", to[0]);
-    snprintf(a_out, sizeof(a_out), "%d", from[1]);
-    argv[0] = w->exe;
-    argv[1] = w->entry;
-    argv[2] = a_in;
-    argv[3] = a_out;
-    argv[4] = NULL;
-    pid = fork();
-    if (pid < 0) {
-        err_set(err, "fork: %s", strerror(errno));
-        goto fail;
-    }
-    if (pid == 0) {
-        /* child: only async-signal-safe calls until exec */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        fcntl(to[0], F_SETFD, 0);
-        fcntl(from[1], F_SETFD, 0);
-        dup2(2, 1); /* the worker never writes the orchestrator's stdout */
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    w->to_fd = to[1];
-    w->from_fd = from[0];
+    int pid;
+    if (spawn_piped(w->exe, w->entry, &pid, &w->to_fd, &w->from_fd) != 0)
+        return err_set(err, "starting the worker (pipe2/fork): %s", strerror(errno));
     w->pid = pid;
     w->gen++;
     return 0;
-fail:
-    for (int i = 0; i < 2; i++) {
-        if (to[i] >= 0)
-            close(to[i]);
-        if (from[i] >= 0)
-            close(from[i]);
-    }
-    return -1;
 }
 
 /* Send a request and wait for its reply. REQ_OK with *reply filled,

@@ -116,6 +116,20 @@ void loop_report_event(Loop *L, const char *event, int count, const char *runs, 
     fflush(stdout);
 }
 
+void loop_report_proposals(Loop *L, int64_t gen, int n, int want, int exhausted)
+{
+    if (gen == 0 && L->sum->warm_seeded)
+        loop_report_event(L, "warm_start", L->sum->warm_seeded, L->sum->warm_runs,
+                          "warm start: %d of generation 0's members seeded from run%s %s (same task, same device)",
+                          L->sum->warm_seeded, strchr(L->sum->warm_runs, ',') ? "s" : "", L->sum->warm_runs);
+    if (exhausted && !L->sum->space_exhausted) {
+        L->sum->space_exhausted = 1;
+        loop_report_event(L, "space_exhausted", n, NULL,
+                          "gen %3lld: the valid space is exhausted: %d new of %d children asked for, every other "
+                          "valid configuration was evaluated", (long long)gen, n, want);
+    }
+}
+
 /* ---- limits ---------------------------------------------------------- */
 
 int loop_time_limit_hit(Loop *L)
@@ -160,16 +174,7 @@ static int run_generation(Loop *L, int64_t gen, int total_gens, EvoErr *err)
         n = 0;
         goto out;
     }
-    if (gen == 0 && L->sum->warm_seeded)
-        loop_report_event(L, "warm_start", L->sum->warm_seeded, L->sum->warm_runs,
-                     "warm start: %d of generation 0's members seeded from run%s %s (same task, same device)",
-                     L->sum->warm_seeded, strchr(L->sum->warm_runs, ',') ? "s" : "", L->sum->warm_runs);
-    if (exhausted && !L->sum->space_exhausted) {
-        L->sum->space_exhausted = 1;
-        loop_report_event(L, "space_exhausted", n, NULL,
-                     "gen %3lld: the valid space is exhausted: %d new of %d children asked for, every other valid "
-                     "configuration was evaluated", (long long)gen, n, want);
-    }
+    loop_report_proposals(L, gen, n, want, exhausted);
     if (loop_decide_all(L, kids, done, n, &g, NULL, 1, err))
         goto out;
     if (nllm > 0 && !L->sum->interrupted && loop_llm_collect_generation(L, gen, &g, err))

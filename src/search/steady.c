@@ -529,16 +529,7 @@ static int propose_wave(Steady *S, Wave *refill, EvoErr *err)
         n = 0;
         goto out;
     }
-    if (gen == 0 && L->sum->warm_seeded)
-        loop_report_event(L, "warm_start", L->sum->warm_seeded, L->sum->warm_runs,
-                          "warm start: %d of generation 0's members seeded from run%s %s (same task, same device)",
-                          L->sum->warm_seeded, strchr(L->sum->warm_runs, ',') ? "s" : "", L->sum->warm_runs);
-    if (exhausted && !L->sum->space_exhausted) {
-        L->sum->space_exhausted = 1;
-        loop_report_event(L, "space_exhausted", n, NULL,
-                          "gen %3lld: the valid space is exhausted: %d new of %d children asked for, every other "
-                          "valid configuration was evaluated", (long long)gen, n, want);
-    }
+    loop_report_proposals(L, gen, n, want, exhausted);
     if (exhausted || (exhaustive && n == 0 && L->exh_index >= (int64_t)task_space_size(L->task)))
         S->proposing = 0;
     for (int i = 0; i < n; i++)
