@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "commands.h"
+#include "confine.h"
 #include "msg.h"
 #include "worker.h"
 
@@ -42,6 +43,11 @@ int main(int argc, char **argv)
         return EVO_EXIT_USAGE;
     }
     msg_verbosity = s.quiet ? 0 : s.verbose ? 2 : 1;
+    for (int i = 0; i < s.nallow; i++)   /* before any task is loaded: confine.h */
+        if (confine_allow_dir(s.allow_paths[i], &err) != 0) {
+            errorf("%s", err.msg);
+            return EVO_EXIT_USAGE;
+        }
     if (s.help) {
         cli_usage(stdout, s.cmd);
     } else if (s.version) {

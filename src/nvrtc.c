@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "compile/kfile.h"
+#include "confine.h"
 #include "config.h"
 #include "msg.h"
 #include "pool.h"
@@ -41,6 +42,10 @@
 
 #define CACHE_FORMAT 2   /* 2: name expressions and their lowered names */
 #define DEFAULT_NAME "kernel.cu"
+/* The directory NVRTC is told the program lives in: procfs has no such
+ * entry and allows none to be made (nor can anyone but root where /proc
+ * is not mounted). */
+#define NOWHERE_DIR "/proc/evoeng-nvrtc-nowhere/"
 
 static atomic_int      g_compiles;                 /* nvrtcCompileProgram calls */
 static pthread_mutex_t g_dir_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -146,9 +151,13 @@ static int build_options(const CompileRequest *req, OptList *o, EvoErr *err)
                        req->arch ? req->arch : "(null)");
     if (req->noptions < 0 || (req->noptions > 0 && !req->options))
         return err_set(err, "nvrtc_compile: noptions %d without options", req->noptions);
-    for (int i = 0; i < req->noptions; i++)
+    for (int i = 0; i < req->noptions; i++) {
+        EvoErr e;
         if (!req->options[i] || !req->options[i][0])
             return err_set(err, "nvrtc_compile: option %d is empty", i);
+        if (confine_check_option(req->options[i], &e) < 0)   /* the spec's allow-list, again */
+            return err_set(err, "nvrtc_compile: option %d: %s", i, e.msg);
+    }
 
     opts_add(o, xasprintf("--gpu-architecture=%s", req->arch));
     if (!has_std_option(req))
@@ -578,8 +587,14 @@ static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult 
     int nh = kfile_headers(&hnames, &htexts);
     char *device_src = kfile_device_source(req->source, NULL);
     const char *call = "nvrtcCreateProgram";
-    nvrtcResult r = nvrtcCreateProgram(&prog, device_src, req->name ? req->name : DEFAULT_NAME,
-                                       nh, (const char **)htexts, (const char **)hnames);
+    /* NVRTC looks for a quoted #include in the program's own directory
+     * first: name it under one that cannot exist, so that a relative name
+     * never reaches the current directory (or the template's); the log
+     * gets the plain name back. (--no-source-include would do it too, but
+     * it also stops the CUDA headers finding their neighbours.) */
+    char *pname = xasprintf("%s%s", NOWHERE_DIR, req->name ? req->name : DEFAULT_NAME);
+    nvrtcResult r = nvrtcCreateProgram(&prog, device_src, pname, nh, (const char **)htexts, (const char **)hnames);
+    free(pname);
     free(device_src);
     if (r != NVRTC_SUCCESS)
         goto fail;
@@ -600,10 +615,13 @@ static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult 
         char *log = xcalloc(1, loglen + 1);
         if (nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
             free(res->log);
-            res->log = log;
-        } else {
-            free(log);
+            /* the plain program name, and no other file's text in what is
+             * kept or sent on (confine.h) */
+            char *plain = str_replace_all(log, NOWHERE_DIR, "");
+            res->log = confine_filter_log(plain, req->name ? req->name : DEFAULT_NAME);
+            free(plain);
         }
+        free(log);
     }
     if (r != NVRTC_SUCCESS)
         goto fail;
@@ -691,6 +709,15 @@ int nvrtc_compile(const CompileRequest *req, CompileResult *res, EvoErr *err)
     for (int i = 0; i < res->nnames; i++)
         res->name_exprs[i] = xstrdup(req->name_exprs[i]);
 
+    /* #include lines are checked before NVRTC (or the cache) sees the
+     * source: a refusal is a compile error of this source, never cached */
+    if (confine_scan_includes(req->source, req->name ? req->name : DEFAULT_NAME, err) < 0) {
+        snprintf(res->error, sizeof(res->error), "%.*s", (int)sizeof(res->error) - 1, err->msg);
+        free(res->log);
+        res->log = xasprintf("evoeng: %s\n", err->msg);
+        rc = 0;
+        goto done;
+    }
     dir = cache_dir_get();
     if (dir && cache_load(dir, res)) {
         res->cache_hit = 1;

@@ -9,6 +9,7 @@
  * variable references checked against the names visible there; evaluation
  * happens later, per configuration and shape (task_resolve.c).
  */
+#include "confine.h"
 #include "task_priv.h"
 #include "template.h"
 
@@ -349,12 +350,21 @@ static int load_source(Loader *L, const char *p, const char *rel, char **path, c
     EvoErr e;
     char *raw = NULL;
     *path = path_join(L->t->dir, rel);
-    if (file_read(*path, &raw, NULL, &e) < 0)
+    /* inside the spec's directory (or one --allow-path names): confine.h */
+    char *real = confine_resolve(L->t->dir, NULL, rel, &e);
+    if (!real)
+        return tl_err(L, p, "%s", e.msg);
+    if (file_read(real, &raw, NULL, &e) < 0) {
+        free(real);
         return tl_err(L, p, "cannot read '%s': %s", rel, e.msg);
-    char *dir = path_dirname(*path);
+    }
+    char *dir = path_dirname(real);
     int rc = template_expand(raw, rel, dir, text, &e);
     free(dir);
+    free(real);
     free(raw);
+    if (rc == 0)
+        rc = confine_scan_includes(*text, rel, &e);
     if (rc)
         return tl_err(L, p, "%s", e.msg);
     return 0;
@@ -446,6 +456,9 @@ static int load_misc(Loader *L, json_t *root)
                 tl_idxpath(p, "compile.options", (int)i);
                 if (!json_is_string(v))
                     return tl_err(L, p, "expected a string, got %s", tl_json_type(v));
+                EvoErr e;
+                if (confine_check_option(json_string_value(v), &e) < 0)
+                    return tl_err(L, p, "%s", e.msg);
                 t->copts[t->ncopts++] = xstrdup(json_string_value(v));
             }
         }
