@@ -161,6 +161,8 @@ int tl_load_launches(Loader *L, json_t *obj, const char *path, char **entries, i
     if (tl_get_list(L, obj, path, "launch", &arr) < 0)
         return -1;
     tl_subpath(p, path, "launch");
+    if (tl_check_count(L, p, json_array_size(arr), TASK_MAX_ITEMS) < 0)
+        return -1;
     *out = xcalloc(json_array_size(arr), sizeof(TLaunch));
     json_array_foreach(arr, i, l) {
         TLaunch *la = &(*out)[(*nout)++];
@@ -186,6 +188,8 @@ int tl_load_launches(Loader *L, json_t *obj, const char *path, char **entries, i
         if (tl_get_field(L, l, q, "args", 1, JSON_ARRAY, &v) < 0)
             return -1;
         tl_subpath(r, q, "args");
+        if (tl_check_count(L, r, json_array_size(v), TASK_MAX_ITEMS) < 0)
+            return -1;
         la->args = xcalloc(json_array_size(v) + 1, sizeof(TArg));
         json_array_foreach(v, j, x) {
             char s[PATH_MAX_LEN];
