@@ -277,9 +277,11 @@ static void test_harness_without_task(void)
 /* ---- harnesses of shipped configurations --------------------------------- */
 
 /* The harness of task_file with params on its benchmark shape (dims
- * overridden by "K=V" pairs), for arch's NVRTC target; NULL on failure. */
+ * overridden by "K=V" pairs), for arch's NVRTC target (copied into
+ * target[32]: the device profile it comes from lives on this frame);
+ * NULL on failure. */
 static char *harness_of(const char *task_file, const char *params, const char *const *dims, int ndims,
-                        const char *arch, const char *file, const char **target, EvoErr *err)
+                        const char *arch, const char *file, char *target, EvoErr *err)
 {
     Task *t = NULL;
     Plan p;
@@ -297,8 +299,8 @@ static char *harness_of(const char *task_file, const char *params, const char *c
     int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(*vals));
     if (task_params_parse(t, params, vals, err) == 0 && task_resolve(t, vals, 0, &dev, &p, err) == 0 &&
         task_render(t, vals, 0, 0, &src, err) == 0 && task_render(t, NULL, 0, 1, &ref, err) == 0) {
-        *target = device_nvrtc_target(&dev, task_arch_specific(t));
-        flags = export_nvcc_flags(*target, NULL);
+        snprintf(target, 32, "%s", device_nvrtc_target(&dev, task_arch_specific(t)));
+        flags = export_nvcc_flags(target, NULL);
         HarnessSpec h = {.header = "// test harness\n", .source = src, .ref_source = ref, .plan = &p,
                          .nvcc_flags = flags, .file = file, .recorded_us = NAN};
         harness_render(&h, &out, err);
@@ -335,11 +337,11 @@ static void check_harness(const char *text, const char *file, const char *target
 static void test_shipped_harnesses(void)
 {
     EvoErr err = {{0}};
-    const char *target = NULL;
+    char target[32] = "";
     /* the warp-specialised path: TMA tensor maps, sm_90a */
     const char *ws_dims[] = {"B=4", "H=8", "S=512", "D=64", "CAUSAL=0"};
     char *h = harness_of("templates/attention/task.json", "WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2", ws_dims, 5,
-                         "sm_90", "ws_harness.cu", &target, &err);
+                         "sm_90", "ws_harness.cu", target, &err);
     CHECK_MSG(h != NULL, "%s", err.msg);
     if (h) {
         CHECK_STR(target, "sm_90a");
@@ -349,7 +351,7 @@ static void test_shipped_harnesses(void)
     }
     free(h);
     /* a task without arch-specific code: plain -arch=sm_90 */
-    h = harness_of("templates/triad/task.json", "", NULL, 0, "sm_90", "triad_harness.cu", &target, &err);
+    h = harness_of("templates/triad/task.json", "", NULL, 0, "sm_90", "triad_harness.cu", target, &err);
     CHECK_MSG(h != NULL, "%s", err.msg);
     if (h) {
         CHECK_STR(target, "sm_90");
@@ -358,7 +360,7 @@ static void test_shipped_harnesses(void)
         check_harness(h, "triad_harness.cu", target, 0);
     }
     free(h);
-    h = harness_of("templates/softmax/task.json", "", NULL, 0, "sm_90", "softmax_harness.cu", &target, &err);
+    h = harness_of("templates/softmax/task.json", "", NULL, 0, "sm_90", "softmax_harness.cu", target, &err);
     CHECK_MSG(h != NULL, "%s", err.msg);
     if (h)
         check_harness(h, "softmax_harness.cu", target, 0);

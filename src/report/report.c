@@ -218,7 +218,7 @@ static void report_free(Report *r)
     store_candidates_free(r->cands, r->ncand);
     store_candidates_free(r->top, r->ntop);
     store_candidates_free(r->chain, r->nchain);
-    free(r->gens);
+    store_generations_free(r->gens, r->ngen);
     free(r->llm);
     free(r->fails);
     json_decref(r->config);

@@ -305,6 +305,13 @@ int store_generation_list(Store *s, int64_t run_id, GenerationRecord **out, int 
                          free_generation, "SELECT FROM generations", (void **)out, n, err);
 }
 
+void store_generations_free(GenerationRecord *list, int n)
+{
+    for (int i = 0; list && i < n; i++)
+        free_generation(&list[i]);
+    free(list);
+}
+
 int store_run_counts(Store *s, int64_t run_id,
                      void (*fn)(void *ctx, const char *status, const char *decision, int64_t n),
                      void *ctx, EvoErr *err)

@@ -198,8 +198,10 @@ char *store_source_get(Store *s, const char *hash, EvoErr *err);
 
 /* Insert or replace the summary of one generation. */
 int store_generation_put(Store *s, const GenerationRecord *g, EvoErr *err);
-/* Read the summaries of a run in order; caller frees *out. */
+/* Read the summaries of a run in order; the caller frees *out with
+ * store_generations_free. */
 int store_generation_list(Store *s, int64_t run_id, GenerationRecord **out, int *n, EvoErr *err);
+void store_generations_free(GenerationRecord *list, int n);
 
 /* Counts by (status, decision) for a run: calls fn once per group. */
 int store_run_counts(Store *s, int64_t run_id,
