@@ -86,7 +86,8 @@ static char *dup_or_null(const char *s)
 }
 
 /* The scheme and host of url as libcurl reads them (fresh strings, lower
- * case scheme), or -1 when it cannot parse it. */
+ * case scheme; host "" when the URL has none), or -1 when it cannot parse
+ * it. */
 static int url_parts(const char *url, char **scheme, char **host)
 {
     *scheme = *host = NULL;
@@ -94,9 +95,10 @@ static int url_parts(const char *url, char **scheme, char **host)
     char *sc = NULL, *ho = NULL;
     int rc = -1;
     if (h && curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
-        curl_url_get(h, CURLUPART_SCHEME, &sc, 0) == CURLUE_OK && curl_url_get(h, CURLUPART_HOST, &ho, 0) == CURLUE_OK) {
+        curl_url_get(h, CURLUPART_SCHEME, &sc, 0) == CURLUE_OK) {
+        curl_url_get(h, CURLUPART_HOST, &ho, 0);
         *scheme = xstrdup(sc);
-        *host = xstrdup(ho);
+        *host = xstrdup(ho ? ho : "");
         for (char *p = *scheme; *p; p++)
             *p = (char)tolower((unsigned char)*p);
         rc = 0;

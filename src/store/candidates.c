@@ -327,7 +327,8 @@ int store_run_counts(Store *s, int64_t run_id,
         const char *status = (const char *)sqlite3_column_text(st, 0);
         const char *decision = (const char *)sqlite3_column_text(st, 1);
         if (!status || !decision || sqlite3_column_type(st, 2) != SQLITE_INTEGER) {
-            err_set(err, "%s: run_counts: a NULL status or decision (a damaged or foreign store)", store_path(s));
+            err_set(err, "%s: run_counts: a row holds NULL where text is expected (a damaged or foreign store)",
+                    store_path(s));
             sqlite3_finalize(st);
             return -1;
         }

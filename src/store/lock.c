@@ -45,12 +45,17 @@ static char *me(void)
     return line;
 }
 
+struct RunLock {
+    int64_t run;
+    int     fd;
+    char   *path;
+};
+
 int store_lock_run(Store *s, int64_t run_id, EvoErr *err)
 {
-    if (s->lock_path && s->lock_run == run_id)
-        return 0;
-    if (s->lock_path)
-        return err_set(err, "%s: this process already holds the lock of run %lld", s->path, (long long)s->lock_run);
+    for (int i = 0; i < s->nlocks; i++)
+        if (s->locks[i].run == run_id)
+            return 0;
     if (strcmp(s->path, ":memory:") == 0)
         return 0;
     char *path = xasprintf("%s.run%lld.lock", s->path, (long long)run_id);
@@ -91,9 +96,8 @@ int store_lock_run(Store *s, int64_t run_id, EvoErr *err)
             free(path);
             return -1;
         }
-        s->lock_fd = fd;
-        s->lock_run = run_id;
-        s->lock_path = path;
+        s->locks = xrealloc(s->locks, (size_t)(s->nlocks + 1) * sizeof(*s->locks));
+        s->locks[s->nlocks++] = (struct RunLock){run_id, fd, path};
         return 0;
     }
     err_set(err, "%s: the lock file of run %lld keeps changing", path, (long long)run_id);
@@ -101,14 +105,14 @@ int store_lock_run(Store *s, int64_t run_id, EvoErr *err)
     return -1;
 }
 
-void store_unlock_run(Store *s)
+void store_unlock_runs(Store *s)
 {
-    if (!s->lock_path)
-        return;
-    unlink(s->lock_path);   /* while still holding it: the next taker re-checks the path */
-    close(s->lock_fd);
-    free(s->lock_path);
-    s->lock_fd = -1;
-    s->lock_run = 0;
-    s->lock_path = NULL;
+    for (int i = 0; i < s->nlocks; i++) {
+        unlink(s->locks[i].path);   /* while still holding it: the next taker re-checks the path */
+        close(s->locks[i].fd);
+        free(s->locks[i].path);
+    }
+    free(s->locks);
+    s->locks = NULL;
+    s->nlocks = 0;
 }

@@ -302,7 +302,7 @@ void store_close(Store **ps)
     Store *s = *ps;
     if (!s)
         return;
-    store_unlock_run(s);
+    store_unlock_runs(s);
     if (s->db)
         sqlite3_close_v2(s->db);
     free(s->path);

@@ -142,7 +142,8 @@ int store_run_insert(Store *s, RunRecord *r, EvoErr *err);
  * found, -1 error. */
 int store_run_get(Store *s, int64_t id, RunRecord *r, EvoErr *err);
 /* Take run id's advisory lock for this process, held until store_close
- * (or store_unlock_run): one process at a time per run. store_run_insert
+ * (or store_unlock_runs, which drops every lock the handle holds): one
+ * process at a time per run. store_run_insert
  * takes the new run's lock itself; resume takes it before it starts. A
  * run another process holds is refused with err naming it: "run 3 is in
  * use by another process: pid 4242 host gpu-7 since 2026-11-26T10:00:00Z
@@ -150,7 +151,7 @@ int store_run_get(Store *s, int64_t id, RunRecord *r, EvoErr *err);
  * held with flock() (dropped by the kernel when the process dies) and
  * removed on release. Returns 0 or -1. */
 int store_lock_run(Store *s, int64_t run_id, EvoErr *err);
-void store_unlock_run(Store *s);
+void store_unlock_runs(Store *s);
 
 /* Update the mutable fields of a run: status, generations_done,
  * baseline_id, finished_at. */

@@ -15,9 +15,8 @@
 struct Store {
     sqlite3 *db;
     char    *path;
-    int      lock_fd;          /* the run lock held (lock.c), when lock_path is set */
-    int64_t  lock_run;
-    char    *lock_path;
+    struct RunLock *locks;     /* the run locks this handle holds (lock.c) */
+    int      nlocks;
 };
 
 /* ---- field tables ---------------------------------------------------- */

@@ -60,6 +60,10 @@ char *confine_resolve(const char *base, const char *root, const char *rel, EvoEr
         err_set(err, "an empty file name");
         return NULL;
     }
+    if (system_tree(rel)) {   /* by name, whatever it resolves to (or does not) */
+        err_set(err, "'%s' is under /proc, /sys or /dev: evoeng never reads there", rel);
+        return NULL;
+    }
     char *joined = path_join(base, rel);
     char *real = realpath(joined, NULL);
     int e = errno;
