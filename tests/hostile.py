@@ -125,22 +125,22 @@ def h200(ctx):
     return p
 
 
-def crafted(ctx, *sql):
-    """The H200 store with the schema's NOT NULLs and CHECKs out of the way
-    (as a file from anywhere may have them), then sql run on it."""
-    p = h200(ctx)
+def sql_db(p, *statements):
+    """Run statements on the SQLite file p (made when absent). Returns p."""
     c = sqlite3.connect(p)
-    c.execute("PRAGMA writable_schema = ON")
-    c.execute("UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE type = 'table'")
-    c.commit()
-    c.close()
-    c = sqlite3.connect(p)
-    c.execute("PRAGMA ignore_check_constraints = ON")
-    for s in sql:
+    for s in statements:
         c.execute(s)
     c.commit()
     c.close()
     return p
+
+
+def crafted(ctx, *sql):
+    """The H200 store with the schema's NOT NULLs and CHECKs out of the way
+    (as a file from anywhere may have them), then sql run on it."""
+    p = sql_db(h200(ctx), "PRAGMA writable_schema = ON",
+               "UPDATE sqlite_master SET sql = replace(sql, 'NOT NULL', '') WHERE type = 'table'")
+    return sql_db(p, "PRAGMA ignore_check_constraints = ON", *sql)
 
 
 def llm_store(ctx, llm, **cfg):
@@ -427,30 +427,15 @@ def make_file(content):
 
 
 def foreign_db(ctx):
-    p = ctx.fresh("pop.db")
-    c = sqlite3.connect(p)
-    c.execute("CREATE TABLE accounts (id INTEGER, name TEXT)")
-    c.commit()
-    c.close()
-    return p
+    return sql_db(ctx.fresh("pop.db"), "CREATE TABLE accounts (id INTEGER, name TEXT)")
 
 
 def newer_db(ctx):
-    p = h200(ctx)
-    c = sqlite3.connect(p)
-    c.execute("PRAGMA user_version = 99")
-    c.commit()
-    c.close()
-    return p
+    return sql_db(h200(ctx), "PRAGMA user_version = 99")
 
 
 def older_db(ctx):
-    p = ctx.fresh("pop.db")
-    c = sqlite3.connect(p)
-    c.execute("PRAGMA application_id = %d" % report_store.APPLICATION_ID)
-    c.commit()
-    c.close()
-    return p
+    return sql_db(ctx.fresh("pop.db"), "PRAGMA application_id = %d" % report_store.APPLICATION_ID)
 
 
 def truncated_db(ctx):
@@ -516,17 +501,21 @@ store_case("status with a view that divides by zero", 4, "store-column",
                              "CREATE VIEW run_counts AS SELECT run_id, status, decision, 1/0 AS n FROM candidates"))
 
 
-def locked_store(ctx):
-    p = h200(ctx)
-    holder = subprocess.Popen([sys.executable, "-c",
-                               "import sqlite3, sys, time\n"
-                               "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-                               "c.execute('PRAGMA locking_mode = EXCLUSIVE')\n"
-                               "c.execute('BEGIN EXCLUSIVE')\n"
-                               "print('held', flush=True)\n"
-                               "time.sleep(60)\n", p], stdout=subprocess.PIPE)
+def hold(ctx, code, path):
+    """Another process that runs code (a lock taken on sys.argv[1]) and
+    keeps it until the case ends (ctx.kill)."""
+    holder = subprocess.Popen([sys.executable, "-c", code + "print('held', flush=True)\ntime.sleep(60)\n", path],
+                              stdout=subprocess.PIPE)
     holder.stdout.readline()
     ctx.kill = holder
+
+
+def locked_store(ctx):
+    p = h200(ctx)
+    hold(ctx, "import sqlite3, sys, time\n"
+              "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+              "c.execute('PRAGMA locking_mode = EXCLUSIVE')\n"
+              "c.execute('BEGIN EXCLUSIVE')\n", p)
     return ["status", "--db", p], None, {}
 
 
@@ -570,16 +559,10 @@ case("resume", "a run whose runs.status is NULL", 4, "store-column")(
 
 def run_locked(ctx):
     p = llm_store(ctx, None)
-    lock = p + ".run1.lock"
-    holder = subprocess.Popen([sys.executable, "-c",
-                               "import fcntl, sys, time\n"
-                               "f = open(sys.argv[1], 'w')\n"
-                               "fcntl.flock(f, fcntl.LOCK_EX)\n"
-                               "f.write('pid 4242 host hostile-test since 2026-11-26T10:00:00Z\\n'); f.flush()\n"
-                               "print('held', flush=True)\n"
-                               "time.sleep(60)\n", lock], stdout=subprocess.PIPE)
-    holder.stdout.readline()
-    ctx.kill = holder
+    hold(ctx, "import fcntl, sys, time\n"
+              "f = open(sys.argv[1], 'w')\n"
+              "fcntl.flock(f, fcntl.LOCK_EX)\n"
+              "f.write('pid 4242 host hostile-test since 2026-11-26T10:00:00Z\\n'); f.flush()\n", p + ".run1.lock")
     return (["resume", "--db", p],
             lambda o, e: None if "pid 4242 host hostile-test since 2026-11-26T10:00:00Z" in e else "the holder is not named",
             {})

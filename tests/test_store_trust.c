@@ -80,59 +80,56 @@ static char *crafted(const char *name, const char *edit)
     return p;
 }
 
+/* A store made by crafted(edit), read through reader: refused with want
+ * in the message, nothing half-read handed back. */
+static void expect_refused(const char *name, const char *edit, const char *want, int candidates)
+{
+    char *p = crafted(name, edit);
+    Store *s = NULL;
+    EvoErr err;
+    CHECK_MSG(store_open_readonly(&s, p, &err) == 0, "%s", err.msg);
+    if (candidates) {
+        CandidateRecord c;
+        CHECK(store_candidate_get(s, 1, &c, &err) == -1);
+        CHECK_CONTAINS(err.msg, want);
+        CandidateRecord *list = NULL;
+        int n = -1;
+        CHECK(store_candidate_list(s, 1, STORE_ALL_BY_ID, 0, &list, &n, &err) == -1 && n == 0);
+    } else {
+        RunRecord r;
+        CHECK(store_run_get(s, 0, &r, &err) == -1);
+        CHECK_CONTAINS(err.msg, want);
+        CHECK(r.task_name == NULL && r.status == NULL);
+        RunSummary *list = NULL;
+        int n = -1;
+        CHECK(store_run_list(s, &list, &n, &err) == -1 && n == 0 && list == NULL);
+    }
+    CHECK_CONTAINS(err.msg, want);
+    store_close(&s);
+    free(p);
+}
+
 static void test_null_and_types(void)
 {
     static const struct {
         const char *edit, *want;
+        int candidates;
     } cases[] = {
-        {"UPDATE runs SET status = NULL", "runs row 1: column status holds NULL where text is expected"},
-        {"UPDATE runs SET task_json = NULL", "column task_json holds NULL"},
-        {"UPDATE runs SET seed = 'seven'", "column seed holds text where an integer is expected"},
-        {"UPDATE runs SET generations_done = 2.5", "column generations_done holds a real number"},
-        {"UPDATE runs SET config_json = x'00ff'", "column config_json holds a blob where text is expected"},
-        {"UPDATE runs SET strategy = NULL", "column strategy holds NULL"},
+        {"UPDATE runs SET status = NULL", "runs row 1: column status holds NULL where text is expected", 0},
+        {"UPDATE runs SET task_json = NULL", "column task_json holds NULL", 0},
+        {"UPDATE runs SET seed = 'seven'", "column seed holds text where an integer is expected", 0},
+        {"UPDATE runs SET generations_done = 2.5", "column generations_done holds a real number", 0},
+        {"UPDATE runs SET config_json = x'00ff'", "column config_json holds a blob where text is expected", 0},
+        {"UPDATE runs SET strategy = NULL", "column strategy holds NULL", 0},
+        {"UPDATE candidates SET status = NULL", "column status holds NULL", 1},
+        {"UPDATE candidates SET latency_us = 'fast'", "column latency_us holds text where a number is expected", 1},
+        {"UPDATE candidates SET params_json = x'01'", "column params_json holds a blob", 1},
+        {"UPDATE candidates SET parent_id = 'x'", "column parent_id holds text where an integer", 1},
     };
     for (size_t i = 0; i < EVO_ARRAY_LEN(cases); i++) {
         char name[32];
-        snprintf(name, sizeof(name), "run%zu.db", i);
-        char *p = crafted(name, cases[i].edit);
-        Store *s = NULL;
-        EvoErr err;
-        CHECK_MSG(store_open_readonly(&s, p, &err) == 0, "%s", err.msg);
-        RunRecord r;
-        CHECK(store_run_get(s, 0, &r, &err) == -1);
-        CHECK_CONTAINS(err.msg, cases[i].want);
-        CHECK(r.task_name == NULL && r.status == NULL);   /* nothing half-read is handed back */
-        RunSummary *list = NULL;
-        int n = -1;
-        CHECK(store_run_list(s, &list, &n, &err) == -1 && n == 0 && list == NULL);
-        CHECK_CONTAINS(err.msg, cases[i].want);
-        store_close(&s);
-        free(p);
-    }
-    static const struct {
-        const char *edit, *want;
-    } cand[] = {
-        {"UPDATE candidates SET status = NULL", "column status holds NULL"},
-        {"UPDATE candidates SET latency_us = 'fast'", "column latency_us holds text where a number is expected"},
-        {"UPDATE candidates SET params_json = x'01'", "column params_json holds a blob"},
-        {"UPDATE candidates SET parent_id = 'x'", "column parent_id holds text where an integer"},
-    };
-    for (size_t i = 0; i < EVO_ARRAY_LEN(cand); i++) {
-        char name[32];
-        snprintf(name, sizeof(name), "cand%zu.db", i);
-        char *p = crafted(name, cand[i].edit);
-        Store *s = NULL;
-        EvoErr err;
-        CHECK_MSG(store_open_readonly(&s, p, &err) == 0, "%s", err.msg);
-        CandidateRecord c;
-        CHECK(store_candidate_get(s, 1, &c, &err) == -1);
-        CHECK_CONTAINS(err.msg, cand[i].want);
-        CandidateRecord *list = NULL;
-        int n = -1;
-        CHECK(store_candidate_list(s, 1, STORE_ALL_BY_ID, 0, &list, &n, &err) == -1 && n == 0);
-        store_close(&s);
-        free(p);
+        snprintf(name, sizeof(name), "crafted%zu.db", i);
+        expect_refused(name, cases[i].edit, cases[i].want, cases[i].candidates);
     }
     /* a NULL source text and a NULL kernel: errors, not a crash */
     char *p = crafted("src.db", "INSERT INTO sources (hash, text, bytes, created_at) VALUES ('h', NULL, 0, 'x'); "

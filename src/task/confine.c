@@ -395,6 +395,13 @@ int confine_check_option(const char *opt, EvoErr *err)
 
 /* ---- the NVRTC log ------------------------------------------------------ */
 
+#define NOWHERE_DIR "/proc/evoeng-nvrtc-nowhere/"
+
+char *confine_program_name(const char *name)
+{
+    return xasprintf("%s%s", NOWHERE_DIR, name);
+}
+
 /* The file of an EDG diagnostic line "FILE(LINE): error: ...", copied
  * into name[cap]; 0 when line is not one. */
 static int diag_file(const char *line, size_t len, char *name, size_t cap)
@@ -426,11 +433,12 @@ static int file_allowed(const char *file, const char *prog)
     return under(file, EVO_CUDA_INCLUDE) && !strstr(file, "..");
 }
 
-char *confine_filter_log(const char *log, const char *prog)
+char *confine_filter_log(const char *raw, const char *prog)
 {
     StrBuf sb = {0};
     int hide = 0;
-    for (const char *p = log ? log : ""; *p;) {
+    char *log = str_replace_all(raw ? raw : "", NOWHERE_DIR, "");
+    for (const char *p = log; *p;) {
         const char *nl = strchr(p, '\n');
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         char file[512];
@@ -448,5 +456,6 @@ char *confine_filter_log(const char *log, const char *prog)
         }
         p += nl ? len + 1 : len;
     }
+    free(log);
     return sb_take(&sb);
 }

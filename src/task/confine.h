@@ -58,7 +58,17 @@ int confine_check_option(const char *opt, EvoErr *err);
 /* The allow-list in one line, for messages and the README. */
 const char *confine_allowed_options(void);
 
-/* A copy of an NVRTC log in which every diagnostic about a file other
+/* The name to give NVRTC for a program called name: name under a
+ * directory that cannot exist (procfs has no such entry and allows none
+ * to be made; where /proc is not mounted only root could), because NVRTC
+ * looks for a quoted #include in the program's own directory first: so a
+ * relative name never reaches the current directory or the template's.
+ * (--no-source-include would do it too, but it also stops the CUDA
+ * headers finding their neighbours.) Fresh string. */
+char *confine_program_name(const char *name);
+
+/* A copy of an NVRTC log, the program's name made plain again (without
+ * confine_program_name's directory), in which every diagnostic about a file other
  * than prog (the program's own name), a name without a directory (evoeng's
  * headers, NVRTC's own, a #line name) or a header under the CUDA include
  * directory is replaced, with its quoted source lines, by one line saying
