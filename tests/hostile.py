@@ -35,7 +35,7 @@ CLASSES = [
     ("crash", r"AddressSanitizer|runtime error:|Segmentation fault|core dumped|out of memory"),
     ("path-refused", r"outside the task's directory|evoeng never reads there"),
     ("include-refused", r"computed #include|refused: |is not allowed in kernel code|include_alias|directive name is refused"),
-    ("compile-error", r"the default configuration fails: compile_error"),
+    ("compile-error", r"the default configuration fails: compile_error|the reference does not compile"),
     ("option-refused", r"not an allowed NVRTC option|only -std=c\+\+17|evoeng sets the target|expected -DNAME|expected -UNAME|"
                        r"ptxas option is not allowed|expected a register count|expected true or false|expected diagnostic numbers"),
     ("write-refused", r"not replacing it"),
@@ -295,6 +295,9 @@ spec_case("a template part that is a symlink to /etc/passwd", 3, "path-refused",
           template='#include "part.cuh"\n',
           extra=lambda d: os.symlink("/etc/passwd", os.path.join(d, "part.cuh")))
 spec_case("a template part that includes itself", 3, "spec", template='#include "good.cu"\n')
+spec_case("a reference that does not compile", 3, "compile-error", set_(["reference", "source"], "broken_ref.cu"),
+          extra=lambda d: open(os.path.join(d, "broken_ref.cu"), "w").write(
+              "extern \"C\" __global__ void scale_ref(float *y) { y[0] = undefined_name; }\n"))
 
 # Kernel code: includes, whatever their spelling.
 for what, line in [
@@ -591,9 +594,9 @@ case("llm", "--llm-url http://api.example.com/v1 --llm-insecure", 5, "no-gpu")(
 
 
 # Output paths.
-def out_case(what, rc, cls, make, cmd=("report",), ulimit=None):
+def out_case(what, rc, cls, make, cmd=("report",), ulimit=None, wal=False):
     def setup(ctx):
-        db = h200(ctx)
+        db = h200(ctx) if not wal else sql_db(h200(ctx), "PRAGMA journal_mode = WAL")
         target, chk = make(ctx)
         opts = {}
         if ulimit:
@@ -662,7 +665,8 @@ out_case("report -o a symlink --force (the link replaced, its target untouched)"
 out_case("report -o a directory", 7, "write-refused", o_dir)
 out_case("report -o with symlinks planted at PATH.tmp.PID", 0, "none", o_tmp_link)
 out_case("report -o on a full disk (ulimit -f)", 7, "write-failed", o_old, ulimit=8)
-out_case("export -o on a full disk (ulimit -f)", 7, "write-failed", o_old, ("export", "--best"), ulimit=8)
+# 36 KiB: room for SQLite's -shm (32 KiB), not for the 39,241-byte export
+out_case("export -o on a full disk (ulimit -f)", 7, "write-failed", o_old, ("export", "--best"), ulimit=36, wal=True)
 out_case("export -o a FIFO", 7, "write-refused", o_fifo, ("export", "--best"))
 out_case("export --format harness -o a symlink", 7, "write-refused", o_link, ("export", "--best", "--format", "harness"))
 # Never a system path itself: an evoeng that replaced what it names (as
