@@ -7,6 +7,7 @@
  * directory, so no host file's text reaches a compile log.
  */
 #include "testhelp.h"
+#include "testdata.h"
 #include "config.h"
 #include "confine.h"
 #include "nvrtc.h"
@@ -157,9 +158,7 @@ static void test_resolve(void)
     CHECK_CONTAINS(err.msg, "evoeng never reads there");
     confine_reset();
     CHECK(confine_allow_dir("/no/such/dir", &err) < 0);
-    char *cmd = xasprintf("rm -rf %s", d);
-    CHECK(system(cmd) == 0);
-    free(cmd);
+    CHECK(test_rmtree(d) == 0);
     free(spec);
     free(other);
     free(d);

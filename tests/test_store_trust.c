@@ -8,6 +8,7 @@
  * holds it.
  */
 #include "testhelp.h"
+#include "testdata.h"
 #include "store.h"
 
 #include <sqlite3.h>
@@ -310,9 +311,7 @@ int main(void)
     RUN(test_readonly_unchanged);
     RUN(test_locked_and_unreadable);
     RUN(test_run_lock);
-    char *cmd = xasprintf("rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0)
+    if (test_rmtree(tmpdir) != 0)
         fprintf(stderr, "cleanup failed\n");
-    free(cmd);
     return test_report();
 }

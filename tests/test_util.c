@@ -1,5 +1,6 @@
 /* Unit tests for util: strings, SHA-256, strict number parsing, paths. */
 #include "testhelp.h"
+#include "testdata.h"
 #include "util.h"
 
 #include <signal.h>
@@ -137,9 +138,7 @@ static void test_file_read_bounds(void)
     size_t len = 0;
     CHECK(file_read_max(big, (size_t)FILE_READ_MAX + 1, &t, &len, &e) == 0 && len == (size_t)FILE_READ_MAX + 1);
     free(t);
-    char *cmd = xasprintf("rm -rf '%s'", d);
-    CHECK(system(cmd) == 0);
-    free(cmd);
+    CHECK(test_rmtree(d) == 0);
     free(big);
     free(fifo);
     free(d);
@@ -209,9 +208,7 @@ static void test_file_write_safety(void)
     char *cmd = xasprintf("ls '%s' | grep -c '\\.tmp\\.' >/dev/null", d);
     CHECK(system(cmd) != 0);   /* no temporary file left behind */
     free(cmd);
-    cmd = xasprintf("rm -rf '%s'", d);
-    CHECK(system(cmd) == 0);
-    free(cmd);
+    CHECK(test_rmtree(d) == 0);
     free(victim);
     free(planted);
     free(fifo);
