@@ -5,11 +5,14 @@ that `evoeng run --strategy exhaustive` can evaluate all of it as ground
 truth for the search-quality benchmark.
 
 Usage: small_space.py TASK.json OUT.json PARAM [PARAM ...]
-Template and reference paths are made absolute, so OUT.json can live
-anywhere.
+The task's kernel files (*.cu, *.cuh, *.h beside it) are copied beside
+OUT.json, so OUT.json can live anywhere: a spec reads only files of its
+own directory (README.md, "Trust model").
 """
+import glob
 import json
 import os
+import shutil
 import sys
 
 
@@ -26,8 +29,12 @@ def main():
     for name, p in task["params"].items():
         if name not in keep:
             p["values"] = [p["default"]]
-    task["template"] = os.path.join(base, task["template"])
-    task["reference"]["source"] = os.path.join(base, task["reference"]["source"])
+    dest = os.path.dirname(os.path.abspath(out))
+    os.makedirs(dest, exist_ok=True)
+    if dest != base:
+        for f in sorted(glob.glob(os.path.join(base, "*.cu")) + glob.glob(os.path.join(base, "*.cuh")) +
+                        glob.glob(os.path.join(base, "*.h"))):
+            shutil.copy(f, dest)
     task["name"] = task["name"]
     task["description"] = task.get("description", "") + " (reduced space: %s)" % ", ".join(sorted(keep))
     with open(out, "w") as f:

@@ -114,7 +114,7 @@ enum {
     O_STRATEGY, O_TIME_LIMIT, O_REVERT, O_DIM, O_JSON, O_BEST, O_FORMAT, O_SAMPLE, O_PARAMS,
     O_SOURCE, O_COLD, O_AGAINST, O_REPEAT, O_SHARED, O_GPU, O_SEEDS, O_LLM, O_LLM_URL, O_LLM_MODEL, O_LLM_CMD, O_LLM_MODE, O_LLM_RATE,
     O_LLM_CONC, O_LLM_MAX, O_GPUS, O_NO_WARM,
-    O_WIDE, O_RUN, O_SYNC, O_IN_FLIGHT, O_PROFILE,
+    O_WIDE, O_RUN, O_SYNC, O_IN_FLIGHT, O_PROFILE, O_ALLOW_PATH, O_FORCE, O_TRUST_STORE, O_LLM_INSECURE,
 };
 
 typedef struct OptInfo {
@@ -164,9 +164,16 @@ static const OptInfo options[] = {
     {"profile", required_argument, O_PROFILE, BIT(CMD_BENCH), "NAME", "time and compare on this input profile only (default: every timing profile)"},
     {"shared", required_argument, O_SHARED, BIT(CMD_BENCH), "0|1", "A/B sides on the same buffers (1, the default) or each on its own (0)"},
     {"llm", required_argument, O_LLM, BIT(CMD_RUN), "PROVIDER", "openai | anthropic: add LLM-proposed children"},
-    {"llm-url", required_argument, O_LLM_URL, BIT(CMD_RUN), "URL", "endpoint of the LLM provider"},
-    {"llm-model", required_argument, O_LLM_MODEL, BIT(CMD_RUN), "NAME", "model name"},
+    {"llm", required_argument, O_LLM, BIT(CMD_RESUME), "PROVIDER", "the LLM provider again (else the run's own)"},
+    {"llm-url", required_argument, O_LLM_URL, BIT(CMD_RUN), "URL", "endpoint of the LLM provider (http:// only to loopback, unless --llm-insecure)"},
+    {"llm-url", required_argument, O_LLM_URL, BIT(CMD_RESUME), "URL", "the endpoint again: resume sends the key to a URL read from the store only with --trust-store"},
+    {"llm-model", required_argument, O_LLM_MODEL, BIT(CMD_RUN) | BIT(CMD_RESUME), "NAME", "model name"},
     {"llm-cmd", required_argument, O_LLM_CMD, BIT(CMD_RUN), "CMD", "pipe prompts to a local program instead of HTTP"},
+    {"llm-cmd", required_argument, O_LLM_CMD, BIT(CMD_RESUME), "CMD", "the LLM command again: resume never runs a command read from the store (see --trust-store)"},
+    {"llm-insecure", no_argument, O_LLM_INSECURE, BIT(CMD_RUN) | BIT(CMD_RESUME), NULL, "allow an http:// --llm-url to a host not on loopback (the API key travels in clear)"},
+    {"trust-store", no_argument, O_TRUST_STORE, BIT(CMD_RESUME), NULL, "the store is yours: run the LLM command and use the LLM URL it names"},
+    {"allow-path", required_argument, O_ALLOW_PATH, C_EVAL | BIT(CMD_EXPORT), "DIR", "a task spec may also read files under DIR (repeatable; default: only its own directory)"},
+    {"force", no_argument, O_FORCE, BIT(CMD_EXPORT) | BIT(CMD_REPORT), NULL, "-o may replace a symbolic link (the link itself, never what it points to)"},
     {"llm-mode", required_argument, O_LLM_MODE, BIT(CMD_RUN), "MODE", "free | insight | full (default full)"},
     {"llm-rate", required_argument, O_LLM_RATE, BIT(CMD_RUN), "R", "fraction of children proposed by the LLM (default 0.25)"},
     {"llm-concurrency", required_argument, O_LLM_CONC, BIT(CMD_RUN), "N", "LLM requests in flight (default 4)"},
@@ -393,6 +400,14 @@ static int apply_option(Settings *s, int id, const char *arg, EvoErr *err)
     case O_LLM_MODEL: s->llm_model = arg; return 0;
     case O_LLM_CMD: s->llm_cmd = arg; return 0;
     case O_LLM_MODE: s->llm_mode = arg; return 0;
+    case O_FORCE: s->force = 1; return 0;
+    case O_TRUST_STORE: s->trust_store = 1; return 0;
+    case O_LLM_INSECURE: s->llm_insecure = 1; return 0;
+    case O_ALLOW_PATH:
+        if (s->nallow == CLI_MAX_ALLOW)
+            return err_set(err, "--allow-path: at most %d directories", CLI_MAX_ALLOW);
+        s->allow_paths[s->nallow++] = arg;
+        return 0;
     case O_DIM: return dim_arg(s, arg, err);
     case O_GPUS: return gpus_arg(s, arg, err);
     case O_GENERATIONS: s->generations_set = 1; return int_arg(name, arg, 0, 100000, &s->generations, err);
@@ -549,8 +564,10 @@ int cli_parse(int argc, char **argv, Settings *s, EvoErr *err)
         return err_set(err, "--quiet and --verbose contradict each other");
     if (s->llm_cmd && s->llm)
         return err_set(err, "--llm and --llm-cmd contradict each other: choose one");
-    if ((s->llm_url || s->llm_model) && !s->llm)
+    if ((s->llm_url || s->llm_model) && !s->llm && s->cmd == CMD_RUN)
         return err_set(err, "--llm-url and --llm-model need --llm openai|anthropic");
+    if (s->llm_insecure && !s->llm_url && s->cmd == CMD_RUN)
+        return err_set(err, "--llm-insecure applies to an http:// --llm-url; give --llm-url too");
     return 0;
 }
 

@@ -26,6 +26,7 @@ typedef enum CmdId {
 
 #define CLI_MAX_DIMS 16
 #define CLI_MAX_GPUS 64
+#define CLI_MAX_ALLOW 16
 
 typedef struct DimOverride {
     char    name[64];
@@ -82,6 +83,12 @@ typedef struct Settings {
     int64_t      run_id;            /* lineage/show --best --run N (0: the latest run) */
     int          generations_set;   /* --generations was given (resume: else the run's own) */
     int          time_limit_set;    /* --time-limit was given (resume: else the run's own; 0: none) */
+    /* trust (README.md, "Trust model") */
+    const char  *allow_paths[CLI_MAX_ALLOW];  /* --allow-path DIR: a spec may read files there too */
+    int          nallow;
+    int          force;             /* --force: -o may replace a symbolic link (the link itself) */
+    int          trust_store;       /* resume --trust-store: run the LLM command / use the URL the store names */
+    int          llm_insecure;      /* --llm-insecure: send the API key over http:// to a host not on loopback */
 } Settings;
 
 /* Fill *s with defaults. */

@@ -510,6 +510,7 @@ EvoExit cmd_check(const Settings *s)
     if (prep_reference(t, &dev, &ref, s->jobs, &err)) {
         errorf("%s", err.msg);
         rc = EVO_EXIT_TASK;
+        prep_ref_free(&ref);   /* what compiled, and the failed unit's log */
         goto out;
     }
     if (prep_many(t, &dev, in, out, n, s->jobs, &err)) {

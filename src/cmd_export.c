@@ -309,21 +309,20 @@ EvoExit cmd_export(const Settings *s)
     } else {
         text = format_cu(&x, out_name(s->output, "FILE.cu"));
     }
-    FILE *f = s->output ? fopen(s->output, "w") : s->json ? NULL : stdout;
-    if (!f && s->output) {
-        errorf("%s: cannot create: %s", s->output, strerror(errno));
-        rc = EVO_EXIT_IO;
-        goto out;
-    }
-    if (f)
-        fputs(text, f);
+    /* -o: written whole or not at all (util.h's file_write: a temporary
+     * file, every write checked, fsync, rename); stdout: checked here and
+     * at exit (main.c) */
+    size_t len = strlen(text);
     if (s->output) {
-        if (fclose(f) != 0) {
-            errorf("%s: write failed: %s", s->output, strerror(errno));
+        if (file_write_flags(s->output, text, len, s->force ? FILE_WRITE_FORCE : 0, &err) < 0) {
+            errorf("%s", err.msg);
             rc = EVO_EXIT_IO;
         } else if (!s->quiet && !s->json) {
             fprintf(stderr, "evoeng: wrote candidate %lld to %s\n", (long long)x.c.id, s->output);
         }
+    } else if (!s->json && (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0)) {
+        errorf("writing to standard output failed: %s", strerror(errno));   /* --json: the text goes in the document */
+        rc = EVO_EXIT_IO;
     }
     if (s->json && rc == EVO_EXIT_OK) {
         /* what was written: {"path", "id", "run", "format", "target", "bytes"}, and

@@ -373,6 +373,15 @@ EvoExit cmd_lineage(const Settings *s)
     int n = 0;
     int64_t id = target_id(s, st, &rc);
     while (id && n < (int)EVO_ARRAY_LEN(chain)) {
+        for (int i = 0; i < n; i++)
+            if (chain[i].id == id) {   /* a store is data: a parent link may loop */
+                errorf("%s: candidate %lld is its own ancestor (a damaged or foreign store)", store_path(st),
+                       (long long)id);
+                rc = EVO_EXIT_DB;
+                id = 0;
+            }
+        if (!id)
+            break;
         int got = store_candidate_get(st, id, &chain[n], &err);
         if (got <= 0) {
             if (got < 0)

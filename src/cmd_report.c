@@ -39,7 +39,7 @@ static EvoExit no_run(Store *st, int64_t id)
     return EVO_EXIT_FAIL;
 }
 
-static EvoExit write_out(const char *path, const char *html, size_t len)
+static EvoExit write_out(const char *path, const char *html, size_t len, int force)
 {
     EvoErr err;
     if (strcmp(path, "-") == 0) {
@@ -49,7 +49,7 @@ static EvoExit write_out(const char *path, const char *html, size_t len)
         }
         return EVO_EXIT_OK;
     }
-    if (file_write(path, html, len, &err)) {
+    if (file_write_flags(path, html, len, force ? FILE_WRITE_FORCE : 0, &err)) {
         errorf("%s", err.msg);
         return EVO_EXIT_IO;
     }
@@ -88,7 +88,7 @@ EvoExit cmd_report(const Settings *s)
         out = defpath;
     }
     size_t len = strlen(html);
-    EvoExit rc = write_out(out, html, len);
+    EvoExit rc = write_out(out, html, len, s->force);
     free(html);
     if (rc != EVO_EXIT_OK)
         return rc;

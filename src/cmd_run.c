@@ -104,72 +104,132 @@ typedef struct LlmSaved {
     char *provider, *url, *model, *cmd, *mode;
 } LlmSaved;
 
+static void llm_saved_free(LlmSaved *l)
+{
+    free(l->provider);
+    free(l->url);
+    free(l->model);
+    free(l->cmd);
+    free(l->mode);
+    memset(l, 0, sizeof(*l));
+}
+
 static char *json_strdup(json_t *o, const char *key)
 {
     const char *v = json_string_value(json_object_get(o, key));
     return v ? xstrdup(v) : NULL;
 }
 
-/* Apply a stored run's configuration to settings not given again. */
-static void settings_from_config(Settings *s, const char *cfg_json, const Settings *given, LlmSaved *llm)
+/* An integer of the stored configuration within [lo, hi] into *out
+ * (untouched when absent). -1 with err on a wrong type or range: the
+ * store is data, and a value no option could give is refused. */
+static int cfg_int(json_t *o, const char *key, long lo, long hi, int *out, EvoErr *err)
 {
-    json_t *o = json_loads(cfg_json, 0, NULL);
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return err_set(err, "runs.config_json: \"%s\" must be an integer from %ld to %ld", key, lo, hi);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+static int cfg_real(json_t *o, const char *key, double lo, double hi, double *out, EvoErr *err)
+{
+    json_t *v = json_object_get(o, key);
+    if (!v)
+        return 0;
+    if (!json_is_number(v) || !(json_number_value(v) >= lo && json_number_value(v) <= hi))
+        return err_set(err, "runs.config_json: \"%s\" must be a number from %g to %g", key, lo, hi);
+    *out = json_number_value(v);
+    return 0;
+}
+
+/* The LLM part of a stored configuration: what was given again wins. */
+static int llm_from_config(Settings *s, json_t *lo, const Settings *given, LlmSaved *llm, EvoErr *err)
+{
+    llm->provider = json_strdup(lo, "provider");
+    llm->url = json_strdup(lo, "url");
+    llm->model = json_strdup(lo, "model");
+    llm->cmd = json_strdup(lo, "cmd");
+    if (given->llm_cmd) {                  /* a command given again replaces the provider */
+        s->llm = NULL;
+        s->llm_url = NULL;
+    } else {
+        s->llm = given->llm ? given->llm : llm->provider;
+        s->llm_url = given->llm_url ? given->llm_url : llm->url;
+        s->llm_cmd = given->llm ? NULL : llm->cmd;
+    }
+    s->llm_model = given->llm_model ? given->llm_model : llm->model;
+    if ((llm->mode = json_strdup(lo, "mode")))
+        s->llm_mode = llm->mode;
+    if (cfg_real(lo, "rate", 0, 1, &s->llm_rate, err) || cfg_int(lo, "concurrency", 1, 64, &s->llm_concurrency, err) ||
+        cfg_int(lo, "max_requests", 0, 1000000, &s->llm_max_requests, err))
+        return -1;
+    return 0;
+}
+
+/* Apply a stored run's configuration to settings not given again. Every
+ * value is checked as the option it stands for would be. Returns 0, or -1
+ * with err. */
+static int settings_from_config(Settings *s, const char *cfg_json, const Settings *given, LlmSaved *llm, EvoErr *err)
+{
+    json_t *o = cfg_json ? json_loads(cfg_json, 0, NULL) : NULL;
     if (!json_is_object(o)) {
         json_decref(o);
-        return;
+        return err_set(err, "runs.config_json: not a JSON object");
     }
+    int seed = -1, rc = -1;
     json_t *v;
-    if (!given->generations_set && (v = json_object_get(o, "generations")))
-        s->generations = (int)json_integer_value(v);
-    if ((v = json_object_get(o, "population")))
-        s->population = (int)json_integer_value(v);
-    if ((v = json_object_get(o, "children")))
-        s->children = (int)json_integer_value(v);
-    if ((v = json_object_get(o, "seed")))
-        s->seed = (uint64_t)json_integer_value(v);
-    if ((v = json_object_get(o, "revert_threshold")))
-        s->revert_threshold = json_real_value(v);
-    if ((v = json_object_get(o, "seeds")))
-        s->seeds = (int)json_integer_value(v);
+    if ((!given->generations_set && cfg_int(o, "generations", 0, 100000, &s->generations, err)) ||
+        cfg_int(o, "population", 1, 10000, &s->population, err) || cfg_int(o, "children", 1, 10000, &s->children, err) ||
+        cfg_int(o, "seed", 0, 2147483647, &seed, err) || cfg_real(o, "revert_threshold", 0, 1, &s->revert_threshold, err) ||
+        cfg_int(o, "seeds", 3, 64, &s->seeds, err) ||
+        (!given->time_limit_set && cfg_real(o, "time_limit_s", 0, 1e9, &s->time_limit_s, err)))
+        goto out;
+    if (seed >= 0)
+        s->seed = (uint64_t)seed;
     s->no_warm_start = json_is_true(json_object_get(o, "no_warm_start"));
     if (!given->sync)
         s->sync = json_is_true(json_object_get(o, "sync"));
-    if (!given->in_flight && (v = json_object_get(o, "in_flight")))
-        s->in_flight = (int)json_integer_value(v);
-    if (!given->time_limit_set && (v = json_object_get(o, "time_limit_s")))
-        s->time_limit_s = json_real_value(v);
+    if (!given->in_flight && cfg_int(o, "in_flight", 1, 100000, &s->in_flight, err))
+        goto out;
     json_t *lo = json_object_get(o, "llm");
-    if (json_is_object(lo)) {
-        s->llm = llm->provider = json_strdup(lo, "provider");
-        s->llm_url = llm->url = json_strdup(lo, "url");
-        s->llm_model = llm->model = json_strdup(lo, "model");
-        s->llm_cmd = llm->cmd = json_strdup(lo, "cmd");
-        if ((llm->mode = json_strdup(lo, "mode")))
-            s->llm_mode = llm->mode;
-        if ((v = json_object_get(lo, "rate")))
-            s->llm_rate = json_number_value(v);
-        if ((v = json_object_get(lo, "concurrency")))
-            s->llm_concurrency = (int)json_integer_value(v);
-        if ((v = json_object_get(lo, "max_requests")))
-            s->llm_max_requests = (int)json_integer_value(v);
-    }
+    if (json_is_object(lo) && llm_from_config(s, lo, given, llm, err))
+        goto out;
     json_t *dims = json_object_get(o, "dims");
     const char *k;
     json_object_foreach(dims, k, v) {
+        if (!json_is_integer(v) || strlen(k) >= sizeof(s->dims[0].name)) {
+            err_set(err, "runs.config_json: dims.%.64s: expected an integer", k);
+            goto out;
+        }
         if (s->ndims < CLI_MAX_DIMS) {
             snprintf(s->dims[s->ndims].name, sizeof(s->dims[0].name), "%s", k);
             s->dims[s->ndims++].value = json_integer_value(v);
         }
     }
+    rc = 0;
+out:
     json_decref(o);
+    return rc;
 }
 
-/* 1 when url points at this machine (127.x.x.x, localhost, [::1]). */
-static int url_is_local(const char *url)
+/* resume and the store's LLM settings: a store is data, so a command it
+ * names is never run, and a URL it names never gets the key, unless it
+ * is given again or --trust-store says the store is the user's own. */
+static int llm_trusted(const Settings *s, const Settings *given, const LlmSaved *saved, int64_t run, EvoErr *err)
 {
-    const char *h = strstr(url, "://");
-    h = h ? h + 3 : url;
-    return strncmp(h, "127.", 4) == 0 || strncmp(h, "localhost", 9) == 0 || strncmp(h, "[::1]", 5) == 0;
+    if (given->trust_store)
+        return 0;
+    if (s->llm_cmd && !given->llm_cmd)
+        return err_set(err, "run %lld used --llm-cmd '%.200s': resume does not run a command read from the store; "
+                       "give --llm-cmd again, or --trust-store if this store is your own", (long long)run, s->llm_cmd);
+    if (s->llm_url && !given->llm_url && saved->url)
+        return err_set(err, "run %lld sent its prompts to --llm-url '%.200s': resume does not send them (or an API key) "
+                       "to a URL read from the store; give --llm-url again, or --trust-store if this store is your own",
+                       (long long)run, s->llm_url);
+    return 0;
 }
 
 /* Open the LLM operator from --llm* (NULL *out when none is asked for).
@@ -182,7 +242,7 @@ static EvoExit open_llm(const Settings *s, LlmOp **out)
     if (s->llm) {
         const char *prov_env = strcmp(s->llm, "anthropic") == 0 ? "ANTHROPIC_API_KEY" : "OPENAI_API_KEY";
         const char *k1 = getenv("EVOENG_API_KEY"), *k2 = getenv(prov_env);
-        if ((!k1 || !*k1) && (!k2 || !*k2) && !(s->llm_url && url_is_local(s->llm_url))) {
+        if ((!k1 || !*k1) && (!k2 || !*k2) && !(s->llm_url && llm_url_is_loopback(s->llm_url))) {
             errorf("--llm %s: no API key: set EVOENG_API_KEY or %s (a loopback --llm-url such as "
                    "http://127.0.0.1:8000/v1 needs none)", s->llm, prov_env);
             return EVO_EXIT_USAGE;
@@ -206,6 +266,7 @@ static EvoExit open_llm(const Settings *s, LlmOp **out)
     c.llm.cmd = s->llm_cmd;
     c.llm.concurrency = s->llm_concurrency;
     c.llm.max_requests = s->llm_max_requests;
+    c.llm.insecure = s->llm_insecure;
     EvoErr err;
     if (llmop_open(out, &c, &err)) {
         errorf("%s: %s", s->llm ? "--llm" : "--llm-cmd", err.msg);
@@ -299,6 +360,14 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         rc = EVO_EXIT_USAGE;
         goto out;
     }
+    /* one process at a time per run: a resumed run's lock is taken before
+     * the GPU starts, so a held run is named at once (a new run's lock comes
+     * with its row, below) */
+    if (resume_id && (store_open(&st, s->db, &err) || store_lock_run(st, resume_id, &err))) {
+        errorf("%s", err.msg);
+        rc = EVO_EXIT_DB;
+        goto out;
+    }
     runctx_set_cache(s);
     GpuEvalOptions go = {.jobs = s->jobs, .verbose = s->verbose, .devices = s->gpus, .ndevices = s->ngpus,
                          .count = s->gpus_count};
@@ -340,8 +409,8 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         dev = gpueval_device(ge);
         nslots = gpueval_slots(ge);
     }
-    /* only now: a run that cannot start leaves no store and no folder */
-    if (store_open(&st, s->db, &err)) {
+    /* only now: a new run that cannot start leaves no store and no folder */
+    if (!st && store_open(&st, s->db, &err)) {
         errorf("%s", err.msg);
         rc = EVO_EXIT_DB;
         goto out;
@@ -487,7 +556,7 @@ static EvoExit resume_common(const Settings *s)
             errorf("%s: no run %s%lld to resume", s->db, s->id ? "" : "(latest) ", (long long)s->id);
         return got < 0 ? EVO_EXIT_DB : EVO_EXIT_FAIL;
     }
-    if (strcmp(r.status, "completed") == 0 && s->generations <= r.generations_done - 1) {
+    if (r.status && strcmp(r.status, "completed") == 0 && s->generations <= r.generations_done - 1) {
         printf("run %lld is already complete (%lld generations); nothing to do\n", (long long)r.id,
                (long long)r.generations_done);
         run_record_free(&r);
@@ -495,7 +564,13 @@ static EvoExit resume_common(const Settings *s)
     }
     Settings copy = *s;
     LlmSaved saved = {0};
-    settings_from_config(&copy, r.config_json, s, &saved);
+    if (settings_from_config(&copy, r.config_json, s, &saved, &err) || llm_trusted(&copy, s, &saved, r.id, &err)) {
+        errorf("%s", err.msg);
+        EvoExit bad = strncmp(err.msg, "runs.", 5) == 0 ? EVO_EXIT_DB : EVO_EXIT_USAGE;
+        llm_saved_free(&saved);
+        run_record_free(&r);
+        return bad;
+    }
     if (!copy.task)
         copy.task = r.task_path;
     char *strategy = xstrdup(r.strategy);
@@ -505,11 +580,7 @@ static EvoExit resume_common(const Settings *s)
     int64_t id = r.id;
     run_record_free(&r);
     EvoExit rc = run_common(&copy, id, strategy);
-    free(saved.provider);
-    free(saved.url);
-    free(saved.model);
-    free(saved.cmd);
-    free(saved.mode);
+    llm_saved_free(&saved);
     free(strategy);
     free(task_path_copy);
     return rc;

@@ -11,7 +11,11 @@
  * curl, services command pipes, and sleeps in curl_multi_poll() with the
  * command pipes as extra descriptors.
  */
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <strings.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -81,6 +85,66 @@ static char *dup_or_null(const char *s)
     return s ? xstrdup(s) : NULL;
 }
 
+/* The scheme and host of url as libcurl reads them (fresh strings, lower
+ * case scheme; host "" when the URL has none), or -1 when it cannot parse
+ * it. */
+static int url_parts(const char *url, char **scheme, char **host)
+{
+    *scheme = *host = NULL;
+    CURLU *h = curl_url();
+    char *sc = NULL, *ho = NULL;
+    int rc = -1;
+    if (h && curl_url_set(h, CURLUPART_URL, url, 0) == CURLUE_OK &&
+        curl_url_get(h, CURLUPART_SCHEME, &sc, 0) == CURLUE_OK) {
+        curl_url_get(h, CURLUPART_HOST, &ho, 0);
+        *scheme = xstrdup(sc);
+        *host = xstrdup(ho ? ho : "");
+        for (char *p = *scheme; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+        rc = 0;
+    }
+    curl_free(sc);
+    curl_free(ho);
+    curl_url_cleanup(h);
+    return rc;
+}
+
+int llm_url_is_loopback(const char *url)
+{
+    char *scheme, *host;
+    if (!url || url_parts(url, &scheme, &host) < 0)
+        return 0;
+    struct in_addr a4;
+    struct in6_addr a6;
+    size_t n = strlen(host);
+    int local = strcasecmp(host, "localhost") == 0 || strcasecmp(host, "localhost.") == 0 ||
+                (inet_pton(AF_INET, host, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127);
+    if (!local && n > 2 && host[0] == '[' && host[n - 1] == ']') {
+        host[n - 1] = '\0';
+        local = inet_pton(AF_INET6, host + 1, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+    }
+    free(scheme);
+    free(host);
+    return local;
+}
+
+/* Only http and https; http only to loopback unless insecure. */
+static int url_allowed(const char *url, int insecure, EvoErr *err)
+{
+    char *scheme, *host;
+    if (url_parts(url, &scheme, &host) < 0)
+        return err_set(err, "--llm-url '%s': not a URL libcurl can read", url);
+    int rc = 0;
+    if (strcmp(scheme, "https") != 0 && strcmp(scheme, "http") != 0)
+        rc = err_set(err, "--llm-url '%s': only http:// and https:// are spoken (not %s://)", url, scheme);
+    else if (strcmp(scheme, "http") == 0 && !insecure && !llm_url_is_loopback(url))
+        rc = err_set(err, "--llm-url '%s': http:// would send the API key and the prompts in clear to %s; use "
+                     "https://, a loopback address (127.0.0.1, [::1], localhost), or --llm-insecure", url, host);
+    free(scheme);
+    free(host);
+    return rc;
+}
+
 int llm_open(Llm **out, const LlmConfig *cfg, EvoErr *err)
 {
     static int curl_ready;
@@ -110,6 +174,8 @@ int llm_open(Llm **out, const LlmConfig *cfg, EvoErr *err)
             goto fail;
         }
         l->url = l->prov->endpoint(cfg->url ? cfg->url : l->prov->default_url);
+        if (url_allowed(l->url, cfg->insecure, err) < 0)
+            goto fail;
         const char *key = getenv("EVOENG_API_KEY");
         if (!key || !*key)
             key = getenv(l->prov->key_env);
@@ -351,6 +417,7 @@ static void attempt_start(Llm *l, Job *j)
     j->errbuf[0] = 0;
     j->cap = l->cfg.max_reply_bytes;
     curl_easy_setopt(e, CURLOPT_URL, l->url);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, l->headers);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, j->body);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(j->body));

@@ -66,6 +66,7 @@ typedef struct LlmConfig {
     size_t rationale_max;         /* rationale bound in bytes (default 2000) */
     int    max_tokens;            /* output tokens asked for (default 8192) */
     double temperature;           /* < 0: the provider's default (default -1) */
+    int    insecure;              /* 1: allow http:// to a host not on loopback (--llm-insecure) */
 } LlmConfig;
 
 typedef struct LlmRequest {
@@ -103,14 +104,20 @@ typedef struct LlmResult {
 /* Fill *c with the defaults listed above (all pointers NULL). */
 void llm_config_defaults(LlmConfig *c);
 
+/* 1 when url's host (as libcurl reads it) is a loopback address:
+ * 127.x.y.z, ::1 or localhost. */
+int llm_url_is_loopback(const char *url);
+
 /* Create a client. cfg is copied. The URL, if given, is used as it is
  * when it ends with the provider's endpoint path ("/chat/completions",
  * "/messages"); otherwise it is a base URL: openai appends
  * "/chat/completions" (give "http://host:8000/v1"), anthropic appends
  * "/messages" after "/v1" or else "/v1/messages". Reads the API key from
  * the environment (none: no auth header is sent, fine for local servers).
+ * Only http:// and https:// are spoken, and http:// (the key and the
+ * prompts in clear) only to a loopback host unless cfg->insecure.
  * Returns 0, or -1 with err (unknown provider, listing the known ones; no
- * model; curl init). */
+ * model; a refused URL; curl init). */
 int llm_open(Llm **out, const LlmConfig *cfg, EvoErr *err);
 
 /* Cancel what is in flight (commands are killed), free everything,

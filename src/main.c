@@ -12,6 +12,7 @@
 #include "cli/out.h"
 #include "commands.h"
 #include "compile/cserver.h"
+#include "confine.h"
 #include "msg.h"
 #include "worker.h"
 
@@ -60,6 +61,12 @@ int main(int argc, char **argv)
         goto out;
     }
     msg_verbosity = s.quiet ? 0 : s.verbose ? 2 : 1;
+    for (int i = 0; i < s.nallow; i++)   /* before any task is loaded: confine.h */
+        if (confine_allow_dir(s.allow_paths[i], &err) != 0) {
+            errorf("%s", err.msg);
+            rc = EVO_EXIT_USAGE;
+            goto out;
+        }
     if (s.help) {
         cli_usage(stdout, s.cmd);
     } else if (s.version) {

@@ -8,10 +8,9 @@
  *
  * Thread safety: NVRTC is safe for distinct programs, so nvrtc_compile()
  * runs concurrently. The cache directory name is guarded by a mutex and
- * copied per call; cache writes are serialized by a second mutex because
- * util.h's file_write() names its temp file after the pid only, which two
- * threads of one process would share. Across processes the pid differs and
- * rename() keeps each file whole.
+ * copied per call; each cache file is written whole (util.h's file_write:
+ * a fresh temporary file, then rename), the cubin before the json that
+ * commits the entry, by any thread or process.
  */
 #include "nvrtc.h"
 
@@ -26,6 +25,7 @@
 
 #include "compile/clog.h"
 #include "compile/kfile.h"
+#include "confine.h"
 #include "config.h"
 #include "msg.h"
 #include "pool.h"
@@ -49,7 +49,6 @@ static atomic_llong    g_cpu_us, g_wall_us;        /* in nvrtcCompileProgram, su
 static atomic_llong    g_remote_cpu_us;            /* of which in helper processes (nvrtc_stats_account) */
 static pthread_mutex_t g_dir_lock = PTHREAD_MUTEX_INITIALIZER;
 static char           *g_cache_dir;                /* guarded by g_dir_lock */
-static pthread_mutex_t g_write_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A list of owned option strings. */
 typedef struct OptList {
@@ -173,9 +172,11 @@ static int build_options(const CompileRequest *req, OptList *o, EvoErr *err)
                        req->arch ? req->arch : "(null)");
     if (req->noptions < 0 || (req->noptions > 0 && !req->options))
         return err_set(err, "nvrtc_compile: noptions %d without options", req->noptions);
-    for (int i = 0; i < req->noptions; i++)
-        if (!req->options[i] || !req->options[i][0])
-            return err_set(err, "nvrtc_compile: option %d is empty", i);
+    for (int i = 0; i < req->noptions; i++) {   /* the spec's allow-list, again (confine.h) */
+        EvoErr e;
+        if (confine_check_option(req->options[i], &e) < 0)
+            return err_set(err, "nvrtc_compile: option %d: %s", i, e.msg);
+    }
 
     opts_add(o, xasprintf("--gpu-architecture=%s", req->arch));
     if (!has_std_option(req))
@@ -558,12 +559,10 @@ static int cache_store(const char *dir, const CompileRequest *req, const Compile
         goto done;
     }
 
-    pthread_mutex_lock(&g_write_lock);
     if (file_mkdirs(dir, err) == 0 &&
         (!res->ok || file_write(cpath, res->cubin, res->cubin_len, err) == 0) &&
         file_write(jpath, text, strlen(text), err) == 0)
         rc = 0;
-    pthread_mutex_unlock(&g_write_lock);
 
 done:
     json_decref(root);
@@ -606,8 +605,10 @@ static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult 
     int nh = kfile_headers(&hnames, &htexts);
     char *device_src = kfile_device_source(req->source, NULL);
     const char *call = "nvrtcCreateProgram";
-    nvrtcResult r = nvrtcCreateProgram(&prog, device_src, req->name ? req->name : DEFAULT_NAME,
-                                       nh, (const char **)htexts, (const char **)hnames);
+    /* a directory that cannot exist: no relative #include reaches a file (confine.h) */
+    char *pname = confine_program_name(req->name ? req->name : DEFAULT_NAME);
+    nvrtcResult r = nvrtcCreateProgram(&prog, device_src, pname, nh, (const char **)htexts, (const char **)hnames);
+    free(pname);
     free(device_src);
     if (r != NVRTC_SUCCESS)
         goto fail;
@@ -630,10 +631,10 @@ static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult 
         char *log = xcalloc(1, loglen + 1);
         if (nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS) {
             free(res->log);
-            res->log = log;
-        } else {
-            free(log);
+            /* the plain name; no other file's text kept or sent on (confine.h) */
+            res->log = confine_filter_log(log, req->name ? req->name : DEFAULT_NAME);
         }
+        free(log);
     }
     if (r != NVRTC_SUCCESS)
         goto fail;
@@ -722,6 +723,14 @@ int nvrtc_compile(const CompileRequest *req, CompileResult *res, EvoErr *err)
     for (int i = 0; i < res->nnames; i++)
         res->name_exprs[i] = xstrdup(req->name_exprs[i]);
 
+    /* #include lines checked before NVRTC or the cache (confine.h): a refusal is a compile error, not cached */
+    if (confine_scan_includes(req->source, req->name ? req->name : DEFAULT_NAME, err) < 0) {
+        snprintf(res->error, sizeof(res->error), "%.*s", (int)sizeof(res->error) - 1, err->msg);
+        free(res->log);
+        res->log = xasprintf("evoeng: %s\n", err->msg);
+        rc = 0;
+        goto done;
+    }
     dir = cache_dir_get();
     if (dir && cache_load(dir, res)) {
         res->cache_hit = 1;

@@ -138,7 +138,8 @@ void prep_free(Prepared *p);
 
 /* Compile the task's reference for every shape. Returns 0, or -1 with err
  * (a reference that does not compile is the task's fault: the message
- * includes the head of the NVRTC log). */
+ * includes the head of the NVRTC log). *out is filled either way: release
+ * it with prep_ref_free. */
 int prep_reference(const Task *t, const DeviceInfo *dev, PrepRef *out, int jobs, EvoErr *err);
 void prep_ref_free(PrepRef *r);
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -182,49 +183,164 @@ void sb_free(StrBuf *sb)
     sb->len = sb->cap = 0;
 }
 
+char *str_replace_all(const char *s, const char *from, const char *to)
+{
+    StrBuf sb = {0};
+    size_t n = strlen(from);
+    const char *p;
+    if (n == 0)
+        return xstrdup(s);
+    while ((p = strstr(s, from))) {
+        sb_appendn(&sb, s, (size_t)(p - s));
+        sb_append(&sb, to);
+        s = p + n;
+    }
+    sb_append(&sb, s);
+    return sb_take(&sb);
+}
+
 /* ---- files ----------------------------------------------------------- */
 
-int file_read(const char *path, char **out, size_t *len, EvoErr *err)
+int file_read_max(const char *path, size_t max, char **out, size_t *len, EvoErr *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: opening a FIFO with no writer must not hang; only a
+     * regular file is read (a device such as /dev/zero never ends) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
         return err_set(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return err_set(err, "%s: not a regular file: evoeng reads only regular files", path);
+    }
+    if ((uint64_t)st.st_size > max) {
+        close(fd);
+        return err_set(err, "%s: too large (%lld bytes; the limit is %zu MiB)", path, (long long)st.st_size,
+                       max >> 20);
+    }
     StrBuf sb = {0};
     char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-        sb_appendn(&sb, buf, n);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        sb_free(&sb);
-        return err_set(err, "%s: read error", path);
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            sb_free(&sb);
+            return err_set(err, "%s: read error: %s", path, strerror(e));
+        }
+        if (n == 0)
+            break;
+        if (sb.len + (size_t)n > max) {   /* it grew while being read */
+            close(fd);
+            sb_free(&sb);
+            return err_set(err, "%s: too large (over the limit of %zu MiB)", path, max >> 20);
+        }
+        sb_appendn(&sb, buf, (size_t)n);
     }
+    close(fd);
     if (len)
         *len = sb.len;
     *out = sb_take(&sb);
     return 0;
 }
 
-int file_write(const char *path, const void *data, size_t len, EvoErr *err)
+int file_read(const char *path, char **out, size_t *len, EvoErr *err)
 {
-    char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        err_set(err, "%s: cannot create: %s", tmp, strerror(errno));
-        free(tmp);
-        return -1;
+    return file_read_max(path, FILE_READ_MAX, out, len, err);
+}
+
+/* Refuse to replace what is at path unless it is absent or a regular file
+ * (a symbolic link only with FILE_WRITE_FORCE: the link is replaced, never
+ * what it points to). */
+static int target_ok(const char *path, int flags, EvoErr *err)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : err_set(err, "%s: cannot write: %s", path, strerror(errno));
+    if (S_ISREG(st.st_mode))
+        return 0;
+    if (S_ISLNK(st.st_mode))
+        return flags & FILE_WRITE_FORCE ? 0
+               : err_set(err, "%s: a symbolic link: not replacing it (give --force to replace the link itself; "
+                         "what it points to is never written)", path);
+    const char *what = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+    return err_set(err, "%s: %s: not replacing it (evoeng writes only regular files)", path, what);
+}
+
+/* Create a fresh temporary file beside path (O_EXCL, an unpredictable
+ * name); *tmp gets its name. Returns the descriptor or -1 (errno). */
+static int temp_beside(const char *path, char **tmp)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+            r = rng_mix((uint64_t)time_now_ms() * 1000003u, (uint64_t)getpid() * 7919u + (uint64_t)tries);
+        *tmp = xasprintf("%s.tmp.%016llx", path, (unsigned long long)r);
+        int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd >= 0)
+            return fd;
+        int e = errno;
+        free(*tmp);
+        *tmp = NULL;
+        if (e != EEXIST) {
+            errno = e;
+            return -1;
+        }
     }
-    int ok = fwrite(data, 1, len, f) == len;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0) {
-        err_set(err, "%s: write failed: %s", path, strerror(errno));
+    errno = EEXIST;
+    return -1;
+}
+
+int file_write_flags(const char *path, const void *data, size_t len, int flags, EvoErr *err)
+{
+    if (target_ok(path, flags, err) < 0)
+        return -1;
+    char *tmp = NULL;
+    int fd = temp_beside(path, &tmp);
+    if (fd < 0)
+        return err_set(err, "%s: cannot create: %s", path, strerror(errno));
+    const char *p = data;
+    size_t left = len;
+    int e = 0;
+    while (left > 0 && !e) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            e = n < 0 ? errno : EIO;
+        else {
+            p += n;
+            left -= (size_t)n;
+        }
+    }
+    if (!e && fsync(fd) != 0 && errno != EINVAL)
+        e = errno;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) != 0)
+        e = errno;
+    if (e) {
         unlink(tmp);
         free(tmp);
-        return -1;
+        return err_set(err, "%s: write failed: %s (the file there, if any, is unchanged)", path, strerror(e));
     }
     free(tmp);
+    char *dir = path_dirname(path);   /* the rename itself reaches the disk */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+    free(dir);
     return 0;
+}
+
+int file_write(const char *path, const void *data, size_t len, EvoErr *err)
+{
+    return file_write_flags(path, data, len, 0, err);
 }
 
 int file_mkdirs(const char *path, EvoErr *err)

@@ -68,14 +68,36 @@ void  sb_putc(StrBuf *sb, char c);
 void  sb_clear(StrBuf *sb);
 char *sb_take(StrBuf *sb);   /* returns the string ("" if empty), resets sb */
 void  sb_free(StrBuf *sb);
+/* s with every occurrence of from (not empty) replaced by to. Fresh string. */
+char *str_replace_all(const char *s, const char *from, const char *to);
 
 /* ---- files ----------------------------------------------------------- */
 
-/* Read a whole file into a NUL-terminated heap buffer. *len (optional)
- * gets the size. Returns 0, or -1 with err naming the path and errno. */
+/* The most file_read() reads: a spec, a kernel file, a template part, a
+ * prompt, a cache entry (README.md, "Trust model"). */
+#define FILE_READ_MAX ((size_t)16 << 20)
+
+/* Read a whole regular file of at most FILE_READ_MAX bytes into a
+ * NUL-terminated heap buffer. *len (optional) gets the size. Returns 0,
+ * or -1 with err naming the path and why: it cannot be opened, it is not
+ * a regular file (a device, a FIFO, a directory: refused without reading
+ * or blocking), it is too large. file_read_max: with another limit. */
 int file_read(const char *path, char **out, size_t *len, EvoErr *err);
-/* Write a whole file atomically (temp file + rename). */
+int file_read_max(const char *path, size_t max, char **out, size_t *len, EvoErr *err);
+
+/* file_write_flags: also replace a symbolic link at the target (the link
+ * itself; never what it points to). */
+#define FILE_WRITE_FORCE 1
+
+/* Write a whole file safely: into a fresh temporary file beside path
+ * (O_EXCL, an unpredictable name), every write checked, fsync, then
+ * rename over path. Refuses, writing nothing, to replace a directory, a
+ * device, a FIFO or a socket, and a symbolic link unless
+ * FILE_WRITE_FORCE. On any failure (a full disk, a missing directory)
+ * the temporary file is removed and whatever was at path is unchanged.
+ * Returns 0, or -1 with err naming path (never the temporary file). */
 int file_write(const char *path, const void *data, size_t len, EvoErr *err);
+int file_write_flags(const char *path, const void *data, size_t len, int flags, EvoErr *err);
 /* Create a directory and its parents (like mkdir -p). */
 int file_mkdirs(const char *path, EvoErr *err);
 /* Directory part of path ("." if none), as a fresh string. */

@@ -21,10 +21,22 @@ grep_out out "CUDA driver: not found" "--version says the driver is missing"
 # Read-only commands never create a store (issue 14): a missing one exits 4.
 expect 4 "status on a missing store" -- "$EVOENG" status --db "$tmp/x.db"
 if [ -e "$tmp/x.db" ]; then echo "FAIL status created the store"; fails=$((fails + 1)); else echo "ok   status created no store"; pass=$((pass + 1)); fi
-: >"$tmp/x.db"   # an empty file: read-only commands give it the schema and find no runs
-expect 0 "status on an empty store" -- "$EVOENG" status --db "$tmp/x.db"
+# An empty file is no store: refused, and left as it was (issue 35).
+: >"$tmp/empty.db"
+expect 4 "status on an empty file" -- "$EVOENG" status --db "$tmp/empty.db"
+grep_out err "an empty file, not a population store" "status says the file is empty"
+if [ -s "$tmp/empty.db" ] || [ -e "$tmp/empty.db-wal" ] || [ -e "$tmp/empty.db-shm" ]; then
+    echo "FAIL status wrote to the empty file"; fails=$((fails + 1)); else echo "ok   the empty file is unchanged"; pass=$((pass + 1)); fi
+# A store of schema version 0 (evoeng's application_id, no table): read
+# through a copy migrated in memory, the file itself unchanged.
+PY=${PYTHON3:-python3}
+"$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("PRAGMA application_id = 1163284293"); c.commit()' "$tmp/x.db"
+cp "$tmp/x.db" "$tmp/x.orig"
+expect 0 "status on an empty store of an older schema" -- "$EVOENG" status --db "$tmp/x.db"
 grep_out out "no runs yet" "status says there are no runs"
 expect 0 "top on an empty store" -- "$EVOENG" top --db "$tmp/x.db"
+if cmp -s "$tmp/x.db" "$tmp/x.orig" && [ ! -e "$tmp/x.db-wal" ]; then echo "ok   reading an older store leaves it unchanged"; pass=$((pass + 1));
+else echo "FAIL reading an older store changed it"; fails=$((fails + 1)); fi
 expect 1 "show of a missing candidate" -- "$EVOENG" show 3 --db "$tmp/x.db"
 grep_out err "no candidate 3" "show names the missing candidate"
 expect 2 "unknown option" -- "$EVOENG" status --frobnicate
@@ -72,14 +84,11 @@ expect 2 "bench --shared 2 is a usage error" -- "$EVOENG" bench --shared 2
 # export from a store recorded on an H200 (tests/data/h200_wgmma_run.sql: a
 # 60 s run at the seed shape, trimmed to the lineage of its best, a WGMMA
 # kernel compiled for sm_90a), then compare_sdpa.py's dry run of the JSON.
-PY=${PYTHON3:-python3}
-: >"$tmp/h200.db"
-expect 0 "a new store gets evoeng's schema" -- "$EVOENG" status --db "$tmp/h200.db"
-if "$PY" - "$EVO_SOURCE_ROOT/tests/data/h200_wgmma_run.sql" "$tmp/h200.db" <<'PYEOF'
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[2])
-c.executescript(open(sys.argv[1]).read())
-c.commit()
+if "$PY" - "$EVO_SOURCE_ROOT" "$tmp/h200.db" <<'PYEOF'
+import os, sys
+sys.path.insert(0, os.path.join(sys.argv[1], "tests"))
+import report_store
+report_store.h200_store(sys.argv[1], sys.argv[2]).close()
 PYEOF
 then
     expect 0 "export the best of a stored WGMMA run" -- "$EVOENG" export --best --db "$tmp/h200.db"

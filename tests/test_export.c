@@ -278,11 +278,11 @@ static void test_harness_without_task(void)
 /* ---- harnesses of shipped configurations --------------------------------- */
 
 /* The harness of task_file with params on its benchmark shape (dims
- * overridden by "K=V" pairs), for arch's NVRTC target, copied into target
- * (the device profile is a local: a pointer into it would dangle); NULL on
- * failure. */
+ * overridden by "K=V" pairs), for arch's NVRTC target (copied into
+ * target[32]: the device profile it comes from lives on this frame);
+ * NULL on failure. */
 static char *harness_of(const char *task_file, const char *params, const char *const *dims, int ndims,
-                        const char *arch, const char *file, char target[16], EvoErr *err)
+                        const char *arch, const char *file, char *target, EvoErr *err)
 {
     Task *t = NULL;
     Plan p;
@@ -300,7 +300,7 @@ static char *harness_of(const char *task_file, const char *params, const char *c
     int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(*vals));
     if (task_params_parse(t, params, vals, err) == 0 && task_resolve(t, vals, 0, &dev, &p, err) == 0 &&
         task_render(t, vals, 0, 0, &src, err) == 0 && task_render(t, NULL, 0, 1, &ref, err) == 0) {
-        snprintf(target, 16, "%s", device_nvrtc_target(&dev, task_arch_specific(t)));
+        snprintf(target, 32, "%s", device_nvrtc_target(&dev, task_arch_specific(t)));
         flags = export_nvcc_flags(target, NULL);
         HarnessSpec h = {.header = "// test harness\n", .source = src, .ref_source = ref, .plan = &p,
                          .nvcc_flags = flags, .file = file, .recorded_us = NAN};
@@ -338,7 +338,7 @@ static void check_harness(const char *text, const char *file, const char *target
 static void test_shipped_harnesses(void)
 {
     EvoErr err = {{0}};
-    char target[16] = "";
+    char target[32] = "";
     /* the warp-specialised path: TMA tensor maps, sm_90a */
     const char *ws_dims[] = {"B=4", "H=8", "S=512", "D=64", "CAUSAL=0"};
     char *h = harness_of("templates/attention/task.json", "WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2", ws_dims, 5,

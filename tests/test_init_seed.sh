@@ -55,8 +55,10 @@ grep_out err "task.json: reference.source: unfinished: .*(1 TODO in all)" "check
 
 # The edits: 1. the reference (the attention task's naive kernel, [B, H, S,
 # D] fp16 like this one); 2 and 3. the benchmark shape's B and H, which the
-# file does not say (init guessed 8).
-python3 - task.json "$ROOT/templates/attention/reference.cu" <<'PY' || fail "editing the spec"
+# file does not say (init guessed 8). A task reads only its own folder, so
+# the reference is copied next to it, as a user would.
+cp "$ROOT/templates/attention/reference.cu" reference.cu || fail "copying the reference"
+python3 - task.json reference.cu <<'PY' || fail "editing the spec"
 import json, sys
 path, ref = sys.argv[1], sys.argv[2]
 t = json.load(open(path))

@@ -15,6 +15,13 @@ set -u
 T=$1
 command -v mpirun >/dev/null 2>&1 || { echo "SKIP: mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)"; exit 77; }
 "$T" mpi /dev/null 2>/dev/null; [ $? -eq 77 ] && { echo "SKIP: evoeng was built without MPI (-Dmpi=disabled or no libopenmpi-dev)"; exit 77; }
+# Under ASan (.ci/run's sanitizer pass): Open MPI's plugins keep memory to
+# the end and are unloaded before LeakSanitizer reports it, so the leaks
+# show as frames of an unknown module that no suppression can name, and
+# turn an exit code 2 into 1. Leak detection is off for what mpirun
+# starts; every other check of ASan and UBSan stays on.
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+export ASAN_OPTIONS
 dir=$(mktemp -d /tmp/evo_test_mpi_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 # --mca orte_enable_recovery 1: mpirun keeps rank 0 alive when an agent dies

@@ -403,6 +403,57 @@ static void test_open_errors(void)
     CHECK_STR(llm_status_name(LLM_CMD_FAILED), "cmd_failed");
 }
 
+/* Issue 35: the key never goes in clear. http:// only to a loopback host
+ * (as libcurl reads the host), unless insecure; nothing but http(s). */
+static void test_url_rules(void)
+{
+    static const struct {
+        const char *url;
+        int ok, ok_insecure;
+    } cases[] = {
+        {"https://api.openai.com/v1", 1, 1},
+        {"http://127.0.0.1:8000/v1", 1, 1},
+        {"http://127.9.9.9/v1", 1, 1},
+        {"http://localhost:8000/v1", 1, 1},
+        {"http://[::1]:8000/v1", 1, 1},
+        {"HTTP://127.0.0.1/v1", 1, 1},
+        {"http://api.example.com/v1", 0, 1},
+        {"http://127.0.0.1.evil.example/v1", 0, 1},
+        {"http://127.0.0.1@evil.example/v1", 0, 1},
+        {"http://10.0.0.5:8000/v1", 0, 1},
+        {"http://[::ffff:10.0.0.5]/v1", 0, 1},
+        {"file:///etc/passwd", 0, 0},
+        {"ftp://127.0.0.1/x", 0, 0},
+        {"gopher://127.0.0.1/x", 0, 0},
+        {"not a url", 0, 0},
+    };
+    for (size_t i = 0; i < EVO_ARRAY_LEN(cases); i++) {
+        for (int insecure = 0; insecure < 2; insecure++) {
+            LlmConfig c;
+            Llm *l = NULL;
+            EvoErr err = {{0}};
+            llm_config_defaults(&c);
+            c.model = "m";
+            c.url = cases[i].url;
+            c.insecure = insecure;
+            int want = insecure ? cases[i].ok_insecure : cases[i].ok;
+            int got = llm_open(&l, &c, &err) == 0;
+            CHECK_MSG(got == want, "%s (insecure %d): %s", cases[i].url, insecure, got ? "opened" : err.msg);
+            llm_close(&l);
+        }
+    }
+    LlmConfig c;
+    Llm *l = NULL;
+    EvoErr err = {{0}};
+    llm_config_defaults(&c);
+    c.model = "m";
+    c.url = "http://api.example.com/v1";
+    CHECK(llm_open(&l, &c, &err) == -1);
+    CHECK_CONTAINS(err.msg, "in clear to api.example.com");
+    CHECK_CONTAINS(err.msg, "--llm-insecure");
+    CHECK(llm_url_is_loopback("http://127.0.0.1:1/v1") && !llm_url_is_loopback("http://127.0.0.1.nip.io/v1"));
+}
+
 int main(void)
 {
     /* Everything the client logs goes to stderr: capture it to check that
@@ -423,6 +474,7 @@ int main(void)
         unsetenv(proxies[i]);
 
     RUN(test_open_errors);
+    RUN(test_url_rules);
     RUN(test_ok_openai);
     RUN(test_ok_anthropic);
     RUN(test_request_body);

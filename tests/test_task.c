@@ -452,6 +452,56 @@ static void test_load_text(void)
     free(path);
 }
 
+/* good_task.json with one more param BIG of n values (0, 1, ..., with
+ * value dup_at repeated at the end when dup_at >= 0). Fresh string. */
+static char *big_param_spec(const char *text, int n, int dup_at)
+{
+    const char *p = strstr(text, "\"params\"");
+    const char *brace = p ? strchr(p, '{') : NULL;
+    if (!brace)
+        return xstrdup(text);
+    StrBuf sb = {0};
+    sb_appendn(&sb, text, (size_t)(brace - text) + 1);
+    sb_append(&sb, "\"BIG\": {\"default\": 0, \"values\": [0");
+    for (int i = 1; i < n; i++)
+        sb_printf(&sb, ",%d", i);
+    if (dup_at >= 0)
+        sb_printf(&sb, ",%d", dup_at);
+    sb_append(&sb, "]},");
+    sb_append(&sb, brace + 1);
+    return sb_take(&sb);
+}
+
+/* A param of a million values (issue 35): its duplicate check sorts, so
+ * the spec loads in about a second where a quadratic check never ended;
+ * a repeat is still found and named at its place. */
+static void test_many_values(void)
+{
+    char *path = data_path("good_task.json"), *text = NULL;
+    EvoErr err;
+    Task *t = NULL;
+    CHECK(file_read(path, &text, NULL, &err) == 0);
+    char *big = big_param_spec(text, 999999, -1);
+    double t0 = time_now_ms();
+    CHECK_MSG(task_load_text(big, strlen(big), path, &t, &err) == 0, "%s", err.msg);
+    double ms = time_now_ms() - t0;
+    printf("     1e6 values loaded in %.0f ms\n", ms);
+    CHECK_MSG(ms < 20000, "%.0f ms", ms);
+    CHECK(t && task_param_nvalues(t, task_param_index(t, "BIG")) == 999999);
+    task_free(&t);
+    free(big);
+    big = big_param_spec(text, 999999, 123456);
+    CHECK(task_load_text(big, strlen(big), path, &t, &err) < 0);
+    CHECK_CONTAINS(err.msg, "params.BIG.values[999999]: duplicate value 123456");
+    free(big);
+    big = big_param_spec(text, 1000001, -1);     /* past the bound */
+    CHECK(task_load_text(big, strlen(big), path, &t, &err) < 0);
+    CHECK_CONTAINS(err.msg, "params.BIG.values: 1000001 entries; a spec may hold at most 1000000 here");
+    free(big);
+    free(text);
+    free(path);
+}
+
 static void test_missing_file(void)
 {
     Task *t = NULL;
@@ -605,6 +655,7 @@ int main(void)
     RUN(test_load_text);
     RUN(test_tmap);
     RUN(test_missing_file);
+    RUN(test_many_values);
     RUN(test_targets);
     RUN(test_shipped_tasks);
     return test_report();

@@ -1,8 +1,13 @@
 /* Unit tests for util: strings, SHA-256, strict number parsing, paths. */
 #include "testhelp.h"
+#include "testdata.h"
 #include "util.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void test_sha256(void)
@@ -93,6 +98,126 @@ static void test_err(void)
     CHECK(err_set(NULL, "ignored") == -1);
 }
 
+/* ---- files (issue 35) ---------------------------------------------------- */
+
+static char *scratch(void)
+{
+    char tmpl[] = "/tmp/evo_test_util_XXXXXX";
+    return xstrdup(mkdtemp(tmpl) ? tmpl : "/tmp");
+}
+
+static char *slurp(const char *path)
+{
+    char *t = NULL;
+    EvoErr e;
+    return file_read(path, &t, NULL, &e) == 0 ? t : xstrdup("(unreadable)");
+}
+
+/* Regular files only, bounded: a device or a FIFO is refused at once
+ * (never read to the end, never waited on). */
+static void test_file_read_bounds(void)
+{
+    char *d = scratch(), *t = NULL;
+    EvoErr e;
+    CHECK(file_read("/dev/zero", &t, NULL, &e) < 0);
+    CHECK_CONTAINS(e.msg, "/dev/zero: not a regular file");
+    char *fifo = xasprintf("%s/fifo", d);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    double t0 = time_now_ms();
+    CHECK(file_read(fifo, &t, NULL, &e) < 0);
+    CHECK_CONTAINS(e.msg, "not a regular file");
+    CHECK(time_now_ms() - t0 < 2000);
+    CHECK(file_read(d, &t, NULL, &e) < 0);
+    char *big = xasprintf("%s/big", d);
+    FILE *f = fopen(big, "w");
+    CHECK(f && ftruncate(fileno(f), (off_t)FILE_READ_MAX + 1) == 0);
+    if (f)
+        fclose(f);
+    CHECK(file_read(big, &t, NULL, &e) < 0);
+    CHECK_CONTAINS(e.msg, "too large");
+    size_t len = 0;
+    CHECK(file_read_max(big, (size_t)FILE_READ_MAX + 1, &t, &len, &e) == 0 && len == (size_t)FILE_READ_MAX + 1);
+    free(t);
+    CHECK(test_rmtree(d) == 0);
+    free(big);
+    free(fifo);
+    free(d);
+}
+
+/* Nothing but a regular file is replaced; a symlink only with the force
+ * flag (the link, never its target); a symlink planted at the old
+ * temporary name (PATH.tmp.PID) is never followed; a failed write (the
+ * file size limit standing in for a full disk) leaves the old file whole,
+ * names the path asked for and leaves no temporary file. */
+static void test_file_write_safety(void)
+{
+    char *d = scratch();
+    EvoErr e;
+    char *out = xasprintf("%s/out.txt", d), *target = xasprintf("%s/target", d), *lnk = xasprintf("%s/link", d);
+    CHECK(file_write(out, "one", 3, &e) == 0);
+    CHECK(file_write(out, "two", 3, &e) == 0);
+    char *t = slurp(out);
+    CHECK_STR(t, "two");
+    free(t);
+    CHECK(file_write(target, "OLD", 3, &e) == 0);
+    CHECK(symlink(target, lnk) == 0);
+    CHECK(file_write(lnk, "NEW", 3, &e) < 0);
+    CHECK_CONTAINS(e.msg, "a symbolic link: not replacing it");
+    CHECK(file_write_flags(lnk, "NEW", 3, FILE_WRITE_FORCE, &e) == 0);
+    struct stat st;
+    CHECK(lstat(lnk, &st) == 0 && S_ISREG(st.st_mode));
+    t = slurp(target);
+    CHECK_STR(t, "OLD");
+    free(t);
+    char *fifo = xasprintf("%s/fifo", d);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    CHECK(file_write(fifo, "x", 1, &e) < 0);
+    CHECK_CONTAINS(e.msg, "a FIFO: not replacing it");
+    CHECK(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+    CHECK(file_write(d, "x", 1, &e) < 0);
+    CHECK_CONTAINS(e.msg, "a directory");
+    CHECK(file_write("/no/such/dir/x.html", "x", 1, &e) < 0);
+    CHECK_CONTAINS(e.msg, "/no/such/dir/x.html: cannot create");
+    CHECK(strstr(e.msg, ".tmp.") == NULL);
+    /* symlinks where the old code put its temporary file */
+    char *victim = xasprintf("%s/victim", d), *planted = xasprintf("%s.tmp.%ld", out, (long)getpid());
+    CHECK(file_write(victim, "VICTIM", 6, &e) == 0);
+    CHECK(symlink(victim, planted) == 0);
+    CHECK(file_write(out, "three", 5, &e) == 0);
+    t = slurp(victim);
+    CHECK_STR(t, "VICTIM");
+    free(t);
+    unlink(planted);
+    /* a write that fails: in a child under RLIMIT_FSIZE (SIGXFSZ ignored) */
+    char big[65536];
+    memset(big, 'b', sizeof(big));
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {8192, 8192};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        EvoErr ce;
+        int rc = file_write(out, big, sizeof(big), &ce);
+        _exit(rc < 0 && strstr(ce.msg, "write failed") && strstr(ce.msg, "out.txt:") && !strstr(ce.msg, ".tmp.") ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    t = slurp(out);
+    CHECK_STR(t, "three");
+    free(t);
+    char *cmd = xasprintf("ls '%s' | grep -c '\\.tmp\\.' >/dev/null", d);
+    CHECK(system(cmd) != 0);   /* no temporary file left behind */
+    free(cmd);
+    CHECK(test_rmtree(d) == 0);
+    free(victim);
+    free(planted);
+    free(fifo);
+    free(out);
+    free(target);
+    free(lnk);
+    free(d);
+}
+
 int main(void)
 {
     RUN(test_sha256);
@@ -100,5 +225,7 @@ int main(void)
     RUN(test_parse);
     RUN(test_paths);
     RUN(test_err);
+    RUN(test_file_read_bounds);
+    RUN(test_file_write_safety);
     return test_report();
 }

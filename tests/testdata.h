@@ -33,4 +33,13 @@ static inline char *test_data_load(const char *dir, const char *name)
     return text;
 }
 
+/* rm -rf dir (a test's scratch directory); 0 on success. */
+static inline int test_rmtree(const char *dir)
+{
+    char *cmd = xasprintf("rm -rf '%s'", dir);
+    int rc = system(cmd);
+    free(cmd);
+    return rc;
+}
+
 #endif

@@ -15,6 +15,19 @@
 #include <stdio.h>
 #include <string.h>
 
+/* TEST_ASAN: 1 in a build with AddressSanitizer (gcc or clang), whose
+ * handlers change what some tests see (a SEGV is reported and exits 1). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#ifndef TEST_ASAN
+#define TEST_ASAN 0
+#endif
+
 static int th_checks, th_fails, th_tests, th_tests_failed, th_cur_failed;
 
 #define CHECK(cond) do { th_checks++; if (!(cond)) { th_fails++; th_cur_failed = 1; \

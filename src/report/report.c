@@ -170,7 +170,7 @@ static void classify(Report *r, double t0)
 }
 
 /* The ancestors of the best, root first. A parent outside this run (or
- * missing) ends the chain; a cycle cannot loop because depth is bounded. */
+ * missing) ends the chain; a cycle (a damaged store) is an error. */
 static int load_chain(Store *st, Report *r, EvoErr *err)
 {
     if (r->best < 0)
@@ -184,6 +184,12 @@ static int load_chain(Store *st, Report *r, EvoErr *err)
             cap *= 2;
             rev = xrealloc(rev, (size_t)cap * sizeof(*rev));
         }
+        for (int i = 0; i < n && rc == 0; i++)
+            if (rev[i].id == id)   /* a store is data: a parent link may loop */
+                rc = err_set(err, "%s: candidate %lld is its own ancestor (a damaged or foreign store)",
+                             store_path(st), (long long)id);
+        if (rc)
+            break;
         int got = store_candidate_get(st, id, &rev[n], err);
         if (got < 0) {
             rc = -1;
@@ -218,7 +224,7 @@ static void report_free(Report *r)
     store_candidates_free(r->cands, r->ncand);
     store_candidates_free(r->top, r->ntop);
     store_candidates_free(r->chain, r->nchain);
-    free(r->gens);
+    store_generations_free(r->gens, r->ngen);
     free(r->llm);
     free(r->fails);
     json_decref(r->config);

@@ -11,23 +11,23 @@
 /* ---- field tables ---------------------------------------------------- */
 
 static const Field compile_fields[] = {
-    FLD(CompileRecord, cache_key, F_TEXT), FLD(CompileRecord, source_hash, F_TEXT),
-    FLD(CompileRecord, arch, F_TEXT), FLD(CompileRecord, options, F_TEXT),
-    FLD(CompileRecord, nvrtc_version, F_TEXT), FLD(CompileRecord, ok, F_INT),
+    FLDR(CompileRecord, cache_key, F_TEXT), FLDR(CompileRecord, source_hash, F_TEXT),
+    FLDR(CompileRecord, arch, F_TEXT), FLDR(CompileRecord, options, F_TEXT),
+    FLD(CompileRecord, nvrtc_version, F_TEXT), FLDR(CompileRecord, ok, F_INT),
     FLD(CompileRecord, log, F_TEXT), FLD(CompileRecord, registers, F_INT),
     FLD(CompileRecord, smem, F_INT), FLD(CompileRecord, spill_stores, F_INT),
     FLD(CompileRecord, spill_loads, F_INT), FLD(CompileRecord, stack, F_INT),
     FLD(CompileRecord, resources_json, F_TEXT), FLD(CompileRecord, compile_ms, F_REAL),
-    FLD(CompileRecord, created_at, F_TEXT),
+    FLDR(CompileRecord, created_at, F_TEXT),
 };
 
 static const Field candidate_fields[] = {
-    FLD(CandidateRecord, run_id, F_ID), FLD(CandidateRecord, generation, F_INT),
+    FLDR(CandidateRecord, run_id, F_ID), FLDR(CandidateRecord, generation, F_INT),
     FLD(CandidateRecord, parent_id, F_ID), FLD(CandidateRecord, parent2_id, F_ID),
-    FLD(CandidateRecord, operator, F_TEXT), FLD(CandidateRecord, params_json, F_TEXT),
-    FLD(CandidateRecord, params_key, F_TEXT), FLD(CandidateRecord, source_hash, F_TEXT),
-    FLD(CandidateRecord, compile_id, F_ID), FLD(CandidateRecord, status, F_TEXT),
-    FLD(CandidateRecord, decision, F_TEXT), FLD(CandidateRecord, error, F_TEXT),
+    FLDR(CandidateRecord, operator, F_TEXT), FLDR(CandidateRecord, params_json, F_TEXT),
+    FLDR(CandidateRecord, params_key, F_TEXT), FLD(CandidateRecord, source_hash, F_TEXT),
+    FLD(CandidateRecord, compile_id, F_ID), FLDR(CandidateRecord, status, F_TEXT),
+    FLDR(CandidateRecord, decision, F_TEXT), FLD(CandidateRecord, error, F_TEXT),
     FLD(CandidateRecord, gate_json, F_TEXT), FLD(CandidateRecord, log, F_TEXT),
     FLD(CandidateRecord, latency_us, F_REAL), FLD(CandidateRecord, p90_us, F_REAL),
     FLD(CandidateRecord, cv, F_REAL), FLD(CandidateRecord, ratio_to_parent, F_REAL),
@@ -41,17 +41,17 @@ static const Field candidate_fields[] = {
     FLD(CandidateRecord, metrics_json, F_TEXT), FLD(CandidateRecord, compile_ms, F_REAL),
     FLD(CandidateRecord, gate_ms, F_REAL), FLD(CandidateRecord, time_ms, F_REAL),
     FLD(CandidateRecord, llm_request_id, F_ID), FLD(CandidateRecord, rationale, F_TEXT),
-    FLD(CandidateRecord, created_at, F_TEXT), FLD(CandidateRecord, decided_at, F_TEXT),
-    FLD(CandidateRecord, gate_stage, F_INT),
+    FLDR(CandidateRecord, created_at, F_TEXT), FLDR(CandidateRecord, decided_at, F_TEXT),
+    FLDR(CandidateRecord, gate_stage, F_INT),
 };
 
 static const Field generation_fields[] = {
-    FLD(GenerationRecord, run_id, F_ID), FLD(GenerationRecord, generation, F_INT),
+    FLDR(GenerationRecord, run_id, F_ID), FLDR(GenerationRecord, generation, F_INT),
     FLD(GenerationRecord, best_id, F_ID), FLD(GenerationRecord, best_latency_us, F_REAL),
-    FLD(GenerationRecord, evaluated, F_INT), FLD(GenerationRecord, valid, F_INT),
-    FLD(GenerationRecord, accepted, F_INT), FLD(GenerationRecord, reverted, F_INT),
-    FLD(GenerationRecord, failed, F_INT), FLD(GenerationRecord, wall_ms, F_REAL),
-    FLD(GenerationRecord, finished_at, F_TEXT),
+    FLDR(GenerationRecord, evaluated, F_INT), FLDR(GenerationRecord, valid, F_INT),
+    FLDR(GenerationRecord, accepted, F_INT), FLDR(GenerationRecord, reverted, F_INT),
+    FLDR(GenerationRecord, failed, F_INT), FLD(GenerationRecord, wall_ms, F_REAL),
+    FLDR(GenerationRecord, finished_at, F_TEXT),
 };
 
 /* ---- records --------------------------------------------------------- */
@@ -268,8 +268,11 @@ char *store_source_get(Store *s, const char *hash, EvoErr *err)
         return NULL;
     sqlite3_bind_text(st, 1, hash, -1, SQLITE_TRANSIENT);
     char *text = NULL;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        text = xstrdup((const char *)sqlite3_column_text(st, 0));
+    int step = sqlite3_step(st);
+    if (step == SQLITE_ROW)
+        sdb_col_text(s, st, 0, "sources", &text, err);
+    else if (step != SQLITE_DONE)
+        sdb_fail(s, err, "SELECT FROM sources");
     sqlite3_finalize(st);
     return text;
 }
@@ -302,6 +305,13 @@ int store_generation_list(Store *s, int64_t run_id, GenerationRecord **out, int 
                          free_generation, "SELECT FROM generations", (void **)out, n, err);
 }
 
+void store_generations_free(GenerationRecord *list, int n)
+{
+    for (int i = 0; list && i < n; i++)
+        free_generation(&list[i]);
+    free(list);
+}
+
 int store_run_counts(Store *s, int64_t run_id,
                      void (*fn)(void *ctx, const char *status, const char *decision, int64_t n),
                      void *ctx, EvoErr *err)
@@ -312,9 +322,18 @@ int store_run_counts(Store *s, int64_t run_id,
                 &st, err))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
-    while (sqlite3_step(st) == SQLITE_ROW)
-        fn(ctx, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
-           sqlite3_column_int64(st, 2));
+    int step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *status = (const char *)sqlite3_column_text(st, 0);
+        const char *decision = (const char *)sqlite3_column_text(st, 1);
+        if (!status || !decision || sqlite3_column_type(st, 2) != SQLITE_INTEGER) {
+            err_set(err, "%s: run_counts: a row holds NULL where text is expected (a damaged or foreign store)",
+                    store_path(s));
+            sqlite3_finalize(st);
+            return -1;
+        }
+        fn(ctx, status, decision, sqlite3_column_int64(st, 2));
+    }
     sqlite3_finalize(st);
-    return 0;
+    return step == SQLITE_DONE ? 0 : sdb_fail(s, err, "SELECT FROM run_counts");
 }

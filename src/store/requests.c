@@ -11,16 +11,16 @@
 #include <string.h>
 
 static const Field llm_fields[] = {
-    FLD(LlmRequestRecord, run_id, F_ID), FLD(LlmRequestRecord, generation, F_INT),
+    FLDR(LlmRequestRecord, run_id, F_ID), FLD(LlmRequestRecord, generation, F_INT),
     FLD(LlmRequestRecord, parent_id, F_ID), FLD(LlmRequestRecord, candidate_id, F_ID),
-    FLD(LlmRequestRecord, mode, F_TEXT), FLD(LlmRequestRecord, provider, F_TEXT),
+    FLDR(LlmRequestRecord, mode, F_TEXT), FLDR(LlmRequestRecord, provider, F_TEXT),
     FLD(LlmRequestRecord, model, F_TEXT), FLD(LlmRequestRecord, url, F_TEXT),
-    FLD(LlmRequestRecord, prompt, F_TEXT), FLD(LlmRequestRecord, reply, F_TEXT),
+    FLDR(LlmRequestRecord, prompt, F_TEXT), FLD(LlmRequestRecord, reply, F_TEXT),
     FLD(LlmRequestRecord, rationale, F_TEXT), FLD(LlmRequestRecord, input_tokens, F_INT),
     FLD(LlmRequestRecord, output_tokens, F_INT), FLD(LlmRequestRecord, latency_ms, F_REAL),
     FLD(LlmRequestRecord, http_status, F_INT), FLD(LlmRequestRecord, attempts, F_INT),
-    FLD(LlmRequestRecord, status, F_TEXT), FLD(LlmRequestRecord, error, F_TEXT),
-    FLD(LlmRequestRecord, created_at, F_TEXT),
+    FLDR(LlmRequestRecord, status, F_TEXT), FLD(LlmRequestRecord, error, F_TEXT),
+    FLDR(LlmRequestRecord, created_at, F_TEXT),
 };
 
 void llm_request_record_init(LlmRequestRecord *r)
@@ -140,7 +140,8 @@ int store_llm_mode_stats(Store *s, int64_t run_id, LlmModeStats **out, int *n, E
         list = xrealloc(list, (size_t)(*n + 1) * sizeof(*list));
         LlmModeStats *m = &list[*n];
         memset(m, 0, sizeof(*m));
-        snprintf(m->mode, sizeof(m->mode), "%s", (const char *)sqlite3_column_text(st, 0));
+        const char *mode = (const char *)sqlite3_column_text(st, 0);
+        snprintf(m->mode, sizeof(m->mode), "%s", mode ? mode : "?");
         m->requests = sqlite3_column_int64(st, 1);
         m->children = sqlite3_column_int64(st, 2);
         m->valid = sqlite3_column_int64(st, 3);
@@ -204,9 +205,10 @@ char *store_kernel_get(Store *s, const char *params_key, EvoErr *err)
     sqlite3_bind_text(st, 1, at + 1, -1, SQLITE_TRANSIENT);
     char *text = NULL;
     int step = sqlite3_step(st);
-    if (step == SQLITE_ROW)
-        text = xstrdup((const char *)sqlite3_column_text(st, 0));
-    else if (step == SQLITE_DONE)
+    if (step == SQLITE_ROW) {
+        if (sdb_col_text(s, st, 0, "kernels", &text, err) == 0 && !text)
+            err_set(err, "%s: kernels: the kernel for params key '%s' is NULL", store_path(s), params_key);
+    } else if (step == SQLITE_DONE)
         err_set(err, "%s: no kernel stored for params key '%s'", store_path(s), params_key);
     else
         sdb_fail(s, err, "SELECT FROM kernels");

@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,22 +67,82 @@ int fld_bind(sqlite3_stmt *st, int first, const Field *f, int n, const void *rec
     return SQLITE_OK;
 }
 
-/* Read columns first..first+n-1 of the current row into rec. */
-void fld_read(sqlite3_stmt *st, int first, const Field *f, int n, void *rec)
+static const char *type_name(int t)
+{
+    switch (t) {
+    case SQLITE_INTEGER: return "an integer";
+    case SQLITE_FLOAT:   return "a real number";
+    case SQLITE_TEXT:    return "text";
+    case SQLITE_BLOB:    return "a blob";
+    default:             return "NULL";
+    }
+}
+
+static int bad_column(Store *s, sqlite3_stmt *st, int first, const char *what, const char *col, int t,
+                      const char *want, EvoErr *err)
+{
+    char row[48] = "";
+    if (first == 1 && sqlite3_column_type(st, 0) == SQLITE_INTEGER)
+        snprintf(row, sizeof(row), " row %lld", (long long)sqlite3_column_int64(st, 0));
+    return err_set(err, "%s: %s%s: column %s holds %s where %s is expected (a damaged or foreign store: evoeng "
+                   "reads a store as data and refuses what it cannot trust)", store_path(s), what, row, col,
+                   type_name(t), want);
+}
+
+int fld_read(Store *s, sqlite3_stmt *st, int first, const Field *f, int n, void *rec, const char *what, EvoErr *err)
 {
     fld_init(f, n, rec);
     for (int i = 0; i < n; i++) {
         char *p = (char *)rec + f[i].off;
-        int k = first + i;
-        if (sqlite3_column_type(st, k) == SQLITE_NULL)
+        int k = first + i, t = sqlite3_column_type(st, k);
+        const char *want = f[i].type == F_TEXT ? "text" : f[i].type == F_REAL ? "a number" : "an integer";
+        if (t == SQLITE_NULL) {
+            if (f[i].req)
+                goto bad;
             continue;
+        }
         switch (f[i].type) {
         case F_ID:
-        case F_INT:  *(int64_t *)p = sqlite3_column_int64(st, k); break;
-        case F_REAL: *(double *)p = sqlite3_column_double(st, k); break;
-        case F_TEXT: *(char **)p = xstrdup((const char *)sqlite3_column_text(st, k)); break;
+        case F_INT:
+            if (t != SQLITE_INTEGER)
+                goto bad;
+            *(int64_t *)p = sqlite3_column_int64(st, k);
+            break;
+        case F_REAL:
+            if (t != SQLITE_INTEGER && t != SQLITE_FLOAT)
+                goto bad;
+            *(double *)p = sqlite3_column_double(st, k);
+            break;
+        case F_TEXT: {
+            if (t == SQLITE_BLOB)
+                goto bad;
+            const char *v = (const char *)sqlite3_column_text(st, k);
+            if (!v)   /* out of memory, or past SQLITE_LIMIT_LENGTH */
+                goto bad;
+            *(char **)p = xstrdup(v);
+            break;
         }
+        }
+        continue;
+    bad:
+        bad_column(s, st, first, what, f[i].col, t, want, err);
+        fld_free(f, n, rec);
+        return -1;
     }
+    return 0;
+}
+
+int sdb_col_text(Store *s, sqlite3_stmt *st, int k, const char *what, char **out, EvoErr *err)
+{
+    *out = NULL;
+    int t = sqlite3_column_type(st, k);
+    if (t == SQLITE_NULL)
+        return 0;
+    const char *v = t == SQLITE_BLOB ? NULL : (const char *)sqlite3_column_text(st, k);
+    if (!v)
+        return bad_column(s, st, 0, what, sqlite3_column_name(st, k), t, "text", err);
+    *out = xstrdup(v);
+    return 0;
 }
 
 /* "a, b, c" and "?, ?, ?" for a field table. */
@@ -189,8 +250,9 @@ int sdb_select_by_id(Store *s, const char *table, const Field *f, int n, int64_t
     int step = sqlite3_step(st);
     if (step == SQLITE_ROW) {
         *id_out = sqlite3_column_int64(st, 0);
-        fld_read(st, 1, f, n, rec);
-        rc = 1;
+        rc = fld_read(s, st, 1, f, n, rec, table, err) < 0 ? -1 : 1;
+        if (rc < 0)
+            *id_out = 0;
     } else if (step == SQLITE_DONE) {
         rc = 0;
     } else {
@@ -223,17 +285,21 @@ int sdb_read_rows(Store *s, sqlite3_stmt *st, const Field *f, int nf, size_t siz
             *(int64_t *)(rec + id_off) = sqlite3_column_int64(st, 0);
             first = 1;
         }
-        fld_read(st, first, f, nf, rec);
+        if (fld_read(s, st, first, f, nf, rec, what, err) < 0)
+            break;
         (*n)++;
     }
-    sqlite3_finalize(st);
     if (step != SQLITE_DONE) {
+        if (step != SQLITE_ROW)
+            sdb_fail(s, err, what);
+        sqlite3_finalize(st);
         for (int i = 0; i < *n; i++)
             free_one(list + (size_t)i * size);
         free(list);
         *n = 0;
-        return sdb_fail(s, err, what);
+        return -1;
     }
+    sqlite3_finalize(st);
     *out = list;
     return 0;
 }

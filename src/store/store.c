@@ -20,14 +20,14 @@
 #define EVO_APPLICATION_ID 0x45564f45
 
 static const Field run_fields[] = {
-    FLD(RunRecord, task_name, F_TEXT), FLD(RunRecord, task_path, F_TEXT),
-    FLD(RunRecord, task_json, F_TEXT), FLD(RunRecord, config_json, F_TEXT),
+    FLDR(RunRecord, task_name, F_TEXT), FLDR(RunRecord, task_path, F_TEXT),
+    FLDR(RunRecord, task_json, F_TEXT), FLDR(RunRecord, config_json, F_TEXT),
     FLD(RunRecord, device_name, F_TEXT), FLD(RunRecord, device_arch, F_TEXT),
     FLD(RunRecord, device_json, F_TEXT), FLD(RunRecord, nvrtc_version, F_TEXT),
-    FLD(RunRecord, driver_version, F_TEXT), FLD(RunRecord, evoeng_version, F_TEXT),
-    FLD(RunRecord, seed, F_INT), FLD(RunRecord, strategy, F_TEXT),
-    FLD(RunRecord, status, F_TEXT), FLD(RunRecord, generations_done, F_INT),
-    FLD(RunRecord, baseline_id, F_ID), FLD(RunRecord, started_at, F_TEXT),
+    FLD(RunRecord, driver_version, F_TEXT), FLDR(RunRecord, evoeng_version, F_TEXT),
+    FLDR(RunRecord, seed, F_INT), FLDR(RunRecord, strategy, F_TEXT),
+    FLDR(RunRecord, status, F_TEXT), FLDR(RunRecord, generations_done, F_INT),
+    FLD(RunRecord, baseline_id, F_ID), FLDR(RunRecord, started_at, F_TEXT),
     FLD(RunRecord, finished_at, F_TEXT),
 };
 
@@ -66,6 +66,25 @@ int store_schema_version(Store *s)
     return v;
 }
 
+/* Why the first read of a store failed, in words: a file that is not a
+ * database, one another process holds locked, or one SQLite cannot open
+ * for a reason of its own (its directory not writable, I/O) are told
+ * apart. Returns -1. */
+static int first_read_failed(Store *s, EvoErr *err)
+{
+    int code = sqlite3_extended_errcode(s->db) & 0xff;
+    const char *msg = sqlite3_errmsg(s->db);
+    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+        return err_set(err, "%s: not an evoeng database (%s)", s->path, msg);
+    if (code == SQLITE_BUSY || code == SQLITE_LOCKED)
+        return err_set(err, "%s: locked by another process (%s): another evoeng, or a sqlite3 shell, holds it; try "
+                       "again once it is done", s->path, msg);
+    if (code == SQLITE_CANTOPEN || code == SQLITE_READONLY || code == SQLITE_IOERR || code == SQLITE_PERM)
+        return err_set(err, "%s: cannot read the store (%s): SQLite needs to write its -wal and -shm files beside it, "
+                       "so the store and its directory must be writable", s->path, msg);
+    return err_set(err, "%s: cannot read the store (%s)", s->path, msg);
+}
+
 /* Refuse files that are not ours before anything is written to them. */
 static int check_identity(Store *s, EvoErr *err)
 {
@@ -75,7 +94,7 @@ static int check_identity(Store *s, EvoErr *err)
      * with SQLITE_NOTADB on a file that is not a database. */
     if (sqlite3_prepare_v2(s->db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL) != SQLITE_OK ||
         sqlite3_step(st) != SQLITE_ROW) {
-        err_set(err, "%s: not an evoeng database (%s)", s->path, sqlite3_errmsg(s->db));
+        first_read_failed(s, err);
         sqlite3_finalize(st);
         return -1;
     }
@@ -92,6 +111,8 @@ static int check_identity(Store *s, EvoErr *err)
     if (ver > store_migration_count)
         return err_set(err, "%s: written by a newer evoeng (schema version %d; this build knows up to %d); "
                        "upgrade evoeng or use another --db", s->path, ver, store_migration_count);
+    if (ver < 0)
+        return err_set(err, "%s: not an evoeng database (schema version %d)", s->path, ver);
     return 0;
 }
 
@@ -145,6 +166,18 @@ fk_on:
     return -1;
 }
 
+/* A store is data from anywhere: its schema's views and triggers may not
+ * call functions with side effects, it cannot be made inconsistent through
+ * writable_schema, and no value read from it is longer than STORE_VALUE_MAX
+ * (sqlite3_column_* then fails, and fld_read says so). */
+static void harden(sqlite3 *db)
+{
+    sqlite3_db_config(db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, (int *)NULL);
+    sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, (int *)NULL);
+    sqlite3_limit(db, SQLITE_LIMIT_LENGTH, STORE_VALUE_MAX);
+    sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, 0);
+}
+
 /* Open path with the given SQLite flags and check it is ours. Then, with
  * SQLITE_OPEN_READWRITE: set the pragmas and migrate; with
  * SQLITE_OPEN_READONLY: require the latest schema. create: make the parent
@@ -166,20 +199,13 @@ static int open_flags(Store **out, const char *path, int flags, int create, EvoE
         err_set(err, "%s: sqlite3_open_v2: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
         goto fail;
     }
+    harden(s->db);
     sqlite3_busy_timeout(s->db, 10000);
     if (check_identity(s, err))
         goto fail;
-    if (flags & SQLITE_OPEN_READONLY) {
-        if (store_schema_version(s) < store_migration_count) {
-            err_set(err, "%s: written by an older evoeng (schema version %d, this build reads %d) and not "
-                    "writable, so it cannot be upgraded", path, store_schema_version(s), store_migration_count);
-            goto fail;
-        }
-    } else if (sdb_exec(s, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;",
-                        err) ||
-               migrate(s, err)) {
+    if (sdb_exec(s, "PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;", err) ||
+        migrate(s, err))
         goto fail;
-    }
     *out = s;
     return 0;
 fail:
@@ -192,6 +218,32 @@ int store_open(Store **out, const char *path, EvoErr *err)
     return open_flags(out, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, 1, err);
 }
 
+/* An older store for reading: the file's content copied into memory
+ * (sqlite3_backup) and migrated there; the file is never written. */
+static int migrate_in_memory(Store *s, EvoErr *err)
+{
+    sqlite3 *mem = NULL;
+    if (sqlite3_open_v2(":memory:", &mem, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        sqlite3_close_v2(mem);
+        return err_set(err, "%s: sqlite3_open_v2(:memory:) failed", s->path);
+    }
+    harden(mem);
+    sqlite3_backup *b = sqlite3_backup_init(mem, "main", s->db, "main");
+    int rc = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+        err_set(err, "%s: copying an older store into memory to read it: %s", s->path, sqlite3_errmsg(mem));
+        sqlite3_close_v2(mem);
+        return -1;
+    }
+    sqlite3_close_v2(s->db);
+    s->db = mem;
+    return migrate(s, err);
+}
+
+/* The first bytes of every SQLite file. */
+static const char sqlite_magic[16] = "SQLite format 3";
+
 int store_open_readonly(Store **out, const char *path, EvoErr *err)
 {
     *out = NULL;
@@ -201,21 +253,48 @@ int store_open_readonly(Store **out, const char *path, EvoErr *err)
                        "'evoeng run'", path, strerror(errno));
     if (!S_ISREG(sb.st_mode))
         return err_set(err, "%s: not a population store (not a regular file)", path);
-    /* A store this user may not write (a read-only mount, another user's):
-     * SQLITE_OPEN_READONLY, and it must have the latest schema already. */
-    if (access(path, W_OK) != 0)
-        return open_flags(out, path, SQLITE_OPEN_READONLY, 0, err);
-    /* Else without SQLITE_OPEN_CREATE, then PRAGMA query_only: no statement
-     * can write. Not SQLITE_OPEN_READONLY here: a read-only connection to a
-     * WAL database leaves its -wal and -shm files behind, where a writable
-     * one removes them on close. */
-    if (open_flags(out, path, SQLITE_OPEN_READWRITE, 0, err))
-        return -1;
-    if (sdb_exec(*out, "PRAGMA query_only = ON", err)) {
-        store_close(out);
-        return -1;
+    if (sb.st_size == 0)
+        return err_set(err, "%s: an empty file, not a population store (reading commands never write a store; "
+                       "'evoeng run --db %s' would make one)", path, path);
+    char head[16] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(head, 1, sizeof(head), f) : 0;
+    if (f)
+        fclose(f);
+    if (got != sizeof(head) || memcmp(head, sqlite_magic, sizeof(head)) != 0)
+        return err_set(err, "%s: not an evoeng database (not an SQLite file)", path);
+    /* Writable: opened without SQLITE_OPEN_CREATE, then PRAGMA query_only,
+     * so no statement can write (a read-only connection to a WAL database
+     * would leave -wal and -shm files behind, where a writable one removes
+     * what it made on close). Not writable (a read-only mount, another
+     * user's): SQLITE_OPEN_READONLY. A -wal file that was there before is
+     * left as it was: no checkpoint into the store on close. */
+    int flags = access(path, W_OK) == 0 ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY;
+    char *wal = xasprintf("%s-wal", path);
+    int had_wal = access(wal, F_OK) == 0;
+    free(wal);
+    Store *s = xcalloc(1, sizeof(*s));
+    s->path = xstrdup(path);
+    if (sqlite3_open_v2(path, &s->db, flags, NULL) != SQLITE_OK) {
+        err_set(err, "%s: sqlite3_open_v2: %s", path, s->db ? sqlite3_errmsg(s->db) : "out of memory");
+        goto fail;
     }
+    harden(s->db);
+    sqlite3_busy_timeout(s->db, 10000);
+    if (had_wal)
+        sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+    if (sdb_exec(s, "PRAGMA query_only = ON", err) || check_identity(s, err))
+        goto fail;
+    if (store_schema_version(s) < store_migration_count &&
+        (migrate_in_memory(s, err) || sdb_exec(s, "PRAGMA query_only = ON", err)))
+        goto fail;
+    if (sdb_exec(s, "PRAGMA foreign_keys = ON", err))
+        goto fail;
+    *out = s;
     return 0;
+fail:
+    store_close(&s);
+    return -1;
 }
 
 void store_close(Store **ps)
@@ -223,6 +302,7 @@ void store_close(Store **ps)
     Store *s = *ps;
     if (!s)
         return;
+    store_unlock_runs(s);
     if (s->db)
         sqlite3_close_v2(s->db);
     free(s->path);
@@ -248,7 +328,9 @@ int store_run_insert(Store *s, RunRecord *r, EvoErr *err)
         r->status = xstrdup("running");
     if (r->generations_done < 0)
         r->generations_done = 0;
-    return sdb_insert(s, "runs", run_fields, NFIELDS(run_fields), r, &r->id, err);
+    if (sdb_insert(s, "runs", run_fields, NFIELDS(run_fields), r, &r->id, err))
+        return -1;
+    return store_lock_run(s, r->id, err);
 }
 
 int store_run_get(Store *s, int64_t id, RunRecord *r, EvoErr *err)
@@ -306,7 +388,7 @@ int store_run_list(Store *s, RunSummary **out, int *n, EvoErr *err)
                            "ORDER BY runs.id"))
         return -1;
     RunSummary *l = NULL;
-    int cap = 0, rc;
+    int cap = 0, rc, bad = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (*n == cap) {
             cap = cap ? 2 * cap : 8;
@@ -315,14 +397,19 @@ int store_run_list(Store *s, RunSummary **out, int *n, EvoErr *err)
         RunSummary *r = &l[(*n)++];
         memset(r, 0, sizeof(*r));
         r->run.id = sqlite3_column_int64(st, 0);
-        fld_read(st, 1, run_fields, nf, &r->run);
+        if (fld_read(s, st, 1, run_fields, nf, &r->run, "runs", err) < 0) {
+            (*n)--;
+            bad = 1;
+            break;
+        }
         r->candidates = sqlite3_column_int64(st, 1 + nf);
         r->best_id = sqlite3_column_int64(st, 2 + nf);
         r->best_latency_us = sqlite3_column_type(st, 3 + nf) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 3 + nf);
         r->best_speedup = sqlite3_column_type(st, 4 + nf) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4 + nf);
     }
     if (rc != SQLITE_DONE) {
-        sdb_fail(s, err, "SELECT FROM runs");
+        if (!bad)
+            sdb_fail(s, err, "SELECT FROM runs");
         sqlite3_finalize(st);
         store_run_list_free(l, *n);
         *n = 0;

@@ -100,6 +100,10 @@ typedef struct LlmRequestRecord {
     char   *status, *error, *created_at;
 } LlmRequestRecord;
 
+/* The longest value (text or blob) read from a store: a longer one is
+ * refused (README.md, "Trust model"). */
+#define STORE_VALUE_MAX (64 << 20)
+
 /* Schema version this build writes (number of embedded migrations). */
 int store_schema_latest(void);
 
@@ -109,13 +113,13 @@ int store_schema_latest(void);
  * whose user_version is newer than this build. Returns 0 or -1 (err). */
 int store_open(Store **out, const char *path, EvoErr *err);
 /* Open an existing store for reading (status, top, lineage, show, runs,
- * export, report). A path with no file fails with err saying so, and
- * nothing is created: no directory, no file. The same identity checks as
- * store_open. A writable store is opened without SQLITE_OPEN_CREATE and
- * with PRAGMA query_only (nothing can write; an older schema, or an empty
- * file, is first upgraded in place, since the reads need the latest one);
- * one this user may not write is opened SQLITE_OPEN_READONLY and must
- * have the latest schema. Returns 0 or -1 (err). */
+ * export, report). Nothing is ever created or changed: a path with no
+ * file, an empty file, a file that is not SQLite or not evoeng's fail with
+ * err saying so and stay byte for byte as they were. The same identity
+ * checks as store_open. The file is opened without SQLITE_OPEN_CREATE and
+ * with PRAGMA query_only (SQLITE_OPEN_READONLY when this user may not
+ * write it); a store of an older schema is copied into memory and
+ * migrated there, never in place. Returns 0 or -1 (err). */
 int store_open_readonly(Store **out, const char *path, EvoErr *err);
 void store_close(Store **s);
 int store_schema_version(Store *s);      /* PRAGMA user_version */
@@ -132,11 +136,23 @@ void candidate_record_free(CandidateRecord *c);
 void llm_request_record_free(LlmRequestRecord *r);
 
 /* Insert a run; started_at and evoeng_version are filled when NULL.
- * Sets r->id. */
+ * Sets r->id and takes the new run's lock (store_lock_run). */
 int store_run_insert(Store *s, RunRecord *r, EvoErr *err);
 /* Read run id (0: the most recent run) into *r. Returns 1 found, 0 not
  * found, -1 error. */
 int store_run_get(Store *s, int64_t id, RunRecord *r, EvoErr *err);
+/* Take run id's advisory lock for this process, held until store_close
+ * (or store_unlock_runs, which drops every lock the handle holds): one
+ * process at a time per run. store_run_insert
+ * takes the new run's lock itself; resume takes it before it starts. A
+ * run another process holds is refused with err naming it: "run 3 is in
+ * use by another process: pid 4242 host gpu-7 since 2026-11-26T10:00:00Z
+ * (lock file ...)". The lock is a file beside the store, <path>.run<ID>.lock,
+ * held with flock() (dropped by the kernel when the process dies) and
+ * removed on release. Returns 0 or -1. */
+int store_lock_run(Store *s, int64_t run_id, EvoErr *err);
+void store_unlock_runs(Store *s);
+
 /* Update the mutable fields of a run: status, generations_done,
  * baseline_id, finished_at. */
 int store_run_update(Store *s, const RunRecord *r, EvoErr *err);
@@ -183,8 +199,10 @@ char *store_source_get(Store *s, const char *hash, EvoErr *err);
 
 /* Insert or replace the summary of one generation. */
 int store_generation_put(Store *s, const GenerationRecord *g, EvoErr *err);
-/* Read the summaries of a run in order; caller frees *out. */
+/* Read the summaries of a run in order; the caller frees *out with
+ * store_generations_free. */
 int store_generation_list(Store *s, int64_t run_id, GenerationRecord **out, int *n, EvoErr *err);
+void store_generations_free(GenerationRecord *list, int n);
 
 /* Counts by (status, decision) for a run: calls fn once per group. */
 int store_run_counts(Store *s, int64_t run_id,

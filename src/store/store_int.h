@@ -15,6 +15,8 @@
 struct Store {
     sqlite3 *db;
     char    *path;
+    struct RunLock *locks;     /* the run locks this handle holds (lock.c) */
+    int      nlocks;
 };
 
 /* ---- field tables ---------------------------------------------------- */
@@ -30,9 +32,11 @@ typedef struct Field {
     const char *col;           /* column name, pasted into SQL */
     FieldType   type;
     size_t      off;           /* offset of the member in its record */
+    int         req;           /* NOT NULL in the schema: a NULL read is an error */
 } Field;
 
-#define FLD(T, name, type) {#name, type, offsetof(T, name)}
+#define FLD(T, name, type) {#name, type, offsetof(T, name), 0}
+#define FLDR(T, name, type) {#name, type, offsetof(T, name), 1}
 #define NFIELDS(t) ((int)EVO_ARRAY_LEN(t))
 
 /* Set every field of rec to its NULL value (see FieldType). */
@@ -41,8 +45,16 @@ void fld_init(const Field *f, int n, void *rec);
 void fld_free(const Field *f, int n, void *rec);
 /* Bind fields to parameters first..first+n-1. Returns a SQLite code. */
 int fld_bind(sqlite3_stmt *st, int first, const Field *f, int n, const void *rec);
-/* Read columns first..first+n-1 of the current row into rec. */
-void fld_read(sqlite3_stmt *st, int first, const Field *f, int n, void *rec);
+/* Read columns first..first+n-1 of the current row into rec. A store is
+ * data from anywhere: a value of the wrong type (text or a blob where a
+ * number belongs, a blob or a number where text does, a real in an
+ * integer column) or a NULL in a required field fails with err naming
+ * the file, what (the table), the row (column 0 when first is 1) and the
+ * column; rec is then freed again (fld_free). Returns 0 or -1. */
+int fld_read(Store *s, sqlite3_stmt *st, int first, const Field *f, int n, void *rec, const char *what, EvoErr *err);
+/* Column k of the current row as a fresh string: NULL when the column is
+ * NULL (*out NULL, 0 returned), -1 with err when it is a blob. */
+int sdb_col_text(Store *s, sqlite3_stmt *st, int k, const char *what, char **out, EvoErr *err);
 
 /* ---- statement helpers ----------------------------------------------- */
 /* Each returns 0 or -1 with err naming the file, `what` and SQLite's message. */

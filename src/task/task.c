@@ -9,6 +9,7 @@
  * variable references checked against the names visible there; evaluation
  * happens later, per configuration and shape (task_resolve.c).
  */
+#include "confine.h"
 #include "task_priv.h"
 #include "template.h"
 
@@ -29,6 +30,8 @@ static int load_params(Loader *L, json_t *root)
         return -1;
     if (json_object_size(obj) == 0)
         return tl_err(L, "params", "no params");
+    if (tl_check_count(L, "params", json_object_size(obj), TASK_MAX_ITEMS) < 0)
+        return -1;
     t->params = xcalloc(json_object_size(obj), sizeof(*t->params));
     json_object_foreach(obj, key, pv) {
         tl_subpath(p, "params", key);
@@ -40,6 +43,7 @@ static int load_params(Loader *L, json_t *root)
             return -1;
         TParam *pr = &t->params[t->nparams++];
         pr->name = xstrdup(key);
+        tl_name_add(t, pr->name, TN_PARAM, t->nparams - 1);
         json_t *vals, *def, *v;
         size_t i;
         if (tl_get_list(L, pv, p, "values", &vals) < 0)
@@ -51,10 +55,13 @@ static int load_params(Loader *L, json_t *root)
             int64_t x = 0;
             if (tl_get_int(L, v, r, &x) < 0)
                 return -1;
-            for (int k = 0; k < pr->nvalues; k++)
-                if (pr->values[k] == x)
-                    return tl_err(L, r, "duplicate value %lld", (long long)x);
             pr->values[pr->nvalues++] = x;
+        }
+        pr->order = tl_sort_index(pr->values, pr->nvalues, sizeof(int64_t), tl_cmp_i64);
+        int rep = tl_first_repeat_sorted(pr->values, pr->order, pr->nvalues, sizeof(int64_t), tl_cmp_i64);
+        if (rep >= 0) {
+            tl_idxpath(r, q, rep);
+            return tl_err(L, r, "duplicate value %lld", (long long)pr->values[rep]);
         }
         if (tl_get_field(L, pv, p, "default", 1, -1, &def) < 0)
             return -1;
@@ -62,10 +69,7 @@ static int load_params(Loader *L, json_t *root)
         int64_t d;
         if (tl_get_int(L, def, q, &d) < 0)
             return -1;
-        pr->def = -1;
-        for (int k = 0; k < pr->nvalues; k++)
-            if (pr->values[k] == d)
-                pr->def = k;
+        pr->def = task_param_find(t, t->nparams - 1, d);
         if (pr->def < 0)
             return tl_err(L, q, "%lld is not one of the values", (long long)d);
     }
@@ -83,6 +87,8 @@ static int load_dims(Loader *L, json_t *root)
     if (tl_get_field(L, root, "", "dims", 1, JSON_OBJECT, &obj) < 0)
         return -1;
     size_t n = json_object_size(obj);
+    if (tl_check_count(L, "dims", n, TASK_MAX_ITEMS) < 0)
+        return -1;
     t->dim_names = xcalloc(n + 1, sizeof(char *));
     t->dims = xcalloc(n + 1, sizeof(int64_t));
     json_object_foreach(obj, key, v) {
@@ -92,30 +98,37 @@ static int load_dims(Loader *L, json_t *root)
         if (tl_get_int(L, v, p, &t->dims[t->ndims]) < 0)
             return -1;
         t->dim_names[t->ndims++] = xstrdup(key);
+        tl_name_add(t, t->dim_names[t->ndims - 1], TN_DIM, t->ndims - 1);
     }
     /* compile_dims */
     if (tl_get_field(L, root, "", "compile_dims", 0, JSON_ARRAY, &arr) < 0)
         return -1;
     if (arr) {
+        if (tl_check_count(L, "compile_dims", json_array_size(arr), TASK_MAX_ITEMS) < 0)
+            return -1;
         t->compile_dims = xcalloc(json_array_size(arr) + 1, sizeof(int));
+        unsigned char *seen = xcalloc((size_t)t->ndims + 1, 1);
         json_array_foreach(arr, i, v) {
             tl_idxpath(p, "compile_dims", (int)i);
             if (!json_is_string(v))
                 return tl_err(L, p, "expected a string, got %s", tl_json_type(v));
             int d = tl_dim_index(t, json_string_value(v), &e);
-            if (d < 0)
-                return tl_err(L, p, "%s", e.msg);
-            for (int k = 0; k < t->ncompile; k++)
-                if (t->compile_dims[k] == d)
-                    return tl_err(L, p, "duplicate dim '%s'", t->dim_names[d]);
+            if (d < 0 || seen[d]) {
+                free(seen);
+                return d < 0 ? tl_err(L, p, "%s", e.msg) : tl_err(L, p, "duplicate dim '%s'", t->dim_names[d]);
+            }
+            seen[d] = 1;
             t->compile_dims[t->ncompile++] = d;
         }
+        free(seen);
     }
     /* shapes */
     if (tl_get_field(L, root, "", "shapes", 0, JSON_ARRAY, &arr) < 0)
         return -1;
     if (arr) {
         size_t ns = json_array_size(arr);
+        if (tl_check_count(L, "shapes", ns, TASK_MAX_SHAPES) < 0)
+            return -1;
         t->extra_vals = xcalloc(ns * (size_t)t->ndims + 1, sizeof(int64_t));
         t->extra_set = xcalloc(ns * (size_t)t->ndims + 1, 1);
         json_t *sh;
@@ -151,6 +164,8 @@ static int load_derived(Loader *L, json_t *root)
         return -1;
     if (!obj)
         return 0;
+    if (tl_check_count(L, "derived", json_object_size(obj), TASK_MAX_ITEMS) < 0)
+        return -1;
     t->derived = xcalloc(json_object_size(obj) + 1, sizeof(*t->derived));
     /* names first, so that a reference to a later one can say so */
     json_object_foreach(obj, key, v) {
@@ -158,6 +173,7 @@ static int load_derived(Loader *L, json_t *root)
         if (tl_check_new_name(L, p, key) < 0)
             return -1;
         t->derived[t->nderived++].name = xstrdup(key);
+        tl_name_add(t, t->derived[t->nderived - 1].name, TN_DERIVED, t->nderived - 1);
     }
     int i = 0;
     json_object_foreach(obj, key, v) {
@@ -180,6 +196,8 @@ static int load_constraints(Loader *L, json_t *root)
         return -1;
     if (!arr)
         return 0;
+    if (tl_check_count(L, "constraints", json_array_size(arr), TASK_MAX_ITEMS) < 0)
+        return -1;
     t->cons = xcalloc(json_array_size(arr) + 1, sizeof(*t->cons));
     json_array_foreach(arr, i, v) {
         tl_idxpath(p, "constraints", (int)i);
@@ -211,6 +229,8 @@ static int load_buffers(Loader *L, json_t *root)
     static const char *const roles[] = {"input", "output", "scratch", NULL};
     if (tl_get_list(L, root, "", "buffers", &arr) < 0)
         return -1;
+    if (tl_check_count(L, "buffers", json_array_size(arr), TASK_MAX_ITEMS) < 0)
+        return -1;
     t->bufs = xcalloc(json_array_size(arr), sizeof(*t->bufs));
     json_array_foreach(arr, i, v) {
         char *s = NULL;
@@ -226,6 +246,7 @@ static int load_buffers(Loader *L, json_t *root)
         }
         TBuffer *b = &t->bufs[t->nbufs++];
         b->name = s;
+        tl_name_add(t, b->name, TN_BUFFER, t->nbufs - 1);
         b->atol = b->rtol = -1;
         b->init.s.kind = INIT_NORMAL;
         b->init.s.b = 1;
@@ -304,12 +325,21 @@ static int load_source(Loader *L, const char *p, const char *rel, char **path, c
     EvoErr e;
     char *raw = NULL;
     *path = path_join(L->t->dir, rel);
-    if (file_read(*path, &raw, NULL, &e) < 0)
+    /* inside the spec's directory (or one --allow-path names): confine.h */
+    char *real = confine_resolve(L->t->dir, NULL, rel, &e);
+    if (!real)
+        return tl_err(L, p, "%s", e.msg);
+    if (file_read(real, &raw, NULL, &e) < 0) {
+        free(real);
         return tl_err(L, p, "cannot read '%s': %s", rel, e.msg);
-    char *dir = path_dirname(*path);
+    }
+    char *dir = path_dirname(real);
     int rc = template_expand(raw, rel, dir, text, &e);
     free(dir);
+    free(real);
     free(raw);
+    if (rc == 0)
+        rc = confine_scan_includes(*text, rel, &e);
     if (rc)
         return tl_err(L, p, "%s", e.msg);
     return 0;
@@ -401,6 +431,9 @@ static int load_misc(Loader *L, json_t *root)
                 tl_idxpath(p, "compile.options", (int)i);
                 if (!json_is_string(v))
                     return tl_err(L, p, "expected a string, got %s", tl_json_type(v));
+                EvoErr e;
+                if (confine_check_option(json_string_value(v), &e) < 0)
+                    return tl_err(L, p, "%s", e.msg);
                 t->copts[t->ncopts++] = xstrdup(json_string_value(v));
             }
         }
@@ -499,6 +532,7 @@ void task_free(Task **pt)
     if (!pt || !*pt)
         return;
     Task *t = *pt;
+    tl_names_free(t);
     free(t->path);
     free(t->dir);
     free(t->json_text);
@@ -513,6 +547,7 @@ void task_free(Task **pt)
     for (int i = 0; i < t->nparams; i++) {
         free(t->params[i].name);
         free(t->params[i].values);
+        free(t->params[i].order);
     }
     free(t->params);
     for (int i = 0; i < t->nderived; i++) {

@@ -39,9 +39,18 @@ int task_param_default(const Task *t, int i) { return t->params[i].def; }
 
 int task_param_find(const Task *t, int i, int64_t v)
 {
-    for (int k = 0; k < t->params[i].nvalues; k++)
-        if (t->params[i].values[k] == v)
-            return k;
+    const TParam *p = &t->params[i];
+    int lo = 0, hi = p->nvalues - 1;   /* a binary search through the sorted order */
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        int64_t x = p->values[p->order[mid]];
+        if (x == v)
+            return p->order[mid];
+        if (x < v)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
     return -1;
 }
 

@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <search.h>
 #include <string.h>
 
 #include "template.h"
@@ -99,16 +100,81 @@ int tl_get_field(Loader *L, json_t *obj, const char *path, const char *key, int 
     return 0;
 }
 
+typedef struct RepeatCtx {
+    const char *base;
+    size_t      size;
+    int       (*cmp)(const void *, const void *);
+} RepeatCtx;
+
+/* By value, then by index: equal items end up together, in spec order. */
+static int repeat_cmp(const void *a, const void *b, void *ctx)
+{
+    const RepeatCtx *x = ctx;
+    int i = *(const int *)a, j = *(const int *)b;
+    int r = x->cmp(x->base + (size_t)i * x->size, x->base + (size_t)j * x->size);
+    return r ? r : (i > j) - (i < j);
+}
+
+int *tl_sort_index(const void *base, int n, size_t size, int (*cmp)(const void *, const void *))
+{
+    int *idx = xmalloc((size_t)(n > 0 ? n : 1) * sizeof(int));
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    RepeatCtx ctx = {base, size, cmp};
+    qsort_r(idx, (size_t)n, sizeof(int), repeat_cmp, &ctx);
+    return idx;
+}
+
+int tl_first_repeat_sorted(const void *base, const int *order, int n, size_t size,
+                           int (*cmp)(const void *, const void *))
+{
+    const char *b = base;
+    int best = -1;
+    for (int i = 1; i < n; i++) {
+        const char *x = b + (size_t)order[i - 1] * size, *y = b + (size_t)order[i] * size;
+        /* the second of a run of equal items: the first repeat of that value */
+        if (cmp(x, y) == 0 && (i < 2 || cmp(b + (size_t)order[i - 2] * size, x) != 0) &&
+            (best < 0 || order[i] < best))
+            best = order[i];
+    }
+    return best;
+}
+
+int tl_first_repeat(const void *base, int n, size_t size, int (*cmp)(const void *, const void *))
+{
+    int *order = tl_sort_index(base, n, size, cmp);
+    int k = tl_first_repeat_sorted(base, order, n, size, cmp);
+    free(order);
+    return k;
+}
+
+int tl_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int tl_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int tl_check_count(Loader *L, const char *p, size_t n, size_t max)
+{
+    if (n > max)
+        return tl_err(L, p, "%zu entries; a spec may hold at most %zu here", n, max);
+    return 0;
+}
+
 int tl_get_list(Loader *L, json_t *obj, const char *path, const char *key, json_t **out)
 {
     char p[PATH_MAX_LEN];
     if (tl_get_field(L, obj, path, key, 1, JSON_ARRAY, out) < 0)
         return -1;
-    if (json_array_size(*out) == 0) {
-        tl_subpath(p, path, key);
+    tl_subpath(p, path, key);
+    if (json_array_size(*out) == 0)
         return tl_err(L, p, "empty list");
-    }
-    return 0;
+    return tl_check_count(L, p, json_array_size(*out), TASK_MAX_VALUES);
 }
 
 int tl_get_string(Loader *L, json_t *obj, const char *path, const char *key, int required, char **out)
@@ -161,6 +227,8 @@ int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, 
     tl_subpath(p, path, key);
     if (tl_get_list(L, obj, path, key, &arr) < 0)
         return -1;
+    if (tl_check_count(L, p, json_array_size(arr), TASK_MAX_ITEMS) < 0)
+        return -1;
     *out = xcalloc(json_array_size(arr), sizeof(char *));
     json_array_foreach(arr, i, v) {
         tl_idxpath(q, p, (int)i);
@@ -170,16 +238,13 @@ int tl_get_name_list(Loader *L, json_t *obj, const char *path, const char *key, 
         char *s = task_entry_canon(json_string_value(v), why, sizeof(why));
         if (!s)
             return tl_err(L, q, "%s", why);
-        for (int k = 0; k < *n; k++) {
-            if (strcmp((*out)[k], s) == 0) {
-                tl_err(L, q, "duplicate entry '%s'", s);
-                free(s);
-                return -1;
-            }
-        }
         (*out)[(*n)++] = s;
     }
-    return 0;
+    int k = tl_first_repeat(*out, *n, sizeof(char *), tl_cmp_str);
+    if (k < 0)
+        return 0;
+    tl_idxpath(q, p, k);
+    return tl_err(L, q, "duplicate entry '%s'", (*out)[k]);
 }
 
 /* ---- names and expressions ------------------------------------------- */
@@ -201,10 +266,50 @@ int tl_find_name(char *const *names, int n, const char *s)
     return -1;
 }
 
+/* ---- the name index ----------------------------------------------------- */
+
+static int tname_cmp(const void *a, const void *b)
+{
+    return strcmp(((const TName *)a)->name, ((const TName *)b)->name);
+}
+
+static const TName *name_get(const Task *t, const char *s)
+{
+    TName key = {s, TN_PARAM, 0};
+    void *const *r = tfind(&key, &t->names, tname_cmp);
+    return r ? *(TName *const *)r : NULL;
+}
+
+/* Index of s among the names of kind, or -1: O(log n). */
+static int name_find(const Task *t, const char *s, TNameKind kind)
+{
+    const TName *n = name_get(t, s);
+    return n && n->kind == kind ? n->idx : -1;
+}
+
+void tl_name_add(Task *t, const char *name, TNameKind kind, int idx)
+{
+    TName *n = xmalloc(sizeof(*n));
+    n->name = name;
+    n->kind = kind;
+    n->idx = idx;
+    TName **slot = tsearch(n, &t->names, tname_cmp);
+    if (!slot)
+        abort();              /* out of memory (tsearch's only failure) */
+    if (*slot != n)
+        free(n);              /* already there: tl_check_new_name refuses that first */
+}
+
+void tl_names_free(Task *t)
+{
+    tdestroy(t->names, free);
+    t->names = NULL;
+}
+
 int tl_dim_index(const Task *t, const char *name, EvoErr *err)
 {
     char hint[TL_HINT_LEN];
-    int d = tl_find_name(t->dim_names, t->ndims, name);
+    int d = name_find(t, name, TN_DIM);
     if (d < 0)
         err_set(err, "unknown dim '%s'%s", name,
                 tl_suggest(hint, sizeof(hint), name, (const char *const *)t->dim_names, t->ndims));
@@ -221,26 +326,22 @@ static int device_name_known(const char *s)
 
 int tl_param_find(const Task *t, const char *s)
 {
-    for (int i = 0; i < t->nparams; i++)
-        if (strcmp(t->params[i].name, s) == 0)
-            return i;
-    return -1;
+    return name_find(t, s, TN_PARAM);
 }
 
 static int derived_find(const Task *t, const char *s)
 {
-    for (int i = 0; i < t->nderived; i++)
-        if (strcmp(t->derived[i].name, s) == 0)
-            return i;
-    return -1;
+    return name_find(t, s, TN_DERIVED);
 }
 
 int tl_buffer_find(const Task *t, const char *s)
 {
-    for (int i = 0; i < t->nbufs; i++)
-        if (strcmp(t->bufs[i].name, s) == 0)
-            return i;
-    return -1;
+    return name_find(t, s, TN_BUFFER);
+}
+
+static int dim_find(const Task *t, const char *s)
+{
+    return name_find(t, s, TN_DIM);
 }
 
 /* Every name an expression may see, for suggestions. nderived: how many
@@ -274,7 +375,7 @@ static int check_vars(Loader *L, const TExpr *x, int nderived, int arg_context)
     for (int i = 0; i < expr_nvars(x->e); i++) {
         int col;
         const char *v = expr_var(x->e, i, &col);
-        if (tl_param_find(t, v) >= 0 || tl_find_name(t->dim_names, t->ndims, v) >= 0 || device_name_known(v))
+        if (tl_param_find(t, v) >= 0 || dim_find(t, v) >= 0 || device_name_known(v))
             continue;
         int d = derived_find(t, v);
         if (d >= 0 && d < nderived)
@@ -306,7 +407,7 @@ static void bind_slots(const Task *t, Expr *e)
         int k, slot = -1;
         if ((k = tl_param_find(t, v)) >= 0)
             slot = SLOT_PARAM << 16 | k;
-        else if ((k = tl_find_name(t->dim_names, t->ndims, v)) >= 0)
+        else if ((k = dim_find(t, v)) >= 0)
             slot = SLOT_DIM << 16 | k;
         else if ((k = derived_find(t, v)) >= 0)
             slot = SLOT_DERIVED << 16 | k;
@@ -369,11 +470,9 @@ int tl_check_new_name(Loader *L, const char *p, const char *s)
     Task *t = L->t;
     if (!template_is_ident(s))
         return tl_err(L, p, "'%s' is not a valid identifier", s);
-    const char *what = tl_param_find(t, s) >= 0 ? "a param"
-                     : tl_find_name(t->dim_names, t->ndims, s) >= 0 ? "a dim"
-                     : derived_find(t, s) >= 0 ? "a derived name"
-                     : tl_buffer_find(t, s) >= 0 ? "a buffer"
-                     : device_name_known(s) ? "a device variable" : NULL;
+    static const char *const kinds[] = {"a param", "a dim", "a derived name", "a buffer"};
+    const TName *n = name_get(t, s);
+    const char *what = n ? kinds[n->kind] : device_name_known(s) ? "a device variable" : NULL;
     if (what)
         return tl_err(L, p, "duplicate name '%s' (already %s)", s, what);
     return 0;

@@ -73,9 +73,17 @@ static int load_tmap(Loader *L, json_t *v, const char *p, TArg *a)
             if (!(x = json_object_get(v, what[k])))
                 continue;
             tl_subpath(q, p, what[k]);
-            if (!json_is_string(x) || (*dst[k] = tmap_name_index(names[k], json_string_value(x))) < 0)
-                return tl_err(L, q, "expected one of %s, %s, %s%s%s", names[k][0], names[k][1], names[k][2],
-                              names[k][3] ? ", " : "", names[k][3] ? names[k][3] : "");
+            if (!json_is_string(x) || (*dst[k] = tmap_name_index(names[k], json_string_value(x))) < 0) {
+                StrBuf sb = {0};
+                for (int i = 0; names[k][i]; i++)   /* each list ends at its NULL */
+                    sb_printf(&sb, "%s%s", i ? ", " : "", names[k][i]);
+                if (json_is_string(x))
+                    tl_err(L, q, "expected one of %s (got \"%.64s\")", sb.s, json_string_value(x));
+                else
+                    tl_err(L, q, "expected one of %s (got %s)", sb.s, tl_json_type(x));
+                sb_free(&sb);
+                return -1;
+            }
         }
     }
     return 0;
@@ -153,6 +161,8 @@ int tl_load_launches(Loader *L, json_t *obj, const char *path, char **entries, i
     if (tl_get_list(L, obj, path, "launch", &arr) < 0)
         return -1;
     tl_subpath(p, path, "launch");
+    if (tl_check_count(L, p, json_array_size(arr), TASK_MAX_ITEMS) < 0)
+        return -1;
     *out = xcalloc(json_array_size(arr), sizeof(TLaunch));
     json_array_foreach(arr, i, l) {
         TLaunch *la = &(*out)[(*nout)++];
@@ -178,6 +188,8 @@ int tl_load_launches(Loader *L, json_t *obj, const char *path, char **entries, i
         if (tl_get_field(L, l, q, "args", 1, JSON_ARRAY, &v) < 0)
             return -1;
         tl_subpath(r, q, "args");
+        if (tl_check_count(L, r, json_array_size(v), TASK_MAX_ITEMS) < 0)
+            return -1;
         la->args = xcalloc(json_array_size(v) + 1, sizeof(TArg));
         json_array_foreach(v, j, x) {
             char s[PATH_MAX_LEN];

@@ -14,6 +14,12 @@
 #include "expr.h"
 #include "task.h"
 
+/* Bounds on what a spec may hold (README.md, "Trust model"): a spec is at
+ * most FILE_READ_MAX bytes, and nothing in it multiplies past these. */
+#define TASK_MAX_ITEMS  4096      /* params, dims, derived, constraints, buffers, entries, launches, args */
+#define TASK_MAX_SHAPES 1024      /* correctness shapes */
+#define TASK_MAX_VALUES 1000000   /* values of one param (and any other list) */
+
 /* Room for a JSON path such as "launch[1].args[3].tensor_map.box[0]". */
 #define PATH_MAX_LEN 384
 
@@ -29,6 +35,7 @@ typedef struct TParam {
     int64_t *values;
     int      nvalues;
     int      def;      /* index into values */
+    int     *order;    /* indices of values in increasing order: task_param_find in O(log n) */
 } TParam;
 
 typedef struct TDerived {
@@ -121,7 +128,16 @@ struct Task {
     char    **copts;
     int       ncopts;
     int       fast_math, lineinfo, max_spill, max_stack, arch_specific;
+    void     *names;         /* tsearch tree of TName: every param, dim, derived and buffer name */
 };
+
+/* One entry of Task.names: lookups and duplicate checks in O(log n). */
+typedef enum TNameKind { TN_PARAM, TN_DIM, TN_DERIVED, TN_BUFFER } TNameKind;
+typedef struct TName {
+    const char *name;        /* the Task's own copy */
+    TNameKind   kind;
+    int         idx;         /* into params, dim_names, derived or bufs */
+} TName;
 
 /* The loader's state: the Task being built, the spec path for messages. */
 typedef struct Loader {
@@ -235,9 +251,27 @@ int tl_parse_texpr(Loader *L, json_t *v, const char *p, int nderived, int arg_co
 int tl_opt_texpr(Loader *L, json_t *obj, const char *path, const char *key, TExpr *x);
 /* Release x's expression and path; safe on a zeroed TExpr. */
 void tl_texpr_free(TExpr *x);
+/* The smallest index k whose item equals an earlier one (cmp on items of
+ * size bytes), or -1: a sort, O(n log n), so no spec makes it quadratic.
+ * tl_cmp_str compares char * items, tl_cmp_i64 int64_t items. */
+int tl_first_repeat(const void *base, int n, size_t size, int (*cmp)(const void *, const void *));
+/* The indices 0..n-1 sorted by item, ties by index (fresh array), and the
+ * first repeat found through such an order. */
+int *tl_sort_index(const void *base, int n, size_t size, int (*cmp)(const void *, const void *));
+int tl_first_repeat_sorted(const void *base, const int *order, int n, size_t size,
+                           int (*cmp)(const void *, const void *));
+int tl_cmp_str(const void *a, const void *b);
+int tl_cmp_i64(const void *a, const void *b);
+/* n entries at path p within max, else -1 with "N entries; at most MAX". */
+int tl_check_count(Loader *L, const char *p, size_t n, size_t max);
 /* A name for params, dims, derived and buffers: an identifier, unique
  * among all of them and not a device variable. Returns 0 or -1 (L->err). */
 int tl_check_new_name(Loader *L, const char *p, const char *s);
+/* Enter name (owned by the Task, checked with tl_check_new_name) into
+ * t->names as entry idx of its kind. */
+void tl_name_add(Task *t, const char *name, TNameKind kind, int idx);
+/* Free t->names. */
+void tl_names_free(Task *t);
 
 /* ---- inits and profiles (task_init.c) ---------------------------------- */
 

@@ -5,6 +5,8 @@
  */
 #include "template.h"
 
+#include "confine.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +103,16 @@ static int expand(StrBuf *sb, const char *text, const char *file, const char *di
         size_t len = nl ? (size_t)(nl - p) : strlen(p);
         char name[256], *path = NULL, *sub = NULL;
         lineno++;
-        if (local_include(p, len, name, sizeof(name)) && (path = path_join(dir, name)) && access(path, R_OK) == 0) {
+        if (local_include(p, len, name, sizeof(name)) && (path = path_join(dir, name)) && access(path, F_OK) == 0) {
+            /* a part beside the template: it too stays inside (confine.h) */
+            EvoErr e;
+            char *real = confine_resolve(dir, dir, name, &e);
+            if (!real) {
+                free(path);
+                return err_set(err, "%s line %d: #include \"%s\": %s", file, lineno, name, e.msg);
+            }
+            free(path);
+            path = real;
             for (int i = 0; i < depth; i++)
                 if (strcmp(stack[i], name) == 0) {
                     free(path);
@@ -112,7 +123,6 @@ static int expand(StrBuf *sb, const char *text, const char *file, const char *di
                 free(path);
                 return err_set(err, "%s line %d: includes nested more than 8 deep", file, lineno);
             }
-            EvoErr e;
             if (file_read(path, &sub, NULL, &e) < 0) {
                 free(path);
                 return err_set(err, "%s line %d: cannot read '%s': %s", file, lineno, name, e.msg);

@@ -131,6 +131,31 @@ case('row_dist', "bad_row_dist.json: buffers[0].init.row_scale.dist: unknown dis
 case('row_uniform', "bad_row_uniform.json: buffers[0].init.row_scale.low: must not be above high (3 > 2)",
      lambda d: d['buffers'][0].__setitem__('init', {'dist': 'normal', 'row_scale': {'dist': 'uniform', 'low': 3, 'high': 2, 'dim': 'N'}}))
 
+# Untrusted input (issue 35): a spec's NVRTC options pass an allow-list,
+# its files stay in its directory, its kernel code includes no host file.
+case('copt_pch', 'bad_copt_pch.json: compile.options[1]: "--create-pch=/tmp/evoeng.pch": not an allowed NVRTC option',
+     lambda d: d['compile'].__setitem__('options', ['-std=c++17', '--create-pch=/tmp/evoeng.pch']))
+case('copt_time', 'bad_copt_time.json: compile.options[0]: "--time=/tmp/evoeng-time.csv": not an allowed NVRTC option',
+     lambda d: d['compile'].__setitem__('options', ['--time=/tmp/evoeng-time.csv']))
+case('copt_include', 'bad_copt_include.json: compile.options[0]: "-I/etc": not an allowed NVRTC option',
+     lambda d: d['compile'].__setitem__('options', ['-I/etc']))
+case('copt_std', 'bad_copt_std.json: compile.options[0]: "-std=c++14": only -std=c++17 and -std=c++20 are allowed',
+     lambda d: d['compile'].__setitem__('options', ['-std=c++14']))
+case('copt_shell', 'bad_copt_shell.json: compile.options[0]: "-DX=$(id)": expected -DNAME or -DNAME=VALUE',
+     lambda d: d['compile'].__setitem__('options', ['-DX=$(id)']))
+case('template_abs', "bad_template_abs.json: template: '/etc/passwd' is outside the task's directory",
+     lambda d: d.__setitem__('template', '/etc/passwd'))
+case('template_dotdot', "bad_template_dotdot.json: template: '../../../../../../../../etc/passwd' is outside the task's directory",
+     lambda d: d.__setitem__('template', '../../../../../../../../etc/passwd'))
+case('template_proc', "bad_template_proc.json: template: '/proc/self/environ' is under /proc, /sys or /dev: evoeng never reads there",
+     lambda d: d.__setitem__('template', '/proc/self/environ'))
+case('ref_outside', "bad_ref_outside.json: reference.source: '../meson.build' is outside the task's directory",
+     lambda d: d['reference'].__setitem__('source', '../meson.build'))
+case('include_abs', "bad_include_abs.json: template: bad_include_abs.cu line 2: '#include \"/etc/passwd\"': refused: an absolute path",
+     lambda d: d.__setitem__('template', 'bad_include_abs.cu'))
+case('include_macro', "bad_include_macro.json: template: bad_include_macro.cu line 3: '#include EVIL': a computed #include",
+     lambda d: d.__setitem__('template', 'bad_include_macro.cu'))
+
 for name, (d, expect) in cases.items():
     with open(f'bad_{name}.json', 'w') as f:
         json.dump(d, f, indent=2); f.write('\n')
