@@ -68,6 +68,18 @@ def times_of(path, cores):
     return int(rc), float(t1) - float(t0), busy
 
 
+def cpu_per_candidate(s, mode, cores_busy, wall):
+    """evoeng's CPU-s a candidate from the run's pipeline line; under MPI
+    rank 0 only counts its own process, so take the machine's busy cores
+    over the wall time instead (a dedicated machine: nothing else runs)."""
+    if mode != "mpi":
+        return s.get("cpu_s_per_candidate")
+    n = s.get("evaluated")
+    if not n or cores_busy is None or wall is None:
+        return None
+    return cores_busy * wall / n
+
+
 def runs(outdir, cores):
     rows = []
     for d in sorted(glob.glob(os.path.join(outdir, "*-*"))):
@@ -83,8 +95,9 @@ def runs(outdir, cores):
             "evaluated": s.get("evaluated"), "candidates_per_min": s.get("candidates_per_min"),
             "best_latency_us": s.get("best_latency_us"), "slots": s.get("slots"),
             "gpu_busy": gpu_busy(os.path.join(d, "gpu.csv")), "cores_busy": cores_busy, "cores": cores,
-            "nvrtc_units_per_candidate": s.get("nvrtc_units_per_candidate"),
-            "cpu_s_per_candidate": s.get("cpu_s_per_candidate"), "compile_busy": s.get("compile_busy"),
+            # rank 0 compiles nothing under MPI; the agents' units are not sent back
+            "nvrtc_units_per_candidate": None if mode == "mpi" else s.get("nvrtc_units_per_candidate"),
+            "cpu_s_per_candidate": cpu_per_candidate(s, mode, cores_busy, wall), "compile_busy": s.get("compile_busy"),
             "in_flight": s.get("in_flight"),
         })
     base = {(r["shape"], r["sync"]): r for r in rows if r["mode"] == "1"}
@@ -137,6 +150,9 @@ def main():
             fmt(r["candidates_per_min"], "{:.1f}"), fmt(r["ratio_vs_1gpu"], "{:.2f}x"), busy, cores,
             fmt(r["best_latency_us"], "{:.2f}"), fmt(r["nvrtc_units_per_candidate"], "{:.2f}"),
             fmt(r["cpu_s_per_candidate"], "{:.2f}"), fmt(r["exit"], "{}")))
+    if any(r["mode"] == "mpi" for r in rows):
+        print("mpi rows: CPU-s / cand is the machine's busy cores over the wall time (rank 0 sees only itself);"
+              " the agents' NVRTC units are not reported back.")
     if sim:
         print()
         print("Simulated (bench/pipe_sim: sleeping compilations and GPU work, not measured on a GPU):")

@@ -28,6 +28,31 @@ rc=$?
 if [ "$rc" -eq 0 ] && grep -q "440 cases: every row computed once" "$tmp/out"; then ok "tail_sched.py --check: every row once"
 else bad "tail_sched.py --check: exit $rc: $(head -3 "$tmp/out")"; fi
 
+# scale_report.py on a made-up outdir: ratios against one GPU, and an MPI
+# row's CPU-s a candidate from the machine's cores (rank 0 sees only its
+# own process), its NVRTC units unknown rather than 0
+mkrun() {  # NAME CANDS_PER_MIN EVALUATED CPU_S UNITS  (32 cores, 16 busy, 60 s)
+    mkdir -p "$tmp/sc/$1"
+    echo "0 100 160 1000 2000 2000 4000" >"$tmp/sc/$1/times.txt"
+    printf '0, 50\n1, 40\n' >"$tmp/sc/$1/gpu.csv"
+    echo "{\"event\": \"summary\", \"candidates_per_min\": $2, \"evaluated\": $3, \"cpu_s_per_candidate\": $4, \"nvrtc_units_per_candidate\": $5, \"slots\": 2}" >"$tmp/sc/$1/out.jsonl"
+}
+mkrun seed-1 1000 1000 0.8 1.5
+mkrun seed-all 1800 1800 0.8 1.5
+mkrun seed-mpi 1600 1600 0.02 0
+"$PY" "$ROOT/bench/scale_report.py" "$tmp/sc" --cores 32 --json >"$tmp/sc.json" 2>"$tmp/err"
+if "$PY" - "$tmp/sc.json" <<'PYEOF'
+import json, sys
+rows = {r["name"]: r for r in json.load(open(sys.argv[1]))["runs"]}
+assert abs(rows["seed-all"]["ratio_vs_1gpu"] - 1.8) < 1e-9, rows["seed-all"]
+assert abs(rows["seed-mpi"]["cores_busy"] - 16.0) < 1e-9, rows["seed-mpi"]
+assert abs(rows["seed-mpi"]["cpu_s_per_candidate"] - 16.0 * 60 / 1600) < 1e-9, rows["seed-mpi"]
+assert rows["seed-mpi"]["nvrtc_units_per_candidate"] is None, rows["seed-mpi"]
+assert rows["seed-1"]["cpu_s_per_candidate"] == 0.8 and rows["seed-1"]["nvrtc_units_per_candidate"] == 1.5
+PYEOF
+then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores"
+else bad "scale_report.py: $(head -3 "$tmp/err")"; fi
+
 # ws_ab.sh's one-knob A/B modes on a stub evoeng that records each bench
 # call: every A and B is a whole configuration (no knob given twice, which
 # evoeng refuses) and the two differ in exactly the knob under test (and
