@@ -781,8 +781,7 @@ int nvrtc_compile_many(const CompileRequest *reqs, CompileResult *res, int n, in
         jobs[i].res = &res[i];
     }
     if (threads <= 0) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = ncpu > 0 ? (int)(ncpu > 1024 ? 1024 : ncpu) : 1;
+        threads = cpu_cores();
     }
     if (threads > n)
         threads = n;

@@ -183,8 +183,7 @@ int pool_open(Pool **out, int threads, EvoErr *err)
     if (threads < 0)
         return err_set(err, "pool_open: invalid thread count %d", threads);
     if (threads == 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = n > 0 ? (int)(n > 1024 ? 1024 : n) : 1;
+        threads = cpu_cores();
     }
     Pool *pool = xcalloc(1, sizeof(*pool));
     pthread_mutex_init(&pool->lock, NULL);

@@ -333,7 +333,7 @@ int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepare
             total += out[i].nunits;
     if (total == 0)
         return 0;
-    long threads = jobs > 0 ? jobs : sysconf(_SC_NPROCESSORS_ONLN);
+    long threads = jobs > 0 ? jobs : cpu_cores();
     if (threads < 1 || threads > total)
         threads = total;
     if (pool_open(&pool, (int)threads, err))

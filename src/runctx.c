@@ -142,6 +142,5 @@ void runctx_set_cache(const Settings *s)
 
 int runctx_cores(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
+    return cpu_cores();
 }

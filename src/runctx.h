@@ -45,7 +45,7 @@ char *runctx_cache_dir(void);
  * The folder is made on the first compile, not before. s is unused. */
 void runctx_set_cache(const Settings *s);
 
-/* Online CPU cores. */
+/* The cores this process may use (cpu_cores()). */
 int runctx_cores(void);
 
 #endif

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -485,6 +486,39 @@ double process_cpu_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The cgroup v2 quota "QUOTA PERIOD" of cpu.max in cores (rounded up), or
+ * 0 when there is none ("max") or the file cannot be read. */
+static int cgroup_quota_cores(void)
+{
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (!f)
+        return 0;
+    char q[32] = "";
+    long period = 0;
+    int got = fscanf(f, "%31s %ld", q, &period);
+    fclose(f);
+    long quota = 0;
+    if (got != 2 || period <= 0 || parse_long(q, 1, LONG_MAX, &quota))
+        return 0;
+    long n = (quota + period - 1) / period;
+    return n > 1024 ? 1024 : (int)n;
+}
+
+int cpu_cores(void)
+{
+    long n = 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        n = CPU_COUNT(&set);
+    if (n <= 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    int quota = cgroup_quota_cores();
+    if (quota > 0 && quota < n)
+        n = quota;
+    return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
 }
 
 char *time_iso8601(void)

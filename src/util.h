@@ -120,6 +120,10 @@ void sha256_hex(const void *data, size_t len, char hex[65]);
 double time_now_ms(void);        /* monotonic clock, milliseconds */
 double thread_cpu_ms(void);      /* CPU time of the calling thread, milliseconds */
 double process_cpu_ms(void);     /* CPU time of this process (every thread), milliseconds */
+/* The cores this process may use: the CPUs of its affinity mask (taskset,
+ * cpusets), capped by a cgroup v2 CPU quota (/sys/fs/cgroup/cpu.max, as
+ * `docker --cpus` sets), else the online CPUs. At least 1, at most 1024. */
+int    cpu_cores(void);
 char  *time_iso8601(void);       /* current UTC time, fresh string */
 
 /* ---- numbers --------------------------------------------------------- */

@@ -3,6 +3,7 @@
 #include "testdata.h"
 #include "util.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -218,6 +219,25 @@ static void test_file_write_safety(void)
     free(d);
 }
 
+/* cpu_cores follows the affinity mask: a process on one CPU (taskset -c N)
+ * gets one compile thread, not one per core of the host. */
+static void test_cpu_cores(void)
+{
+    cpu_set_t all, one;
+    CHECK(sched_getaffinity(0, sizeof(all), &all) == 0);
+    int n = cpu_cores();
+    CHECK(n >= 1 && n <= CPU_COUNT(&all));
+    int first = 0;
+    while (first < CPU_SETSIZE && !CPU_ISSET(first, &all))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    CHECK(sched_setaffinity(0, sizeof(one), &one) == 0);
+    CHECK(cpu_cores() == 1);
+    CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
+    CHECK(cpu_cores() == n);
+}
+
 int main(void)
 {
     RUN(test_sha256);
@@ -227,5 +247,6 @@ int main(void)
     RUN(test_err);
     RUN(test_file_read_bounds);
     RUN(test_file_write_safety);
+    RUN(test_cpu_cores);
     return test_report();
 }

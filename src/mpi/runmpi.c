@@ -66,8 +66,7 @@ static EvoExit agent_main(const Settings *given, int *abandon)
     /* agents of one host share its cores: without -j, each compiles on
      * its share (one agent a GPU on an 8-GPU host: cores / 8 each) */
     if (go.jobs == 0) {
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        int share = (int)(ncpu > 0 ? ncpu : 1) / mpilink_local_agents(link_);
+        int share = cpu_cores() / mpilink_local_agents(link_);
         go.jobs = share > 0 ? share : 1;
     }
     gate_options_default(&go.gate);
