@@ -707,6 +707,20 @@ static void test_stats(void)
         r[i] = 1.0 + (i % 2 ? 0.05 : -0.05);
     bench_stats(r, 20, &s);
     CHECK(!bench_settled(&s, 0.01));
+    /* pooled rounds: pairs at +-1% are not settled to 0.5% after one
+     * round of 5 (half-width 0.86%), and are after 25 (0.38%) */
+    for (int i = 0; i < 20; i++)
+        r[i] = 1.0 + (i % 2 ? 0.01 : -0.01);
+    bench_stats(r, 5, &s);
+    CHECK(!bench_settled(&s, 0.005));
+    CHECK_NEAR(bench_ratio_halfwidth(&s), 1.96 * 1.2533 * (0.02 / 2.5631) / sqrt(5.0) / 0.99, 1e-9);   /* median 0.99 */
+    double r25[25];
+    for (int i = 0; i < 25; i++)
+        r25[i] = 1.0 + (i % 2 ? 0.01 : -0.01);
+    bench_stats(r25, 25, &s);
+    CHECK(bench_settled(&s, 0.005));
+    bench_stats(r25, 1, &s);
+    CHECK(!bench_settled(&s, 0.5));   /* one pair says nothing of its noise */
     BenchOptions o, o2;
     bench_options_default(&o);
     CHECK(o.samples >= 20 && o.pairs >= 10);

@@ -71,11 +71,19 @@ double bench_percentile(const double *x, int n, double p)
     return v;
 }
 
+double bench_ratio_halfwidth(const BenchStats *ratio)
+{
+    if (ratio->n < 2 || ratio->median == 0)
+        return INFINITY;
+    /* sigma from the p10..p90 spread (2.5631 sigma for a normal, robust to
+     * a stray pair); the median's standard error is 1.2533 sigma / sqrt(n) */
+    double sigma = (ratio->p90 - ratio->p10) / 2.5631;
+    return 1.96 * 1.2533 * sigma / sqrt((double)ratio->n) / fabs(ratio->median);
+}
+
 int bench_settled(const BenchStats *ratio, double threshold)
 {
-    double half = (ratio->p90 - ratio->p10) / 2;
-    double rel = ratio->median != 0 ? half / fabs(ratio->median) : INFINITY;
-    return ratio->n > 0 && rel <= threshold && ratio->cv <= threshold;
+    return bench_ratio_halfwidth(ratio) <= threshold;
 }
 
 /* EVOENG_SAMPLE_MS as a number of ms in [0.05, 1000]: 1 and *ms, 0 when
@@ -126,8 +134,8 @@ void bench_options_default(BenchOptions *o)
     o->hold = !(env_hold_off(&off) != 0 && off);   /* only "0" turns it off */
     o->shared = 1;
     o->pairs = 15;
-    o->retries = 3;
-    o->noise_threshold = 0.01;
+    o->retries = 5;
+    o->noise_threshold = 0.005;
     o->seed = 1;
 }
 
@@ -557,9 +565,9 @@ int bench_compare_multi(CudaCtx *c, int n, const CudaLaunches *const *a, const C
 {
     Timer t;
     Runner ra[PLAN_MAX_PROFILES], rb[PLAN_MAX_PROFILES];
-    double *ta[PLAN_MAX_PROFILES], *tb[PLAN_MAX_PROFILES], *rt[PLAN_MAX_PROFILES], best[PLAN_MAX_PROFILES];
+    double *ta[PLAN_MAX_PROFILES], *tb[PLAN_MAX_PROFILES], *rt[PLAN_MAX_PROFILES];
     int done[PLAN_MAX_PROFILES] = {0};
-    int pairs, tries = o->retries > 0 ? o->retries : 1;
+    int pairs, tries = o->retries > 0 ? o->retries : 1, have = 0;
     uint64_t rng = o->seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
     (void)err;
     memset(r, 0, sizeof(*r));
@@ -568,10 +576,9 @@ int bench_compare_multi(CudaCtx *c, int n, const CudaLaunches *const *a, const C
     for (int k = 0; k < n; k++) {
         ra[k] = (Runner){a[k], NULL, 1};
         rb[k] = (Runner){b[k], NULL, 1};
-        ta[k] = xcalloc((size_t)pairs, sizeof(double));
-        tb[k] = xcalloc((size_t)pairs, sizeof(double));
-        rt[k] = xcalloc((size_t)pairs, sizeof(double));
-        best[k] = INFINITY;
+        ta[k] = xcalloc((size_t)pairs * (size_t)tries, sizeof(double));
+        tb[k] = xcalloc((size_t)pairs * (size_t)tries, sizeof(double));
+        rt[k] = xcalloc((size_t)pairs * (size_t)tries, sizeof(double));
         snprintf(r->prof[k].name, sizeof(r->prof[k].name), "%s", names && names[k] ? names[k] : "default");
     }
     r->status = EVAL_OK;
@@ -592,26 +599,23 @@ int bench_compare_multi(CudaCtx *c, int n, const CudaLaunches *const *a, const C
             if (runner_ready(&t, &ra[k], m, k ? &later : o) != 0 || runner_ready(&t, &rb[k], m, k ? &later : o) != 0)
                 goto fail;
     }
+    /* rounds of `pairs` pairs, pooled: a profile whose median ratio is not
+     * yet known to noise_threshold (95% half-width) gets another round */
     for (int attempt = 0; attempt < tries; attempt++) {
         int left = 0;
         for (int p = 0; p < pairs; p++)
-            if (compare_round(&t, n, ra, rb, done, o->cold, &rng, ta, tb, rt, p) != 0)
+            if (compare_round(&t, n, ra, rb, done, o->cold, &rng, ta, tb, rt, have + p) != 0)
                 goto fail;
+        have += pairs;
         for (int k = 0; k < n; k++) {
             ProfileStat *ps = &r->prof[k];
-            BenchStats rs;
             if (done[k])
                 continue;
-            bench_stats(rt[k], pairs, &rs);
+            bench_stats(rt[k], have, &ps->ratio);
+            bench_stats(ta[k], have, &ps->a_ms);
+            bench_stats(tb[k], have, &ps->ms);
             ps->attempts = attempt + 1;
-            double spread = rs.median != 0 ? (rs.p90 - rs.p10) / 2 / fabs(rs.median) : INFINITY;
-            done[k] = bench_settled(&rs, o->noise_threshold);
-            if (done[k] || spread < best[k]) {
-                best[k] = spread;
-                ps->ratio = rs;
-                bench_stats(ta[k], pairs, &ps->a_ms);
-                bench_stats(tb[k], pairs, &ps->ms);
-            }
+            done[k] = bench_settled(&ps->ratio, o->noise_threshold);
             ps->noisy = !done[k];
             left += !done[k];
         }

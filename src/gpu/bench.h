@@ -28,10 +28,11 @@
  * A/B compare (parent A, child B): `pairs` (default 15) pairs, the order
  * within each pair drawn at random from a seeded generator; each member
  * is one sample as above; ratio per pair = B/A. Reported: median ratio,
- * p10..p90 and CV of the ratios. When the half spread (p90-p10)/2 or the
- * CV exceeds noise_threshold (1%), the comparison is redone (up to
- * `retries` attempts in all); if it never settles, `noisy` is set and the
- * attempt with the smallest spread is returned. The driver's clock
+ * p10..p90 and CV of the ratios. Pairs come in rounds and are pooled:
+ * while the median ratio's 95% half-width (bench_ratio_halfwidth) is
+ * above noise_threshold (0.5%), a profile gets another round, up to
+ * `retries` rounds in all (5); if it never settles, `noisy` is set and
+ * every pair taken is reported. The driver's clock
  * attribute is static, so throttling is detected through this noise, not
  * read directly (NVML is not used).
  *
@@ -90,8 +91,8 @@ typedef struct BenchOptions {
     int      hold;            /* 1 (default): the stream waits until a sample is fully queued (see above) */
     int      shared;          /* A/B: 1 (default) both sides on the same buffers; 0: each on its own */
     int      pairs;           /* A/B pairs (default 15) */
-    int      retries;         /* A/B attempts in all (default 3) */
-    double   noise_threshold; /* relative; default 0.01 */
+    int      retries;         /* A/B: rounds of `pairs` pairs at most, pooled (default 5) */
+    double   noise_threshold; /* A/B: the 95% half-width of the median ratio to reach (default 0.005) */
     uint64_t seed;            /* input seed and A/B order seed (default 1) */
     unsigned profiles;        /* bit k: time input profile k; 0 (default): the plan's timing profiles */
 } BenchOptions;
@@ -184,7 +185,11 @@ void    bench_stats_from_json(const json_t *j, BenchStats *s);
  * stores written before input profiles). */
 int     bench_metrics_profiles(const char *metrics_json, ProfileStat *out);
 
-/* Is an A/B attempt settled? (half spread and CV within threshold) */
+/* The 95% half-width of the median of the per-pair ratios in *ratio,
+ * relative to it: 1.96 x 1.2533 sigma / sqrt(n), sigma = (p90 - p10) /
+ * 2.5631. INFINITY with fewer than 2 ratios. */
+double bench_ratio_halfwidth(const BenchStats *ratio);
+/* Is an A/B's median ratio known well enough? (half-width <= threshold) */
 int bench_settled(const BenchStats *ratio, double threshold);
 
 /* The geometric mean, field by field, of n statistics (n, the count, is
