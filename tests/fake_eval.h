@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 
-#include "evolve.h"
+#include "search/evolve.h"
 
 typedef struct FakeEval {
     /* hooks, set by the test; the failure hooks may be NULL */

@@ -4,9 +4,9 @@
  * progress line's width. */
 #include "testhelp.h"
 #include "evolve_fixture.h"
-#include "ops.h"
+#include "search/ops.h"
 #include "device.h"
-#include "nvrtc.h"
+#include "compile/nvrtc.h"
 #include "cli/out.h"
 
 #include <math.h>

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cli/out.h"
-#include "store.h"
+#include "store/store.h"
 
 static char tmpdir[256];
 

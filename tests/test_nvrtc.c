@@ -13,7 +13,7 @@
 
 #include "compile/clog.h"
 #include "config.h"
-#include "nvrtc.h"
+#include "compile/nvrtc.h"
 #include "testdata.h"
 #include "testhelp.h"
 

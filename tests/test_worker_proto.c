@@ -5,15 +5,15 @@
  * timeout / crash / respawn logic against a fake worker (this binary run
  * as "__fake IN OUT"), the gate's host math and the bench statistics.
  */
-#include "bench.h"
-#include "cuda_api.h"
-#include "devkern.h"
-#include "gate.h"
-#include "nvrtc.h"
-#include "proto.h"
+#include "gpu/bench.h"
+#include "gpu/cuda_api.h"
+#include "gpu/devkern.h"
+#include "gpu/gate.h"
+#include "compile/nvrtc.h"
+#include "gpu/proto.h"
 #include "testhelp.h"
-#include "watchdog.h"
-#include "worker.h"
+#include "gpu/watchdog.h"
+#include "gpu/worker.h"
 
 #include <math.h>
 #include <signal.h>

@@ -1,7 +1,7 @@
 /*
  * out: lines cut to the terminal width, and the --json document. See out.h.
  */
-#include "out.h"
+#include "cli/out.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * clog: error lines of a compile log, and ptxas's silent refusals. See
  * clog.h.
  */
-#include "clog.h"
+#include "compile/clog.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 #ifndef EVO_CLOG_H
 #define EVO_CLOG_H
 
-#include "nvrtc.h"
+#include "compile/nvrtc.h"
 
 /* The most static shared memory a block may declare, bytes (every
  * architecture evoeng targets). */

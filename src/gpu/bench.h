@@ -61,9 +61,9 @@
 
 #include <jansson.h>
 
-#include "cuda_api.h"
-#include "gate.h"
-#include "plan.h"
+#include "gpu/cuda_api.h"
+#include "gpu/gate.h"
+#include "task/plan.h"
 #include "util.h"
 
 typedef struct BenchStats {

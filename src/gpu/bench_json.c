@@ -4,12 +4,12 @@
  * CompareResult, and each input profile's ProfileStat, described once in
  * a field table. See bench.h.
  */
-#include "bench.h"
+#include "gpu/bench.h"
 
 #include <stddef.h>
 #include <string.h>
 
-#include "proto.h"
+#include "gpu/proto.h"
 
 /* ---- ProfileStat: one field table ------------------------------------- */
 

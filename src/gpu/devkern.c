@@ -4,16 +4,16 @@
  * it includes no header, so it needs nothing from the toolkit at run time
  * but libnvrtc.
  */
-#include "devkern.h"
+#include "gpu/devkern.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
-#include "gensrc.h"
-#include "nvrtc.h"
+#include "compile/nvrtc.h"
+#include "gpu/gate.h"
+#include "gpu/gensrc.h"
 
 /* The kernels, after the generator's source (gensrc.h), which defines
  * u64, u32, u16, mix64 and gen_value. The host mirror of the generator is

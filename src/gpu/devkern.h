@@ -26,8 +26,8 @@
 
 #include <stdint.h>
 
-#include "cuda_api.h"
-#include "plan.h"
+#include "gpu/cuda_api.h"
+#include "task/plan.h"
 #include "util.h"
 
 /* A reduction record on the device, read back as it is. Maxima of

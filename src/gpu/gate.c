@@ -3,15 +3,15 @@
  * checksums) first, then the device routine that runs inside the worker.
  * See gate.h for the checks and their order.
  */
-#include "gate.h"
+#include "gpu/gate.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
-#include "resident.h"
+#include "gpu/proto.h"
+#include "gpu/resident.h"
 
 /* ---- statuses --------------------------------------------------------- */
 

@@ -45,8 +45,8 @@
 
 #include <jansson.h>
 
-#include "cuda_api.h"
-#include "plan.h"
+#include "gpu/cuda_api.h"
+#include "task/plan.h"
 #include "util.h"
 
 /* The outcome of evaluating a candidate. Names in gate_status_name(). */

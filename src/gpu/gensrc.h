@@ -1,7 +1,7 @@
 /*
  * gensrc: the gate's input generator as CUDA C++ source, one text for the
  * worker's fill kernel (devkern.c) and for the exported harness
- * (report/harness_text.c). It defines the typedefs u64, u32 and u16,
+ * (export/harness_text.c). It defines the typedefs u64, u32 and u16,
  * struct GenSpec (an InitSpec of plan.h with its enumerations as ints,
  * laid out as GenArgs below) and the __host__ __device__ inline functions
  * mix64, seed_key, unit, box_muller and gen_value. Element i of a buffer
@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "plan.h"
+#include "task/plan.h"
 
 /* The source text, a string literal to put in front of the code that
  * uses it (it needs no header). The arithmetic is gate_gen_value's

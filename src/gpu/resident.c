@@ -2,7 +2,7 @@
  * resident: bays of resident evaluation state on the worker's GPU. See
  * resident.h for the layout, the keys and the protection.
  */
-#include "resident.h"
+#include "gpu/resident.h"
 
 #include <math.h>
 #include <stdio.h>

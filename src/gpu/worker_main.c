@@ -5,16 +5,16 @@
  * has the protocol). After a sticky CUDA error it replies, marks the reply
  * fatal and exits without touching the context again.
  */
-#include "worker.h"
+#include "gpu/worker.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_api.h"
-#include "proto.h"
-#include "resident.h"
+#include "gpu/cuda_api.h"
+#include "gpu/proto.h"
+#include "gpu/resident.h"
 
 /* =======================================================================
  * Worker process

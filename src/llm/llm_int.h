@@ -1,5 +1,5 @@
 /*
- * llm_int: the LLM client's private state, shared by src/llm.c (the
+ * llm_int: the LLM client's private state, shared by src/llm/llm.c (the
  * client, HTTP attempts, the driver) and src/llm/cmd.c (the --llm-cmd
  * runner). Not for use outside the client.
  */
@@ -9,7 +9,7 @@
 #include <curl/curl.h>
 #include <sys/types.h>
 
-#include "llm.h"
+#include "llm/llm.h"
 #include "llm/llm_provider.h"
 
 typedef enum JobState { JOB_QUEUED = 0, JOB_RUNNING, JOB_WAITING, JOB_DONE } JobState;

@@ -1,5 +1,5 @@
 /* agent: see agent.h. */
-#include "agent.h"
+#include "mpi/agent.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "wire.h"
+#include "mpi/wire.h"
 
 typedef struct Mirror {
     int64_t id;

@@ -1,5 +1,5 @@
 /* mpieval: see mpieval.h. */
-#include "mpieval.h"
+#include "mpi/mpieval.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpi/wire.h"
 #include "msg.h"
-#include "wire.h"
 
 /* An agent opening its GPUs (worker start, the reference's compilation)
  * sends nothing: it has this many timeouts to say hello. */

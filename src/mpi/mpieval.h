@@ -30,8 +30,8 @@
 #define EVO_MPI_MPIEVAL_H
 
 #include "device.h"
-#include "evolve.h"
-#include "link.h"
+#include "mpi/link.h"
+#include "search/evolve.h"
 
 typedef struct MpiEval MpiEval;
 

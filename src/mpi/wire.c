@@ -1,5 +1,5 @@
 /* wire: see wire.h. */
-#include "wire.h"
+#include "mpi/wire.h"
 
 #include <math.h>
 #include <stddef.h>

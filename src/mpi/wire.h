@@ -11,7 +11,7 @@
 
 #include <jansson.h>
 
-#include "evolve.h"
+#include "search/evolve.h"
 
 /* The child as the agent must rebuild it: {"id", "key", "vals", "pid",
  * "rid", "src"}; src (custom_source) only when with_source is 1. */

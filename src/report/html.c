@@ -9,7 +9,7 @@
  * convergence, lineage of the best, the top N, per-knob effects, failures
  * by status, LLM rates per mode.
  */
-#include "report_int.h"
+#include "report/report_int.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
 #include "config.h"
+#include "gpu/bench.h"
 
 static const char css[] =
     "body{font-family:'DejaVu Sans',Arial,Helvetica,sans-serif;margin:24px auto;max-width:1180px;color:#222;"

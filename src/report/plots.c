@@ -5,7 +5,7 @@
  * <title> with its id and figures, so a reader hovers for details and a
  * test counts the marks.
  */
-#include "report_int.h"
+#include "report/report_int.h"
 
 #include <math.h>
 #include <stdio.h>

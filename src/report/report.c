@@ -5,7 +5,7 @@
  * LLM statistics. Everything is read through the store's API; the page
  * itself is written by html.c and plots.c.
  */
-#include "report_int.h"
+#include "report/report_int.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "store.h"
+#include "store/store.h"
 #include "util.h"
 
 typedef struct ReportOptions {

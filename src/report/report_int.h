@@ -8,8 +8,8 @@
 
 #include <jansson.h>
 
-#include "report.h"
-#include "svg.h"
+#include "report/report.h"
+#include "report/svg.h"
 
 /* How a candidate shows on the convergence plots. */
 typedef enum PointKind {

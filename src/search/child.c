@@ -5,7 +5,7 @@
  * the generation-synchronous one; steady.c, the steady-state one) take
  * their children through here. See loop.h and evolve.h.
  */
-#include "loop.h"
+#include "search/loop.h"
 
 #include <math.h>
 #include <stdio.h>

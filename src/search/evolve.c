@@ -3,7 +3,7 @@
  * of evolve.h. The loop's parts are in stages.c, propose.c and llmgen.c
  * (loop.h).
  */
-#include "loop.h"
+#include "search/loop.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "cli/out.h"
+#include "compile/nvrtc.h"
 #include "msg.h"
-#include "nvrtc.h"
-#include "ops.h"
+#include "search/ops.h"
 #include "task/space_index.h"
 
 

@@ -82,8 +82,8 @@
 
 #include <stdint.h>
 
-#include "store.h"
-#include "task.h"
+#include "store/store.h"
+#include "task/task.h"
 #include "util.h"
 
 typedef struct LlmOp LlmOp;   /* llmop.h */

@@ -3,7 +3,7 @@
  * turned into children and evaluated under the revert rule. See loop.h
  * and evolve.h.
  */
-#include "loop.h"
+#include "search/loop.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "msg.h"
-#include "ops.h"
+#include "search/ops.h"
 
 #define LLM_STREAM 0x6c6c6d2d70617265ULL  /* "llm-pare": the LLM parents' RNG stream */
 #define LLM_BATCH 8       /* answers taken (and compiled together) at a time */

@@ -12,9 +12,9 @@
 #ifndef EVO_SEARCH_LOOP_H
 #define EVO_SEARCH_LOOP_H
 
-#include "evolve.h"
+#include "llm/llmop.h"
+#include "search/evolve.h"
 #include "task/task_space.h"
-#include "llmop.h"
 
 #define PARENT_CACHE 16   /* at least this many parents kept compiled and loaded for their children's A/B */
 

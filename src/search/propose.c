@@ -2,12 +2,12 @@
  * propose: populations, dedup against the store, kernel inheritance and
  * the proposals of each strategy. See loop.h and evolve.h.
  */
-#include "loop.h"
+#include "search/loop.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
+#include "search/ops.h"
 #include "task/space_index.h"
 
 /* A slot's attempts widen the move: plain operators first, then stronger

@@ -4,7 +4,7 @@
  * commits in proposal order, and the speculation on the next generation.
  * See loop.h and evolve.h.
  */
-#include "loop.h"
+#include "search/loop.h"
 
 #include <pthread.h>
 
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nvrtc.h"
+#include "compile/nvrtc.h"
 
 /* One stage of a batch, spread over the evaluator's slots: a thread per
  * slot takes the next queued child, runs the stage on it and marks it

@@ -32,7 +32,7 @@
  * not promise the same proposals for the same seed: they depend on which
  * children were committed first. --sync does.
  */
-#include "loop.h"
+#include "search/loop.h"
 
 #include <pthread.h>
 

@@ -15,7 +15,7 @@
  * parent2_id and in the rationale "warm start from run R candidate C".
  * Only runs with a smaller id count, so resume seeds the same members.
  */
-#include "loop.h"
+#include "search/loop.h"
 
 #include <stdio.h>
 #include <stdlib.h>

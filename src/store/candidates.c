@@ -3,7 +3,7 @@
  * transaction per candidate), lists in id or survivor order, generation
  * summaries and counts by status. See store.h for the contract.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <stdlib.h>
 #include <string.h>

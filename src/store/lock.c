@@ -5,7 +5,7 @@
  * dies, kill -9 included) and holding who took it: "pid P host H since T".
  * A second process is refused with those words. See store.h.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

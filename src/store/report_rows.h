@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "store.h"
+#include "store/store.h"
 
 /* How many runs the store holds and the smallest and largest run id
  * (both 0 when there is none). Returns 0 or -1 (err names the query). */

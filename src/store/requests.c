@@ -3,7 +3,7 @@
  * raw kernels that LLM answers and --source baselines bring. See store.h
  * for the contract.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <math.h>
 #include <stdio.h>

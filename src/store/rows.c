@@ -4,7 +4,7 @@
  * both the INSERT and the SELECT of a record, so the two cannot drift
  * apart.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <math.h>
 #include <stdarg.h>

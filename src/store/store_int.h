@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sqlite3.h>
 
-#include "store.h"
+#include "store/store.h"
 
 struct Store {
     sqlite3 *db;

@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "task.h"
+#include "task/task.h"
 
 typedef struct EParse {
     const char *s;

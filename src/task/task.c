@@ -9,9 +9,9 @@
  * variable references checked against the names visible there; evaluation
  * happens later, per configuration and shape (task_resolve.c).
  */
-#include "confine.h"
-#include "task_priv.h"
-#include "template.h"
+#include "task/confine.h"
+#include "task/task_priv.h"
+#include "task/template.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #include "device.h"
-#include "plan.h"
+#include "task/plan.h"
 #include "util.h"
 
 typedef struct Task Task;

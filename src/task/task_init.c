@@ -11,7 +11,7 @@
  * A spec without "profiles" has one implicit profile, "default", of the
  * buffers' own inits, timed: it behaves as before profiles existed.
  */
-#include "task_priv.h"
+#include "task/task_priv.h"
 
 #include <stdlib.h>
 #include <string.h>

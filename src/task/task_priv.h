@@ -11,8 +11,8 @@
 
 #include <jansson.h>
 
-#include "expr.h"
-#include "task.h"
+#include "task/expr.h"
+#include "task/task.h"
 
 /* Bounds on what a spec may hold (README.md, "Trust model"): a spec is at
  * most FILE_READ_MAX bytes, and nothing in it multiplies past these. */
