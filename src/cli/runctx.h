@@ -12,23 +12,8 @@
 
 #define RUNCTX_DEFAULT_TASK "templates/attention/task.json"
 
-/* The file or directory rel (relative: "prompts", "templates/x/task.json")
- * in the first data directory that has it readable, in this order:
- * $EVOENG_DATA_DIR, <the binary's folder>/../share/evoeng (an installed
- * tree wherever it lies: a --destdir install, a moved prefix), the
- * installed data directory (EVO_DATADIR, <prefix>/share/evoeng, where
- * `meson install` puts templates/ and prompts/), the source tree evoeng
- * was built from (EVO_SOURCE_ROOT). Fresh string, or NULL when none has
- * it. */
-char *runctx_data_file(const char *rel);
-
-/* For an error: every place rel was looked for (the current directory,
- * then the data directories above, each named) and how to point evoeng at
- * its data (EVOENG_DATA_DIR). Fresh string. */
-char *runctx_data_searched(const char *rel);
-
 /* The spec file to read for path: path itself when it is readable, else,
- * for a relative path, runctx_data_file(path) when found, else path.
+ * for a relative path, datadir_file(path) when found, else path.
  * Fresh string. */
 char *runctx_task_file(const char *path);
 

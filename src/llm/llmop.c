@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/runctx.h"
 #include "msg.h"
+#include "task/datadir.h"
 
 #define MAX_ERROR_CHARS 400   /* of one failure's error text in the insights */
 
@@ -186,13 +186,13 @@ static char *find_prompts_dir(const char *given, EvoErr *err)
                    : (err_set(err, "EVOENG_PROMPTS_DIR=%s: no system.md here: not a prompts directory", env), NULL);
     if (dir_has_prompts("prompts"))
         return xstrdup("prompts");
-    char *data = runctx_data_file("prompts/system.md");   /* $EVOENG_DATA_DIR, installed, source tree */
+    char *data = datadir_file("prompts/system.md");   /* $EVOENG_DATA_DIR, installed, source tree */
     if (data) {
         char *dir = path_dirname(data);
         free(data);
         return dir;
     }
-    char *where = runctx_data_searched("prompts/system.md");
+    char *where = datadir_searched("prompts/system.md");
     err_set(err, "no prompts directory: %s (or EVOENG_PROMPTS_DIR to a prompts folder)", where);
     free(where);
     return NULL;
