@@ -10,7 +10,6 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "cli/out.h"
 #include "compile/cserver.h"
 #include "gpu/worker.h"
 #include "msg.h"

@@ -7,7 +7,7 @@
 #include "search/ops.h"
 #include "device.h"
 #include "compile/nvrtc.h"
-#include "cli/out.h"
+#include "msg.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -16,9 +16,9 @@
 #include "cli/abrepeat.h"
 #include "cli/commands.h"
 #include "cli/inspect.h"
-#include "cli/out.h"
 #include "cli/runctx.h"
 #include "gpu/gpueval.h"
+#include "msg.h"
 #include "search/ops.h"
 
 /* Each input profile's latency (and ratio, after an A/B) of c, one line

@@ -19,11 +19,11 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/out.h"
 #include "cli/runctx.h"
 #include "compile/clog.h"
 #include "compile/prep.h"
 #include "gpu/gpueval.h"
+#include "msg.h"
 #include "search/evolve.h"
 #include "search/ops.h"
 #include "task/task_space.h"

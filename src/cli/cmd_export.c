@@ -25,11 +25,11 @@
 
 #include "cli/commands.h"
 #include "cli/inspect.h"
-#include "cli/out.h"
 #include "cli/runctx.h"
 #include "config.h"
 #include "export/export.h"
 #include "export/harness.h"
+#include "msg.h"
 #include "store/store.h"
 #include "task/task.h"
 

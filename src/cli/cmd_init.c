@@ -17,7 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/init_spec.h"
-#include "cli/out.h"
+#include "msg.h"
 
 /* The template path as the spec names it: relative to the spec's folder
  * when the kernel lives there, else absolute. */

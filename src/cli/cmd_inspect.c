@@ -1,7 +1,7 @@
 /*
  * cmd_inspect: the commands that read the population store and need no
  * GPU: --version, status, top, lineage, show (runs: cli/cmd_runs.c). Output
- * is plain aligned text for people, cut to the terminal width (cli/out.h),
+ * is plain aligned text for people, cut to the terminal width (msg.h, out_printf),
  * or with --json one object per command (README.md, "JSON output"). The
  * store is opened read-only: a missing one is an error (exit 4) and
  * nothing is created. status, top and the best are survivors, so only
@@ -16,10 +16,10 @@
 
 #include "cli/commands.h"
 #include "cli/inspect.h"
-#include "cli/out.h"
 #include "compile/nvrtc.h"
 #include "config.h"
 #include "gpu/cuda_api.h"
+#include "msg.h"
 #include "store/store.h"
 
 /* ---- --version ------------------------------------------------------- */

@@ -15,7 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/inspect.h"
-#include "cli/out.h"
+#include "msg.h"
 #include "report/report.h"
 #include "store/report_rows.h"
 #include "store/store.h"

@@ -25,12 +25,12 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "cli/out.h"
 #include "cli/runctx.h"
 #include "compile/nvrtc.h"
 #include "config.h"
 #include "gpu/gpueval.h"
 #include "llm/llmop.h"
+#include "msg.h"
 #include "search/evolve.h"
 #include "store/store.h"
 #if EVO_HAVE_MPI
@@ -352,7 +352,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
     EvoExit rc = open_llm(s, &llm);
     if (rc != EVO_EXIT_OK)
         return rc;
-    out_init(s->wide);   /* progress lines fit the terminal (cli/out.h) */
+    out_init(s->wide);   /* progress lines fit the terminal (msg.h, out_init) */
     if ((rc = runctx_load_task(s, &task)) != EVO_EXIT_OK)
         goto out;
     if (s->source && file_read(s->source, &src, NULL, &err)) {

@@ -11,7 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/inspect.h"
-#include "cli/out.h"
+#include "msg.h"
 
 static json_t *runs_json(const RunSummary *l, int n)
 {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/out.h"
+#include "msg.h"
 
 /* ---- opening --------------------------------------------------------- */
 

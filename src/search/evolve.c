@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/out.h"
 #include "compile/nvrtc.h"
 #include "msg.h"
 #include "search/ops.h"
