@@ -3,8 +3,9 @@
  * ptxas' resource report out of it, and cache results on disk keyed by a
  * hash of everything that determines the output. See nvrtc.h.
  *
- * Layout: options and cache key, the ptxas log parser, the cache (load and
- * store), the NVRTC call itself, then the public entry points.
+ * Layout: options and cache key, the cache (load and store), the NVRTC
+ * call itself, then the public entry points. The ptxas report is parsed by
+ * compile/ptxas.c.
  *
  * Thread safety: NVRTC is safe for distinct programs, so nvrtc_compile()
  * runs concurrently. The cache directory name is guarded by a mutex and
@@ -16,7 +17,6 @@
 
 #include <ctype.h>
 #include <jansson.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -254,129 +254,6 @@ int nvrtc_request_key(const CompileRequest *req, char **options, char key[65], E
     return 0;
 }
 
-/* ---- ptxas log parser --------------------------------------------------- */
-/*
- * NVRTC 13.0 / sm_90 writes, per entry function:
- *
- *   ptxas info    : Compiling entry function 'k' for 'sm_90'
- *   ptxas info    : Function properties for k
- *   ptxas         .     1312 bytes stack frame, 2152 bytes spill stores, 2196 bytes spill loads
- *   ptxas info    : Used 32 registers, used 0 barriers, 1312 bytes cumulative stack size
- *
- * with ", N bytes smem" on the "Used" line when there is static shared
- * memory. Older toolkits print "Used N registers, N bytes smem, N bytes
- * cmem[0]" and an unprefixed stack-frame line. Non-entry functions get a
- * "Function properties" block but no "Compiling entry" or "Used" line.
- */
-
-/* The integer just before the first occurrence of tail in line. */
-static int num_before(const char *line, const char *tail, int *out)
-{
-    const char *p = strstr(line, tail);
-    if (!p)
-        return 0;
-    const char *b = p;
-    while (b > line && isdigit((unsigned char)b[-1]))
-        b--;
-    if (b == p)
-        return 0;
-    long v = strtol(b, NULL, 10);
-    *out = v > INT_MAX ? INT_MAX : (int)v;
-    return 1;
-}
-
-static void copy_name(char dst[128], const char *s, size_t n)
-{
-    if (n > 127)
-        n = 127;
-    memcpy(dst, s, n);
-    dst[n] = '\0';
-}
-
-static int find_kernel_index(const KernelResources *k, int n, const char *name)
-{
-    for (int i = n - 1; i >= 0; i--)
-        if (strcmp(k[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
-static void parse_line(const char *line, KernelResources **ks, int *nk, int *cur, int *props)
-{
-    const char *p;
-    if ((p = strstr(line, "Compiling entry function '")) != NULL) {
-        p += strlen("Compiling entry function '");
-        const char *q = strchr(p, '\'');
-        size_t n = q ? (size_t)(q - p) : strlen(p);
-        *ks = xrealloc(*ks, sizeof(KernelResources) * (size_t)(*nk + 1));
-        KernelResources *k = &(*ks)[*nk];
-        memset(k, 0, sizeof(*k));
-        k->cmem = -1;
-        copy_name(k->name, p, n);
-        *cur = *props = (*nk)++;
-        return;
-    }
-    if ((p = strstr(line, "Function properties for ")) != NULL) {
-        p += strlen("Function properties for ");
-        size_t n = strlen(p);
-        while (n > 0 && isspace((unsigned char)p[n - 1]))
-            n--;
-        char name[128];
-        copy_name(name, p, n);
-        *props = find_kernel_index(*ks, *nk, name);
-        return;
-    }
-    if (strstr(line, "bytes stack frame")) {
-        if (*props < 0)
-            return;
-        KernelResources *k = &(*ks)[*props];
-        int v;
-        if (num_before(line, " bytes stack frame", &v) && v > k->stack)
-            k->stack = v;
-        if (num_before(line, " bytes spill stores", &v))
-            k->spill_stores = v;
-        if (num_before(line, " bytes spill loads", &v))
-            k->spill_loads = v;
-        return;
-    }
-    if (strstr(line, "Used ") && strstr(line, " registers")) {
-        if (*cur < 0)
-            return;
-        KernelResources *k = &(*ks)[*cur];
-        int v;
-        if (num_before(line, " registers", &v))
-            k->registers = v;
-        if (num_before(line, " bytes smem", &v))
-            k->smem = v;
-        if (num_before(line, " bytes cmem[0]", &v))
-            k->cmem = v;
-        if (num_before(line, " bytes cumulative stack size", &v) && v > k->stack)
-            k->stack = v;
-    }
-}
-
-int nvrtc_parse_resources(const char *log, KernelResources **out)
-{
-    KernelResources *ks = NULL;
-    int nk = 0, cur = -1, props = -1;
-    *out = NULL;
-    if (!log)
-        return 0;
-    const char *s = log;
-    while (*s) {
-        const char *e = strchr(s, '\n');
-        size_t n = e ? (size_t)(e - s) : strlen(s);
-        char *line = xstrndup(s, n);
-        parse_line(line, &ks, &nk, &cur, &props);
-        free(line);
-        s += n;
-        if (*s == '\n')
-            s++;
-    }
-    *out = ks;
-    return nk;
-}
-
 const char *nvrtc_lowered_name(const CompileResult *res, const char *expr)
 {
     if (!res || !expr || !res->lowered)
@@ -391,7 +268,7 @@ const KernelResources *nvrtc_find_kernel(const CompileResult *res, const char *n
 {
     if (!res || !name)
         return NULL;
-    int i = find_kernel_index(res->kernels, res->nkernels, name);
+    int i = ptxas_find_kernel(res->kernels, res->nkernels, name);
     return i < 0 ? NULL : &res->kernels[i];
 }
 
@@ -411,6 +288,26 @@ void nvrtc_max_resources(const CompileResult *res, KernelResources *out)
         EVO_MAXF(cmem);
 #undef EVO_MAXF
     }
+}
+
+/* ---- a failure without an error line ------------------------------------- */
+
+/* A failed compile (res->ok 0) whose log has no error line gets one at its
+ * end: "evoeng: " and clog_silent_cause of its kernels; any other result is
+ * left as it is. On fresh compiles and cache hits. */
+static void explain_silent_failure(CompileResult *res)
+{
+    char *errs = res->ok ? NULL : clog_errors(res->log, 1);
+    if (res->ok || errs) {
+        free(errs);
+        return;
+    }
+    char *cause = clog_silent_cause(res->kernels, res->nkernels);
+    const char *log = res->log ? res->log : "";
+    char *with = xasprintf("%s%sevoeng: %s\n", log, log[0] && log[strlen(log) - 1] != '\n' ? "\n" : "", cause);
+    free(res->log);
+    res->log = with;
+    free(cause);
 }
 
 /* ---- cache -------------------------------------------------------------- */
@@ -493,8 +390,8 @@ static int cache_load(const char *dir, CompileResult *res)
             res->lowered[i] = xstrdup(json_string_value(json_array_get(names, (size_t)i)));
     }
     /* Resources come from the log, so a parser fix applies to old entries. */
-    res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
-    clog_explain(res);
+    res->nkernels = ptxas_parse_resources(res->log, &res->kernels);
+    explain_silent_failure(res);
     hit = 1;
 
 done:
@@ -666,7 +563,7 @@ static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult 
     }
     res->ok = 1;
     res->error[0] = '\0';
-    res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
+    res->nkernels = ptxas_parse_resources(res->log, &res->kernels);
     nvrtcDestroyProgram(&prog);
     return 0;
 
@@ -690,8 +587,8 @@ fail:
             free(hint);
         }
     }
-    res->nkernels = nvrtc_parse_resources(res->log, &res->kernels);
-    clog_explain(res);
+    res->nkernels = ptxas_parse_resources(res->log, &res->kernels);
+    explain_silent_failure(res);
     if (strcmp(call, "nvrtcCompileProgram") == 0 && deterministic_failure(r))
         return 0;
     return err_set(err, "%s (%s)", res->error, req->name ? req->name : DEFAULT_NAME);

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "compile/ptxas.h"
 #include "util.h"
 
 typedef struct CompileRequest {
@@ -25,17 +26,6 @@ typedef struct CompileRequest {
                                 * "ns::k"), lowered after the compile; may be NULL */
     int          nname_exprs;
 } CompileRequest;
-
-/* Resource usage of one kernel, from ptxas -v. */
-typedef struct KernelResources {
-    char  name[128];          /* the function's (mangled or extern "C") name */
-    int   registers;
-    int   spill_stores;       /* bytes */
-    int   spill_loads;        /* bytes */
-    int   stack;              /* stack frame bytes */
-    int   smem;               /* static shared memory bytes */
-    int   cmem;               /* constant bank 0 bytes (params), -1 if not reported */
-} KernelResources;
 
 typedef struct CompileResult {
     int              ok;          /* 1 when a cubin was produced */
@@ -147,15 +137,5 @@ char *nvrtc_cache_dir(void);
  * source. Returns 0, or -1 when req is
  * invalid (no source, arch not "sm_*"), with err naming the field. */
 int nvrtc_request_key(const CompileRequest *req, char **options, char key[65], EvoErr *err);
-
-/* Parse ptxas' verbose report (the NVRTC log of a --ptxas-options=-v
- * compile) into one KernelResources per entry function ("Compiling entry
- * function 'X'"), in log order. Device (non-entry) functions are skipped.
- * stack is the larger of "stack frame" and "cumulative stack size"; cmem
- * is cmem[0] or -1 when not reported (NVRTC 13 does not report it). Names
- * longer than 127 bytes are truncated. *out is a fresh array (NULL when
- * none) the caller frees; returns the number of kernels (>= 0). A NULL
- * log gives 0. */
-int nvrtc_parse_resources(const char *log, KernelResources **out);
 
 #endif
