@@ -3,7 +3,7 @@
  */
 #include "store/report_rows.h"
 
-#include "store/store_int.h"
+#include "store/rows.h"
 
 int store_run_span(Store *s, int64_t *count, int64_t *min_id, int64_t *max_id, EvoErr *err)
 {

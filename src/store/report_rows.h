@@ -2,7 +2,7 @@
  * report_rows: read-only queries of the store that the run report and
  * its command need beyond store.h (kept apart from store.c so the two
  * change independently). Implemented in report_rows.c with the helpers
- * of store_int.h.
+ * of rows.h.
  */
 #ifndef EVO_REPORT_ROWS_H
 #define EVO_REPORT_ROWS_H

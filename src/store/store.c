@@ -3,7 +3,7 @@
  * PRAGMA user_version, all in one transaction) and the runs table. See
  * store.h for the contract; candidates.c and requests.c hold the rest.
  */
-#include "store/store_int.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "store/rows.h"
 #include "store/store_schema.h"
 
 /* 'EVOE': marks the file as an evoeng database. */

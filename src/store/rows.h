@@ -1,16 +1,19 @@
 /*
- * store_int: what the files of the store share and nothing outside it
- * uses: the Store handle, field tables that map a row to a struct, and
- * the statement helpers. Only column names from field tables are ever
- * pasted into SQL; every value is bound.
+ * rows: what the files of the store share and nothing outside it uses:
+ * the Store handle, field tables that map a row to a struct, and the
+ * statement helpers (rows.c). Only column names from field tables are
+ * ever pasted into SQL; every value is bound. The bottom of the store:
+ * it includes none of its other headers.
  */
-#ifndef EVO_STORE_INT_H
-#define EVO_STORE_INT_H
+#ifndef EVO_STORE_ROWS_H
+#define EVO_STORE_ROWS_H
 
 #include <stddef.h>
 #include <sqlite3.h>
 
-#include "store/store.h"
+#include "util.h"
+
+typedef struct Store Store;   /* also in store.h */
 
 struct Store {
     sqlite3 *db;
