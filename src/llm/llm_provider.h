@@ -9,7 +9,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "llm/llm.h"
+#include "llm/record.h"
 
 /* What a provider's reply parser extracts. */
 typedef struct Parsed {

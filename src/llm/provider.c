@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llm/llm.h"
 #include "llm/llm_provider.h"
 
 

@@ -1,16 +1,17 @@
 /*
- * llm_int: the LLM client's private state, shared by src/llm/llm.c (the
+ * job: the LLM client's private state, shared by src/llm/llm.c (the
  * client, HTTP attempts, the driver) and src/llm/cmd.c (the --llm-cmd
- * runner). Not for use outside the client.
+ * runner), and the end of a job (job.c), which both call. Not for use
+ * outside the client.
  */
-#ifndef EVO_LLM_INT_H
-#define EVO_LLM_INT_H
+#ifndef EVO_LLM_JOB_H
+#define EVO_LLM_JOB_H
 
 #include <curl/curl.h>
 #include <sys/types.h>
 
-#include "llm/llm.h"
 #include "llm/llm_provider.h"
+#include "llm/record.h"
 
 typedef enum JobState { JOB_QUEUED = 0, JOB_RUNNING, JOB_WAITING, JOB_DONE } JobState;
 
@@ -40,6 +41,8 @@ typedef struct Job {
     double      deadline_ms;
 } Job;
 
+typedef struct Llm Llm;   /* also in llm.h */
+
 struct Llm {
     LlmConfig           cfg;        /* strings below are owned copies */
     const LlmProvider  *prov;       /* NULL with cmd */
@@ -65,9 +68,4 @@ void llm_job_kill_cmd(Job *j);
 void llm_finish(Llm *l, Job *j, LlmStatus st, const char *fmt, ...) EVO_PRINTF(4, 5);
 /* Finish job j with the model's text: the code is extracted from it. */
 void llm_finish_text(Llm *l, Job *j, const char *text);
-/* src/llm/cmd.c: start job j's --llm-cmd process, feeding it the prompt;
- * service its pipes, exit and deadline at time now (ms). */
-void llm_cmd_start(Llm *l, Job *j);
-void llm_cmd_service(Llm *l, Job *j, double now);
-
 #endif
