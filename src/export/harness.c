@@ -3,7 +3,7 @@
  * --format harness` (see harness.h). The fixed parts of the program are the
  * text constants of harness_text.c; the rest (buffers, tensor maps, the two launch
  * plans) is written from the resolved Plan. The input generator is a copy
- * of the gate's (src/gpu/devkern.c evo_fill, src/gpu/gate.c gate_seed_key
+ * of the gate's (src/gpu/devkern.c evo_fill, src/gpu/gen.c gate_seed_key
  * and the buffers' seed_salt from the Plan): keep the two in step (the
  * export_nvcc test builds it into a host program and compares its values
  * with the gate's bit for bit).

@@ -83,7 +83,7 @@ int     proto_plan_from_json(const json_t *j, Plan *out, EvoErr *err);
 json_t *proto_device_to_json(const DeviceInfo *d);
 int     proto_device_from_json(const json_t *j, DeviceInfo *out, EvoErr *err);
 
-/* Small typed getters for the JSON readers of gate.c, bench.c and
+/* Small typed getters for the JSON readers of verdict.c, bench.c and
  * worker.c: a missing key gives the default. */
 double      proto_get_num(const json_t *o, const char *key, double def);
 long long   proto_get_int(const json_t *o, const char *key, long long def);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/gen.h"
+
 struct Bay {
     char        *key;       /* inputs + reference signature + ref module + seeds */
     char        *in_key;    /* inputs (every profile's generators) only: timing lookups */

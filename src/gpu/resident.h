@@ -43,7 +43,7 @@
 
 #include "gpu/cuda_api.h"
 #include "gpu/devkern.h"
-#include "gpu/gate.h"
+#include "gpu/verdict.h"
 #include "task/plan.h"
 #include "util.h"
 
