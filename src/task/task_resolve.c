@@ -7,13 +7,14 @@
  * keeps one Env per shape so that task_space.c can evaluate single derived
  * values and constraints of a partial configuration.
  */
-#include "task/task_priv.h"
+#include "task/task.h"
 
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "task/task_priv.h"
 #include "task/template.h"
 
 /* ---- evaluation ------------------------------------------------------- */

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "task/task.h"
 #include "task/task_priv.h"
 
 /* Lists by level: those of level L are item[off[L]] .. item[off[L + 1] - 1],
