@@ -1,5 +1,5 @@
 /*
- * gpueval: the real Evaluator of evolve.h. It prepares children with prep
+ * gpueval: the real Evaluator of search/child.h. It prepares children with prep
  * (constraints, rendering, parallel NVRTC compilation, static gate), then
  * sends them to a GPU worker (worker.h): the correctness gate on every
  * shape with several seeds, timing of the benchmark shape, launch

@@ -21,12 +21,14 @@
  * by (seed, generation) and fitted with a seed of the same, from the
  * committed state only, so resume proposes the same children.
  */
-#include "search/loop.h"
+#include "search/model.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "search/judge.h"
+#include "search/moves.h"
 #include "search/surrogate.h"
 
 #define POOL_PER_CHILD 24

@@ -22,7 +22,7 @@
  * proposed it, a wave's row in `generations` is written once its last
  * child is committed (in any order; at a stop, with what it has), and
  * generations_done counts the waves before the first incomplete one.
- * Stagnation counts commits since the best last improved (loop.h).
+ * Stagnation counts commits since the best last improved (population.h).
  *
  * What it guarantees (README, "The loop"): no candidate is judged twice
  * (a proposal is checked against every committed key and every child in
@@ -32,7 +32,7 @@
  * not promise the same proposals for the same seed: they depend on which
  * children were committed first. --sync does.
  */
-#include "search/loop.h"
+#include "search/steady.h"
 
 #include <pthread.h>
 
@@ -44,6 +44,11 @@
 #include <time.h>
 
 #include "msg.h"
+#include "search/judge.h"
+#include "search/llmgen.h"
+#include "search/population.h"
+#include "search/progress.h"
+#include "search/propose.h"
 
 #define F_QUEUED_A 0   /* submitted; waits for its benchmark unit and a free GPU */
 #define F_RUNNING  1   /* on a GPU */
