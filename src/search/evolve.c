@@ -156,6 +156,24 @@ static char *dupnull(const char *s)
     return s ? xstrdup(s) : NULL;
 }
 
+/* The row of a new run: the task, the configuration, the device. */
+static void new_run_record(Loop *L)
+{
+    const EvolveConfig *cfg = L->cfg;
+    L->run.task_name = xstrdup(task_name(L->task));
+    L->run.task_path = xstrdup(cfg->task_path ? cfg->task_path : task_path(L->task));
+    L->run.task_json = xstrdup(task_json(L->task));
+    L->run.config_json = xstrdup(cfg->config_json ? cfg->config_json : "{}");
+    L->run.device_name = dupnull(cfg->device_name);
+    L->run.device_arch = dupnull(cfg->device_arch);
+    L->run.device_json = dupnull(cfg->device_json);
+    L->run.nvrtc_version = dupnull(cfg->nvrtc_version);
+    L->run.driver_version = dupnull(cfg->driver_version);
+    L->run.seed = (int64_t)cfg->seed;
+    L->run.strategy = xstrdup(cfg->strategy);
+    L->run.generations_done = 0;
+}
+
 int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps *ev, void *ev_ctx,
                const EvolveConfig *cfg, int64_t resume_run_id, EvolveSummary *summary, EvoErr *err)
 {
@@ -193,18 +211,7 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
         if (store_run_update(st, &L.run, err))
             goto out;
     } else {
-        L.run.task_name = xstrdup(task_name(task));
-        L.run.task_path = xstrdup(cfg->task_path ? cfg->task_path : task_path(task));
-        L.run.task_json = xstrdup(task_json(task));
-        L.run.config_json = xstrdup(cfg->config_json ? cfg->config_json : "{}");
-        L.run.device_name = dupnull(cfg->device_name);
-        L.run.device_arch = dupnull(cfg->device_arch);
-        L.run.device_json = dupnull(cfg->device_json);
-        L.run.nvrtc_version = dupnull(cfg->nvrtc_version);
-        L.run.driver_version = dupnull(cfg->driver_version);
-        L.run.seed = (int64_t)cfg->seed;
-        L.run.strategy = xstrdup(cfg->strategy);
-        L.run.generations_done = 0;
+        new_run_record(&L);
         if (store_run_insert(st, &L.run, err))
             goto out;
     }
