@@ -740,27 +740,29 @@ static void test_stats(void)
     plan_free(&p);
 }
 
-/* The watchdog's rule: 20 x the parent's time in [2 s, ceiling], the
- * ceiling without a parent; EVOENG_WATCHDOG_S sets the ceiling. */
+/* The watchdog's rule: 20 x the parent's time in [2 s, W], W without a
+ * parent, where W is the ceiling less the kill and reap allowance (250 ms,
+ * at most a tenth of it); EVOENG_WATCHDOG_S sets the ceiling. */
 static void test_watchdog_rule(void)
 {
     EvoErr err;
     unsetenv("EVOENG_WATCHDOG_S");
-    CHECK_NEAR(watchdog_ms(NAN), 10000, 0);
-    CHECK_NEAR(watchdog_ms(0), 10000, 0);
+    CHECK_NEAR(watchdog_ceiling_ms(), 10000, 0);
+    CHECK_NEAR(watchdog_ms(NAN), 9750, 0);
+    CHECK_NEAR(watchdog_ms(0), 9750, 0);
     CHECK_NEAR(watchdog_ms(30), 2000, 0);      /* 600 ms: the floor */
     CHECK_NEAR(watchdog_ms(250), 5000, 0);     /* 20 x */
-    CHECK_NEAR(watchdog_ms(3000), 10000, 0);   /* the ceiling */
+    CHECK_NEAR(watchdog_ms(3000), 9750, 0);    /* the ceiling, less the reap */
     CHECK(watchdog_env_check(&err) == 0);
     setenv("EVOENG_WATCHDOG_S", "30", 1);
-    CHECK_NEAR(watchdog_ms(NAN), 30000, 0);
+    CHECK_NEAR(watchdog_ms(NAN), 29750, 0);
     CHECK_NEAR(watchdog_ms(1000), 20000, 0);
     setenv("EVOENG_WATCHDOG_S", "0.5", 1);
-    CHECK_NEAR(watchdog_ms(30), 500, 0);       /* a ceiling under the floor wins */
+    CHECK_NEAR(watchdog_ms(30), 450, 0);       /* a ceiling under the floor wins; reap 1/10 */
     setenv("EVOENG_WATCHDOG_S", "0.1", 1);
     CHECK(watchdog_env_check(&err) == -1);
     CHECK_CONTAINS(err.msg, "EVOENG_WATCHDOG_S='0.1'");
-    CHECK_NEAR(watchdog_ms(NAN), 10000, 0);    /* a bad value is not used */
+    CHECK_NEAR(watchdog_ms(NAN), 9750, 0);     /* a bad value is not used */
     setenv("EVOENG_WATCHDOG_S", "soon", 1);
     CHECK(watchdog_env_check(&err) == -1);
     unsetenv("EVOENG_WATCHDOG_S");

@@ -35,9 +35,18 @@ double watchdog_ceiling_ms(void)
     return env_ceiling(&ms) > 0 ? ms : WATCHDOG_CEILING_MS;
 }
 
-double watchdog_ms(double parent_ms)
+/* The longest wait for a reply: the ceiling less the time to kill and reap
+ * the worker, so that the verdict, not only the wait, comes within it. */
+static double longest_wait_ms(void)
 {
     double ceiling = watchdog_ceiling_ms();
+    double reap = WATCHDOG_REAP_MS < ceiling / 10 ? WATCHDOG_REAP_MS : ceiling / 10;
+    return ceiling - reap;
+}
+
+double watchdog_ms(double parent_ms)
+{
+    double ceiling = longest_wait_ms();
     if (!(parent_ms > 0))
         return ceiling;
     double floor = WATCHDOG_FLOOR_MS < ceiling ? WATCHDOG_FLOOR_MS : ceiling;
