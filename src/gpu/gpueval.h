@@ -9,23 +9,11 @@
 #ifndef EVO_GPUEVAL_H
 #define EVO_GPUEVAL_H
 
-#include "gpu/bench.h"
-#include "gpu/gate.h"
+#include "gpu/gpueval_opts.h"
 #include "gpu/worker.h"
 #include "search/evolve.h"
 
 typedef struct GpuEval GpuEval;
-
-typedef struct GpuEvalOptions {
-    int          jobs;      /* compile threads, 0: one per core */
-    GateOptions  gate;
-    BenchOptions bench;
-    int          verbose;
-    int          gate_only; /* evaluate: the correctness gate only, no timing (sweeps) */
-    const int   *devices;   /* CUDA ordinals, one worker each, or (ndevices 0): */
-    int          ndevices;
-    int          count;     /* the first count GPUs (-1: all; 0: the first alone) */
-} GpuEvalOptions;
 
 /* Start a worker on every GPU of opt->devices (or the first opt->count,
  * or all; GPU 0 when none is asked for), compile
