@@ -408,53 +408,118 @@ static void check_json_tail(json_t *doc, const Settings *s, char **keys, const P
     json_object_set_new(doc, "ok", json_boolean(rc == EVO_EXIT_OK));
 }
 
+/* The size of the space: into the --json document, or a text line. */
+static void put_space(json_t *doc, double total, double valid, int exact)
+{
+    if (doc)
+        json_object_set_new(doc, "space", json_pack("{s:f, s:f, s:b}", "total", total, "valid", valid, "exact", exact));
+    else
+        printf("  space        %.0f configurations, %s%.0f valid after constraints (%.3g%%)\n", total,
+               exact ? "" : "about ", valid, total > 0 ? 100.0 * valid / total : 0.0);
+}
+
+/* A warning when --params breaks a constraint on the target. */
+static void warn_params(const Settings *s, const Task *t, const DeviceInfo *dev, const int64_t *vals)
+{
+    EvoErr err;
+    char *why = NULL;
+    if (s->params && task_check(t, vals, dev, &why, &err) == 0)
+        warnf("--params %s breaks a constraint on %s: %s", s->params, dev->name, why ? why : "?");
+    free(why);
+}
+
+/* check_open: the task, the --arch profile and the --source file; the
+ * cache directory set. Returns EVO_EXIT_OK, or the exit code after an
+ * error message (nothing is left open). */
+static EvoExit check_open(const Settings *s, Task **t, DeviceInfo *dev, char **source)
+{
+    EvoErr err;
+    EvoExit rc = runctx_load_task(s, t);
+    if (rc != EVO_EXIT_OK)
+        return rc;
+    if (device_profile(s->arch ? s->arch : "sm_90", dev, &err)) {
+        errorf("--arch: %s", err.msg);
+        task_free(t);
+        return EVO_EXIT_USAGE;
+    }
+    if (s->gpu && bench_env_check(&err)) {
+        errorf("%s", err.msg);
+        task_free(t);
+        return EVO_EXIT_USAGE;
+    }
+    runctx_set_cache(s);
+    if (s->source && file_read(s->source, source, NULL, &err)) {
+        errorf("--source: %s", err.msg);
+        task_free(t);
+        return EVO_EXIT_USAGE;
+    }
+    return EVO_EXIT_OK;
+}
+
+/* The text head: the task, the target, its params, shapes and profiles. */
+static void print_head(const Settings *s, const Task *t, const DeviceInfo *dev, const char *source)
+{
+    int np = task_nparams(t);
+    printf("task %s: %s\n", task_name(t), task_path(t));
+    if (source)
+        printf("  source       %s (in place of the template)\n", s->source);
+    printf("  target       %s\n", dev->name);
+    printf("  params       %d:", np);
+    for (int i = 0; i < np; i++)
+        printf(" %s(%d)", task_param_name(t, i), task_param_nvalues(t, i));
+    printf("\n  shapes       %d (benchmark + %d correctness)\n", task_nshapes(t), task_nshapes(t) - 1);
+    for (int sh = 0; sh < task_nshapes(t); sh++) {
+        char *l = task_shape_label(t, sh);
+        printf("               %s%s\n", l, sh == 0 ? "  (benchmark)" : "");
+        free(l);
+    }
+    printf("  profiles     %d input profile%s, gated on each:", task_nprofiles(t), task_nprofiles(t) == 1 ? "" : "s");
+    for (int k = 0; k < task_nprofiles(t); k++)
+        printf(" %s%s", task_profile_name(t, k), task_profile_timing(t, k) ? "" : " (gate only)");
+    printf("\n");
+}
+
+/* The text table: one row a configuration, then the compile summary. */
+static void print_table(const Settings *s, char **keys, const Prepared *out, int n, int sources, int compiles,
+                        double wall)
+{
+    printf("\n  %-3s %5s %6s %6s %9s %14s  %s\n", "#", "regs", "smem", "spills", "compile", "status", "params");
+    for (int i = 0; i < n; i++) {
+        const Prepared *p = &out[i];
+        const char *st = p->status[0] ? p->status : "ok";
+        char cms[32];
+        int hit = p->nunits > 0;
+        for (int u = 0; u < p->nunits; u++)
+            hit &= p->units[u].res.cache_hit;
+        if (hit)
+            snprintf(cms, sizeof(cms), "cached");
+        else
+            snprintf(cms, sizeof(cms), "%.0f ms", p->compile_ms);
+        printf("  %-3d %5d %6d %6d %9s %14s  %s%s\n", i, p->maxres.registers, p->maxres.smem,
+               p->maxres.spill_stores + p->maxres.spill_loads, cms, st, keys[i],
+               i == 0 ? (s->params ? "  (--params)" : "  (default)") : "");
+        if (p->status[0])
+            printf("      %s\n", p->error ? p->error : "");
+    }
+    printf("\n  %d configurations + the reference: %d sources, %d compiled by NVRTC, %d from the cache, "
+           "%.1f s wall on %d threads\n", n, sources, compiles, sources - compiles, wall / 1000.0,
+           s->jobs ? s->jobs : runctx_cores());
+}
+
 EvoExit cmd_check(const Settings *s)
 {
     EvoErr err;
     Task *t = NULL;
     DeviceInfo dev;
-    EvoExit rc = runctx_load_task(s, &t);
+    char *source = NULL;   /* --source: a kernel file compiled in place of the template */
+    EvoExit rc = check_open(s, &t, &dev, &source);
     if (rc != EVO_EXIT_OK)
         return rc;
-    if (device_profile(s->arch ? s->arch : "sm_90", &dev, &err)) {
-        errorf("--arch: %s", err.msg);
-        task_free(&t);
-        return EVO_EXIT_USAGE;
-    }
-    if (s->gpu && bench_env_check(&err)) {
-        errorf("%s", err.msg);
-        task_free(&t);
-        return EVO_EXIT_USAGE;
-    }
-    runctx_set_cache(s);
-    char *source = NULL;   /* --source: a kernel file compiled in place of the template */
-    if (s->source && file_read(s->source, &source, NULL, &err)) {
-        errorf("--source: %s", err.msg);
-        task_free(&t);
-        return EVO_EXIT_USAGE;
-    }
 
     int np = task_nparams(t);
     json_t *doc = s->json ? check_json_head(t, &dev) : NULL;
-    if (!s->json) {
-        printf("task %s: %s\n", task_name(t), task_path(t));
-        if (source)
-            printf("  source       %s (in place of the template)\n", s->source);
-        printf("  target       %s\n", dev.name);
-        printf("  params       %d:", np);
-        for (int i = 0; i < np; i++)
-            printf(" %s(%d)", task_param_name(t, i), task_param_nvalues(t, i));
-        printf("\n  shapes       %d (benchmark + %d correctness)\n", task_nshapes(t), task_nshapes(t) - 1);
-        for (int sh = 0; sh < task_nshapes(t); sh++) {
-            char *l = task_shape_label(t, sh);
-            printf("               %s%s\n", l, sh == 0 ? "  (benchmark)" : "");
-            free(l);
-        }
-        printf("  profiles     %d input profile%s, gated on each:", task_nprofiles(t), task_nprofiles(t) == 1 ? "" : "s");
-        for (int k = 0; k < task_nprofiles(t); k++)
-            printf(" %s%s", task_profile_name(t, k), task_profile_timing(t, k) ? "" : " (gate only)");
-        printf("\n");
-    }
+    if (!s->json)
+        print_head(s, t, &dev, source);
     TaskSpace space;
     int exact = 1, enumerated = task_space_enumerate(t, &dev, 0, &space, &err);
     double valid = enumerated == 0 ? (double)space.count
@@ -467,11 +532,7 @@ EvoExit cmd_check(const Settings *s)
         return EVO_EXIT_TASK;
     }
     double total = task_space_size(t);
-    if (doc)
-        json_object_set_new(doc, "space", json_pack("{s:f, s:f, s:b}", "total", total, "valid", valid, "exact", exact));
-    else
-        printf("  space        %.0f configurations, %s%.0f valid after constraints (%.3g%%)\n", total,
-               exact ? "" : "about ", valid, total > 0 ? 100.0 * valid / total : 0.0);
+    put_space(doc, total, valid, exact);
 
     /* The default plus up to `sample` distinct random valid configurations. */
     int want = 1 + s->sample;
@@ -487,10 +548,7 @@ EvoExit cmd_check(const Settings *s)
         task_free(&t);
         return EVO_EXIT_USAGE;
     }
-    char *why = NULL;
-    if (s->params && task_check(t, vals, &dev, &why, &err) == 0)
-        warnf("--params %s breaks a constraint on %s: %s", s->params, dev.name, why ? why : "?");
-    free(why);
+    warn_params(s, t, &dev, vals);
     keys[0] = ops_params_key(t, vals, NULL);
     int n = pick_samples(s, t, &dev, enumerated == 0 ? &space : NULL, total > 0 ? valid / total : 0, vals, keys);
     task_space_free(&space);
@@ -525,30 +583,8 @@ EvoExit cmd_check(const Settings *s)
     for (int i = 0; i < n; i++)
         sources += out[i].nunits;
 
-    if (s->json)
-        goto sweep;
-    printf("\n  %-3s %5s %6s %6s %9s %14s  %s\n", "#", "regs", "smem", "spills", "compile", "status", "params");
-    for (int i = 0; i < n; i++) {
-        Prepared *p = &out[i];
-        const char *st = p->status[0] ? p->status : "ok";
-        char cms[32];
-        int hit = p->nunits > 0;
-        for (int u = 0; u < p->nunits; u++)
-            hit &= p->units[u].res.cache_hit;
-        if (hit)
-            snprintf(cms, sizeof(cms), "cached");
-        else
-            snprintf(cms, sizeof(cms), "%.0f ms", p->compile_ms);
-        printf("  %-3d %5d %6d %6d %9s %14s  %s%s\n", i, p->maxres.registers, p->maxres.smem,
-               p->maxres.spill_stores + p->maxres.spill_loads, cms, st, keys[i],
-               i == 0 ? (s->params ? "  (--params)" : "  (default)") : "");
-        if (p->status[0])
-            printf("      %s\n", p->error ? p->error : "");
-    }
-    printf("\n  %d configurations + the reference: %d sources, %d compiled by NVRTC, %d from the cache, "
-           "%.1f s wall on %d threads\n", n, sources, compiles, sources - compiles, wall / 1000.0,
-           s->jobs ? s->jobs : runctx_cores());
-sweep:
+    if (!s->json)
+        print_table(s, keys, out, n, sources, compiles, wall);
     if (out[0].status[0]) {
         errorf("the %s configuration fails: %s: %s", s->params ? "--params" : "default", out[0].status,
                out[0].error ? out[0].error : "");
