@@ -337,6 +337,69 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
            m->pipe.units_spec, m->pipe.units_cancelled, m->cache_hits, m->cpu_s / n);
 }
 
+/* Start the GPU workers (gpueval_open) with a message for the user.
+ * Returns EVO_EXIT_OK with *ge, or the exit code after an error message. */
+static EvoExit open_gpu(const Settings *s, Task *task, const GpuEvalOptions *go, int64_t resume_id, GpuEval **ge)
+{
+    EvoErr err;
+    int nogpu = 0;
+    if (!s->quiet && !s->json)
+        fprintf(stderr, "evoeng: starting the GPU worker and compiling the reference...\n");
+    if (gpueval_open(ge, task, go, &nogpu, &err)) {
+        if (nogpu) {
+            errorf("'%s' needs a CUDA GPU and none is usable: %s", resume_id ? "resume" : "run", err.msg);
+            errorf("(commands that need no GPU: check, status, top, lineage, show, export)");
+            return EVO_EXIT_NO_GPU;
+        }
+        errorf("%s", err.msg);
+        return EVO_EXIT_TASK;
+    }
+    return EVO_EXIT_OK;
+}
+
+/* The run's first line: what is optimized, on which GPUs, how. */
+static void print_start(const Settings *s, const Task *task, const DeviceInfo *dev, int nslots, GpuEval *ge,
+                        int64_t resume_id, const char *strategy)
+{
+    out_printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
+               "%llu\n",
+               resume_id ? "resuming" : "optimizing", task_name(task),
+               nslots > 1 ? gpus_prefix(nslots) : "", dev->name, dev->arch, dev->sm_count,
+               s->population, s->children, strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "",
+               s->generations, (unsigned long long)s->seed);
+    if (ge && gpueval_slots(ge) > 1)
+        for (int w = 0; w < gpueval_slots(ge); w++) {
+            const DeviceInfo *d = gpueval_slot_device(ge, w);
+            printf("  GPU %d: %s %s%s%s\n", d->ordinal, d->name, d->uuid, d->pci_bus_id[0] ? " at " : "",
+                   d->pci_bus_id);
+        }
+}
+
+/* The text summary of a finished run and what to do next. */
+static void print_finish(const Settings *s, const EvolveSummary *sum, LlmOp *llm)
+{
+    if (llm)
+        printf("\nLLM (%s mode): %d requests, %d children evaluated, %d accepted; see 'evoeng status'\n",
+               prompt_mode_name(llmop_mode(llm)), sum->llm_requests, sum->llm_children, sum->llm_accepted);
+    printf("\nrun %lld %s: %d evaluated, %d valid, %d reverted, %d failed, %.1f s\n", (long long)sum->run_id,
+           sum->time_limited ? "stopped at the time limit" : sum->interrupted ? "stopped early" : "finished",
+           sum->evaluated, sum->valid, sum->reverted, sum->failed, sum->wall_ms / 1000);
+    if (sum->space_exhausted)
+        printf("the valid space is exhausted: every valid configuration was evaluated\n");
+    if (sum->ahead_judged)
+        printf("judged ahead: %d children through stage A while the GPU waited for stage B, %d of them then "
+               "proposed by their generation\n",
+               sum->ahead_judged, sum->ahead_used);
+    if (sum->best_id)
+        printf("best: candidate %lld, %.2f us, %.2fx over the baseline (%.2f us)\n", (long long)sum->best_id,
+               sum->best_latency_us, sum->baseline_latency_us / sum->best_latency_us, sum->baseline_latency_us);
+    printf("next: evoeng top --db %s | evoeng lineage %lld --db %s | evoeng export --best -o best.cu --db %s\n",
+           s->db, (long long)sum->best_id, s->db, s->db);
+    printf("report: evoeng report %lld --db %s -o report-%lld.html\n", (long long)sum->run_id, s->db, (long long)sum->run_id);
+    if (sum->interrupted)
+        printf("continue with: evoeng resume %lld --db %s\n", (long long)sum->run_id, s->db);
+}
+
 static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
 {
     EvoErr err;
@@ -390,21 +453,9 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         nslots = ops->slots(ev_ctx);
     }
 #endif
+    if (!dev && (rc = open_gpu(s, task, &go, resume_id, &ge)) != EVO_EXIT_OK)
+        goto out;
     if (!dev) {
-        int nogpu = 0;
-        if (!s->quiet && !s->json)
-            fprintf(stderr, "evoeng: starting the GPU worker and compiling the reference...\n");
-        if (gpueval_open(&ge, task, &go, &nogpu, &err)) {
-            if (nogpu) {
-                errorf("'%s' needs a CUDA GPU and none is usable: %s", resume_id ? "resume" : "run", err.msg);
-                errorf("(commands that need no GPU: check, status, top, lineage, show, export)");
-                rc = EVO_EXIT_NO_GPU;
-            } else {
-                errorf("%s", err.msg);
-                rc = EVO_EXIT_TASK;
-            }
-            goto out;
-        }
         ev_ctx = ge;
         dev = gpueval_device(ge);
         nslots = gpueval_slots(ge);
@@ -431,18 +482,7 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         .no_warm_start = s->no_warm_start, .sync = s->sync, .in_flight = s->in_flight,
     };
     if (!s->quiet && !s->json)
-        out_printf("%s %s on %s%s (%s, %d SMs): population %d, %d children per generation, %s%d generations, seed "
-                   "%llu\n",
-                   resume_id ? "resuming" : "optimizing", task_name(task),
-                   nslots > 1 ? gpus_prefix(nslots) : "", dev->name, dev->arch, dev->sm_count,
-                   s->population, s->children, strcmp(strategy, "exhaustive") == 0 ? "exhaustive, not " : "",
-                   s->generations, (unsigned long long)s->seed);
-    if (!s->quiet && !s->json && ge && gpueval_slots(ge) > 1)
-        for (int w = 0; w < gpueval_slots(ge); w++) {
-            const DeviceInfo *d = gpueval_slot_device(ge, w);
-            printf("  GPU %d: %s %s%s%s\n", d->ordinal, d->name, d->uuid, d->pci_bus_id[0] ? " at " : "",
-                   d->pci_bus_id);
-        }
+        print_start(s, task, dev, nslots, ge, resume_id, strategy);
     install_signals();
     EvolveSummary sum;
     int fail = evolve_run(st, task, dev, ops, ev_ctx, &ec, resume_id, &sum, &err);
@@ -458,28 +498,8 @@ static EvoExit run_common(Settings *s, int64_t resume_id, const char *strategy)
         rc = stopped != EVO_EXIT_OK ? stopped : EVO_EXIT_FAIL;
         goto out;
     }
-    if (!s->quiet && !s->json && llm)
-        printf("\nLLM (%s mode): %d requests, %d children evaluated, %d accepted; see 'evoeng status'\n",
-               prompt_mode_name(llmop_mode(llm)), sum.llm_requests, sum.llm_children, sum.llm_accepted);
-    if (!s->quiet && !s->json) {
-        printf("\nrun %lld %s: %d evaluated, %d valid, %d reverted, %d failed, %.1f s\n", (long long)sum.run_id,
-               sum.time_limited ? "stopped at the time limit" : sum.interrupted ? "stopped early" : "finished",
-               sum.evaluated, sum.valid, sum.reverted, sum.failed, sum.wall_ms / 1000);
-        if (sum.space_exhausted)
-            printf("the valid space is exhausted: every valid configuration was evaluated\n");
-        if (sum.ahead_judged)
-            printf("judged ahead: %d children through stage A while the GPU waited for stage B, %d of them then "
-                   "proposed by their generation\n",
-                   sum.ahead_judged, sum.ahead_used);
-        if (sum.best_id)
-            printf("best: candidate %lld, %.2f us, %.2fx over the baseline (%.2f us)\n", (long long)sum.best_id,
-                   sum.best_latency_us, sum.baseline_latency_us / sum.best_latency_us, sum.baseline_latency_us);
-        printf("next: evoeng top --db %s | evoeng lineage %lld --db %s | evoeng export --best -o best.cu --db %s\n",
-               s->db, (long long)sum.best_id, s->db, s->db);
-        printf("report: evoeng report %lld --db %s -o report-%lld.html\n", (long long)sum.run_id, s->db, (long long)sum.run_id);
-        if (sum.interrupted)
-            printf("continue with: evoeng resume %lld --db %s\n", (long long)sum.run_id, s->db);
-    }
+    if (!s->quiet && !s->json)
+        print_finish(s, &sum, llm);
     if (!s->quiet)
         print_pipeline(&sum, s->sync, s->json);
     rc = stopped;
