@@ -251,6 +251,31 @@ static void describe_start(const char *reply, char *buf, size_t cap)
     buf[j] = 0;
 }
 
+/* The block to take: among those whose tag is accepted, one that defines
+ * every entry point before one that does not, then the longest. -1: no
+ * block has an accepted tag. */
+static int pick_block(const char *reply, const Block *blocks, int nblocks, const char *const *entries, int nentries)
+{
+    int best = -1, best_full = 0;
+    size_t best_size = 0;
+    for (int i = 0; i < nblocks; i++) {
+        if (!tag_accepted(blocks[i].tag))
+            continue;
+        char *code = xstrndup(reply + blocks[i].start, blocks[i].end - blocks[i].start);
+        int full = 1;
+        for (int k = 0; k < nentries && full; k++)
+            full = extract_has_entry(code, entries[k]);
+        free(code);
+        size_t size = blocks[i].end - blocks[i].start;
+        if (best < 0 || full > best_full || (full == best_full && size > best_size)) {
+            best = i;
+            best_full = full;
+            best_size = size;
+        }
+    }
+    return best;
+}
+
 int extract_reply(const char *reply, const char *const *entries, int nentries,
                   size_t rationale_max, Extracted *out, EvoErr *err)
 {
@@ -322,23 +347,7 @@ int extract_reply(const char *reply, const char *const *entries, int nentries,
     out->nblocks = nblocks;
 
     /* Pass 2: choose the kernel. */
-    int best = -1, best_full = 0;
-    size_t best_size = 0;
-    for (int i = 0; i < nblocks; i++) {
-        if (!tag_accepted(blocks[i].tag))
-            continue;
-        char *code = xstrndup(reply + blocks[i].start, blocks[i].end - blocks[i].start);
-        int full = 1;
-        for (int k = 0; k < nentries && full; k++)
-            full = extract_has_entry(code, entries[k]);
-        free(code);
-        size_t size = blocks[i].end - blocks[i].start;
-        if (best < 0 || full > best_full || (full == best_full && size > best_size)) {
-            best = i;
-            best_full = full;
-            best_size = size;
-        }
-    }
+    int best = pick_block(reply, blocks, nblocks, entries, nentries);
     if (best < 0) {
         char start[64];
         describe_start(reply, start, sizeof start);
