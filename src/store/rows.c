@@ -21,6 +21,7 @@ void fld_init(const Field *f, int n, void *rec)
         case F_INT:  *(int64_t *)p = -1; break;
         case F_REAL: *(double *)p = NAN; break;
         case F_TEXT: *(char **)p = NULL; break;
+        default: break;   /* a store table holds the four SQL types only */
         }
     }
 }
@@ -60,6 +61,7 @@ int fld_bind(sqlite3_stmt *st, int first, const Field *f, int n, const void *rec
             rc = v ? sqlite3_bind_text(st, k, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, k);
             break;
         }
+        default: break;
         }
         if (rc != SQLITE_OK)
             return rc;
@@ -122,10 +124,11 @@ int fld_read(Store *s, sqlite3_stmt *st, int first, const Field *f, int n, void 
             *(char **)p = xstrdup(v);
             break;
         }
+        default: break;
         }
         continue;
     bad:
-        bad_column(s, st, first, what, f[i].col, t, want, err);
+        bad_column(s, st, first, what, f[i].key, t, want, err);
         fld_free(f, n, rec);
         return -1;
     }
@@ -150,7 +153,7 @@ static char *fld_columns(const Field *f, int n)
 {
     StrBuf sb = {0};
     for (int i = 0; i < n; i++)
-        sb_printf(&sb, "%s%s", i ? ", " : "", f[i].col);
+        sb_printf(&sb, "%s%s", i ? ", " : "", f[i].key);
     return sb_take(&sb);
 }
 

@@ -24,23 +24,10 @@ struct Store {
 
 /* ---- field tables ---------------------------------------------------- */
 
-typedef enum FieldType {
-    F_ID,    /* int64, 0 reads and binds as NULL */
-    F_INT,   /* int64, negative reads and binds as NULL (-1) */
-    F_REAL,  /* double, NaN reads and binds as NULL */
-    F_TEXT   /* owned char *, NULL is NULL */
-} FieldType;
-
-typedef struct Field {
-    const char *col;           /* column name, pasted into SQL */
-    FieldType   type;
-    size_t      off;           /* offset of the member in its record */
-    int         req;           /* NOT NULL in the schema: a NULL read is an error */
-} Field;
-
-#define FLD(T, name, type) {#name, type, offsetof(T, name), 0}
-#define FLDR(T, name, type) {#name, type, offsetof(T, name), 1}
-#define NFIELDS(t) ((int)EVO_ARRAY_LEN(t))
+/* Field, FieldType (util.h): a store table uses F_ID, F_INT, F_REAL and
+ * F_TEXT only; `key` is the column, `req` NOT NULL. */
+#define FLD(T, name, ty) {.key = #name, .type = ty, .off = offsetof(T, name)}
+#define FLDR(T, name, ty) {.key = #name, .type = ty, .off = offsetof(T, name), .req = 1}
 
 /* Set every field of rec to its NULL value (see FieldType). */
 void fld_init(const Field *f, int n, void *rec);
