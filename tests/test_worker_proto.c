@@ -673,7 +673,7 @@ static void test_profile_aggregates(void)
     o.profiles = 5;
     j = bench_options_to_json(&o);
     BenchOptions o2;
-    bench_options_from_json(j, &o2);
+    bench_options_from_json(j, &o2, NULL);
     json_decref(j);
     CHECK(o2.profiles == 5);
 }
@@ -713,7 +713,7 @@ static void test_stats(void)
     o.cold = 1;
     o.seed = 99;
     json_t *j = bench_options_to_json(&o);
-    bench_options_from_json(j, &o2);
+    bench_options_from_json(j, &o2, NULL);
     json_decref(j);
     CHECK(o2.cold == 1 && o2.seed == 99 && o2.pairs == o.pairs);
     /* results round trip */

@@ -7,23 +7,22 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu/proto.h"
 
 /* ---- statuses --------------------------------------------------------- */
 
-static const char *const status_names[EVAL_NSTATUS] = {
+const char *const gate_status_names[EVAL_NSTATUS] = {
     "ok", "incorrect", "crashed", "timeout", "launch_error", "resource", "compile_error", "invalid",
 };
 
 const char *gate_status_name(EvalStatus s)
 {
-    return (unsigned)s < EVAL_NSTATUS ? status_names[s] : "?";
+    return (unsigned)s < EVAL_NSTATUS ? gate_status_names[s] : "?";
 }
 
 int gate_status_parse(const char *name)
 {
     for (int i = 0; name && i < EVAL_NSTATUS; i++)
-        if (strcmp(name, status_names[i]) == 0)
+        if (strcmp(name, gate_status_names[i]) == 0)
             return i;
     return -1;
 }
@@ -45,61 +44,79 @@ void gate_options_default(GateOptions *o)
     o->nseeds = 3;
 }
 
-json_t *gate_report_to_json(const GateReport *r)
+/* got and want are written as 0 when not finite; got_nan says got was. */
+static json_t *finite_put(const void *at)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "status", json_string(gate_status_name(r->status)));
-    json_object_set_new(o, "check", json_string(r->check));
-    json_object_set_new(o, "error", json_string(r->error));
-    json_object_set_new(o, "cuda_error", json_string(r->cuda_error));
-    json_object_set_new(o, "shape", json_string(r->shape));
-    json_object_set_new(o, "buffer", json_string(r->buffer));
-    json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
-    json_object_set_new(o, "run", json_integer(r->run));
-    json_object_set_new(o, "max_abs", json_real(r->max_abs));
-    json_object_set_new(o, "max_rel", json_real(r->max_rel));
-    json_object_set_new(o, "first_bad", json_integer(r->first_bad));
-    json_object_set_new(o, "nbad", json_integer((json_int_t)r->nbad));
-    json_object_set_new(o, "got", json_real(isfinite(r->got) ? r->got : 0));
-    json_object_set_new(o, "want", json_real(isfinite(r->want) ? r->want : 0));
-    json_object_set_new(o, "got_nan", json_boolean(!isfinite(r->got)));
-    json_object_set_new(o, "cand_ms", json_real(r->cand_ms));
-    json_object_set_new(o, "ref_ms", json_real(r->ref_ms));
-    json_object_set_new(o, "seeds_run", json_integer(r->seeds_run));
-    json_object_set_new(o, "fatal", json_boolean(r->fatal));
-    if (r->profile[0])
-        json_object_set_new(o, "profile", json_string(r->profile));
-    if (r->profiles > 1)
-        json_object_set_new(o, "profiles", json_integer(r->profiles));
-    return o;
+    double v = *(const double *)at;
+    return json_real(isfinite(v) ? v : 0);
 }
 
-void gate_report_from_json(const json_t *j, GateReport *r)
+static int number_get(const json_t *v, void *at)
 {
-    int st = gate_status_parse(proto_get_str(j, "status", ""));
+    if (!json_is_number(v))
+        return -1;
+    *(double *)at = json_number_value(v);
+    return 0;
+}
+
+static json_t *nan_put(const void *at)
+{
+    return json_boolean(!isfinite(*(const double *)at));
+}
+
+static int nan_get(const json_t *v, void *at)
+{
+    if (!json_is_boolean(v) && !json_is_integer(v))
+        return -1;
+    if (json_is_true(v) || (json_is_integer(v) && json_integer_value(v)))
+        *(double *)at = NAN;
+    return 0;
+}
+
+static int has_profile(const void *rec)
+{
+    return ((const GateReport *)rec)->profile[0] != 0;
+}
+
+static int several_profiles(const void *rec)
+{
+    return ((const GateReport *)rec)->profiles > 1;
+}
+
+#define GR_CUSTOM(key_, m, put_, get_) {.key = key_, .type = F_CUSTOM, .off = offsetof(GateReport, m), .put = put_, \
+                                        .get = get_}
+static const Field report_fields[] = {
+    {.key = "status", .type = F_NAME, .off = offsetof(GateReport, status), .req = 1, .names = gate_status_names,
+     .max = EVAL_NSTATUS},
+    FJ_CHARS(GateReport, check),   FJ_CHARS(GateReport, error),   FJ_CHARS(GateReport, cuda_error),
+    FJ_CHARS(GateReport, shape),   FJ_CHARS(GateReport, buffer),  FJ(GateReport, seed, F_U64),
+    FJ(GateReport, run, F_I32),    FJ(GateReport, max_abs, F_REAL), FJ(GateReport, max_rel, F_REAL),
+    FJ(GateReport, first_bad, F_I64), FJ(GateReport, nbad, F_U64),
+    GR_CUSTOM("got", got, finite_put, number_get), GR_CUSTOM("want", want, finite_put, number_get),
+    GR_CUSTOM("got_nan", got, nan_put, nan_get),
+    FJ(GateReport, cand_ms, F_REAL), FJ(GateReport, ref_ms, F_REAL), FJ(GateReport, seeds_run, F_I32),
+    FJ(GateReport, fatal, F_BOOL),
+    {.key = "profile", .type = F_CHARS, .off = offsetof(GateReport, profile), .size = sizeof(((GateReport *)0)->profile),
+     .when = has_profile},
+    {.key = "profiles", .type = F_I32, .off = offsetof(GateReport, profiles), .when = several_profiles},
+};
+
+json_t *gate_report_to_json(const GateReport *r)
+{
+    return fld_to_json(report_fields, NFIELDS(report_fields), r);
+}
+
+int gate_report_from_json(const json_t *j, GateReport *r)
+{
+    EvoErr e;
     memset(r, 0, sizeof(*r));
-    r->status = st < 0 ? EVAL_INVALID : (EvalStatus)st;
-    proto_copy_str(j, "check", r->check, sizeof(r->check));
-    proto_copy_str(j, "error", r->error, sizeof(r->error));
-    proto_copy_str(j, "cuda_error", r->cuda_error, sizeof(r->cuda_error));
-    proto_copy_str(j, "shape", r->shape, sizeof(r->shape));
-    proto_copy_str(j, "buffer", r->buffer, sizeof(r->buffer));
-    r->seed = (uint64_t)proto_get_int(j, "seed", 0);
-    r->run = (int)proto_get_int(j, "run", 0);
-    r->max_abs = proto_get_num(j, "max_abs", 0);
-    r->max_rel = proto_get_num(j, "max_rel", 0);
-    r->first_bad = proto_get_int(j, "first_bad", -1);
-    r->nbad = (uint64_t)proto_get_int(j, "nbad", 0);
-    r->got = proto_get_int(j, "got_nan", 0) ? NAN : proto_get_num(j, "got", 0);
-    r->want = proto_get_num(j, "want", 0);
-    r->cand_ms = proto_get_num(j, "cand_ms", 0);
-    r->ref_ms = proto_get_num(j, "ref_ms", 0);
-    r->seeds_run = (int)proto_get_int(j, "seeds_run", 0);
-    r->fatal = (int)proto_get_int(j, "fatal", 0);
-    proto_copy_str(j, "profile", r->profile, sizeof(r->profile));
-    r->profiles = (int)proto_get_int(j, "profiles", 1);
-    if (st < 0 && !r->error[0])
-        snprintf(r->error, sizeof(r->error), "gate report without a valid status");
+    r->first_bad = -1;
+    r->profiles = 1;
+    if (fld_from_json(report_fields, NFIELDS(report_fields), j, r, &e) == 0)
+        return 0;
+    r->status = EVAL_INVALID;
+    snprintf(r->error, sizeof(r->error), "worker reply: gate report: %s", e.msg);
+    return -1;
 }
 
 void gate_report_format(const GateReport *r, char *buf, size_t cap)

@@ -29,6 +29,8 @@ typedef enum EvalStatus {
     EVAL_NSTATUS
 } EvalStatus;
 
+/* The statuses' names, by EvalStatus. */
+extern const char *const gate_status_names[EVAL_NSTATUS];
 /* "ok", "incorrect", ... ; "?" when out of range. */
 const char *gate_status_name(EvalStatus s);
 /* Reverse lookup; -1 when unknown. */
@@ -67,8 +69,12 @@ typedef struct GateReport {
     int      profiles;       /* input profiles the gate ran (every seed of each) */
 } GateReport;
 
+/* The report as JSON (new reference; gate_json holds an array of them),
+ * and back (r zeroed first). A report that does not read (a value of the
+ * wrong type, no status...) returns -1 with r->status EVAL_INVALID and
+ * r->error naming the path. */
 json_t *gate_report_to_json(const GateReport *r);
-void    gate_report_from_json(const json_t *j, GateReport *r);
+int     gate_report_from_json(const json_t *j, GateReport *r);
 /* One line: "incorrect: mismatch in O (shape 'B=1', seed 2, run 1): 17
  * bad of 4096, first at 12: got 1.5 want 1.25; max abs 0.3 rel 0.2". */
 void    gate_report_format(const GateReport *r, char *buf, size_t cap);
