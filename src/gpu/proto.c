@@ -285,46 +285,27 @@ static json_t *launches_to_json(const PlanLaunch *l, int n)
     return arr;
 }
 
-/* InitSpec's fields on the wire: one table for both directions. */
-static const struct {
-    const char *key;
-    size_t      off;
-    int         type;   /* 0 double, 1 enum (int), 2 uint64 */
-} init_fields[] = {
-    {"k", offsetof(InitSpec, kind), 1},  {"a", offsetof(InitSpec, a), 0},   {"b", offsetof(InitSpec, b), 0},
-    {"p", offsetof(InitSpec, p), 0},     {"c", offsetof(InitSpec, c), 0},   {"rows", offsetof(InitSpec, rows), 1},
-    {"ra", offsetof(InitSpec, ra), 0},   {"rb", offsetof(InitSpec, rb), 0}, {"rl", offsetof(InitSpec, row_len), 2},
+/* InitSpec on the wire. */
+static const Field init_fields[] = {
+    FJK(InitSpec, "k", kind, F_I32), FJK(InitSpec, "a", a, F_REAL),     FJK(InitSpec, "b", b, F_REAL),
+    FJK(InitSpec, "p", p, F_REAL),   FJK(InitSpec, "c", c, F_REAL),     FJK(InitSpec, "rows", rows, F_I32),
+    FJK(InitSpec, "ra", ra, F_REAL), FJK(InitSpec, "rb", rb, F_REAL),   FJK(InitSpec, "rl", row_len, F_U64),
 };
 
 static json_t *init_to_json(const InitSpec *s)
 {
-    json_t *o = json_object();
-    for (size_t f = 0; f < EVO_ARRAY_LEN(init_fields); f++) {
-        const void *at = (const char *)s + init_fields[f].off;
-        json_t *v = init_fields[f].type == 0   ? json_real(*(const double *)at)
-                    : init_fields[f].type == 1 ? json_integer(*(const int *)at)
-                                               : json_integer((json_int_t) * (const uint64_t *)at);
-        json_object_set_new(o, init_fields[f].key, v);
-    }
-    return o;
+    return fld_to_json(init_fields, NFIELDS(init_fields), s);
 }
 
-/* -1 when the kind or the row scale is out of range. */
+/* -1 when malformed, or the kind or the row scale is out of range. */
 static int init_from_json(const json_t *j, InitSpec *s)
 {
     memset(s, 0, sizeof(*s));
-    if (!json_is_object(j))
+    s->kind = (InitKind)-1;
+    s->rows = (RowScale)-1;
+    s->row_len = 1;
+    if (fld_from_json(init_fields, NFIELDS(init_fields), j, s, NULL))
         return -1;
-    for (size_t f = 0; f < EVO_ARRAY_LEN(init_fields); f++) {
-        void *at = (char *)s + init_fields[f].off;
-        const char *key = init_fields[f].key;
-        if (init_fields[f].type == 0)
-            *(double *)at = proto_get_num(j, key, 0);
-        else if (init_fields[f].type == 1)
-            *(int *)at = (int)proto_get_int(j, key, -1);
-        else
-            *(uint64_t *)at = (uint64_t)proto_get_int(j, key, 1);
-    }
     return (int)s->kind < INIT_NORMAL || s->kind > INIT_OUTLIER || (int)s->rows < ROWS_NONE || s->rows > ROWS_UNIFORM
                ? -1
                : 0;
@@ -473,48 +454,29 @@ fail:
 
 /* ---- DeviceInfo ------------------------------------------------------- */
 
+#define DI(m, ty) FJ(DeviceInfo, m, ty)
+static const Field device_fields[] = {
+    {.key = "name", .type = F_CHARS, .off = offsetof(DeviceInfo, name), .size = sizeof(((DeviceInfo *)0)->name),
+     .req = 1},
+    FJ_CHARS(DeviceInfo, arch),
+    DI(cc_major, F_I32), DI(cc_minor, F_I32), DI(sm_count, F_I32), DI(max_threads, F_I32),
+    DI(max_threads_per_sm, F_I32), DI(smem_per_block, F_I32), DI(smem_per_block_optin, F_I32),
+    DI(smem_per_sm, F_I32), DI(regs_per_block, F_I32), DI(regs_per_sm, F_I32), DI(max_blocks_per_sm, F_I32),
+    DI(warp_size, F_I32), DI(l2_bytes, F_I64), DI(mem_bytes, F_I64), DI(clock_khz, F_I32),
+    DI(mem_clock_khz, F_I32), DI(mem_bus_bits, F_I32), DI(peak_tflops_fp16, F_REAL), DI(peak_gbps, F_REAL),
+    DI(driver_version, F_I32), DI(is_profile, F_I32), DI(ordinal, F_I32), DI(device_count, F_I32),
+    FJ_CHARS(DeviceInfo, uuid), FJ_CHARS(DeviceInfo, pci_bus_id),
+};
+
 json_t *proto_device_to_json(const DeviceInfo *d)
 {
-    json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "name",
-                          d->name, "arch", d->arch, "cc_major", d->cc_major, "cc_minor", d->cc_minor, "sm_count",
-                          d->sm_count, "max_threads", d->max_threads, "max_threads_per_sm", d->max_threads_per_sm,
-                          "smem_per_block", d->smem_per_block, "smem_per_block_optin", d->smem_per_block_optin,
-                          "smem_per_sm", d->smem_per_sm, "regs_per_block", d->regs_per_block, "regs_per_sm",
-                          d->regs_per_sm, "max_blocks_per_sm", d->max_blocks_per_sm, "warp_size", d->warp_size);
-    json_object_set_new(o, "l2_bytes", json_integer(d->l2_bytes));
-    json_object_set_new(o, "mem_bytes", json_integer(d->mem_bytes));
-    json_object_set_new(o, "clock_khz", json_integer(d->clock_khz));
-    json_object_set_new(o, "mem_clock_khz", json_integer(d->mem_clock_khz));
-    json_object_set_new(o, "mem_bus_bits", json_integer(d->mem_bus_bits));
-    json_object_set_new(o, "peak_tflops_fp16", json_real(d->peak_tflops_fp16));
-    json_object_set_new(o, "peak_gbps", json_real(d->peak_gbps));
-    json_object_set_new(o, "driver_version", json_integer(d->driver_version));
-    json_object_set_new(o, "is_profile", json_integer(d->is_profile));
-    json_object_set_new(o, "ordinal", json_integer(d->ordinal));
-    json_object_set_new(o, "device_count", json_integer(d->device_count));
-    json_object_set_new(o, "uuid", json_string(d->uuid));
-    json_object_set_new(o, "pci_bus_id", json_string(d->pci_bus_id));
-    return o;
+    return fld_to_json(device_fields, NFIELDS(device_fields), d);
 }
 
 int proto_device_from_json(const json_t *j, DeviceInfo *d, EvoErr *err)
 {
     memset(d, 0, sizeof(*d));
-    if (!json_is_object(j) || !proto_get_str(j, "name", NULL))
-        return err_set(err, "device: not an object with a 'name'");
-    proto_copy_str(j, "name", d->name, sizeof(d->name));
-    proto_copy_str(j, "arch", d->arch, sizeof(d->arch));
-#define GI(f) d->f = (int)proto_get_int(j, #f, 0)
-    GI(cc_major); GI(cc_minor); GI(sm_count); GI(max_threads); GI(max_threads_per_sm); GI(smem_per_block);
-    GI(smem_per_block_optin); GI(smem_per_sm); GI(regs_per_block); GI(regs_per_sm); GI(max_blocks_per_sm);
-    GI(warp_size); GI(clock_khz); GI(mem_clock_khz); GI(mem_bus_bits); GI(driver_version); GI(is_profile);
-    GI(ordinal); GI(device_count);
-#undef GI
-    proto_copy_str(j, "uuid", d->uuid, sizeof(d->uuid));
-    proto_copy_str(j, "pci_bus_id", d->pci_bus_id, sizeof(d->pci_bus_id));
-    d->l2_bytes = proto_get_int(j, "l2_bytes", 0);
-    d->mem_bytes = proto_get_int(j, "mem_bytes", 0);
-    d->peak_tflops_fp16 = proto_get_num(j, "peak_tflops_fp16", 0);
-    d->peak_gbps = proto_get_num(j, "peak_gbps", 0);
+    if (fld_from_json(device_fields, NFIELDS(device_fields), j, d, err))
+        return err_prefix(err, "device");
     return 0;
 }
