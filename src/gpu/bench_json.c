@@ -100,11 +100,17 @@ json_t *bench_stats_to_json(const BenchStats *s)
     return fld_to_json(stats_fields, NFIELDS(stats_fields), s);
 }
 
-/* A result that does not read is EVAL_INVALID with the reason in error. */
-static int result_malformed(const char *what, EvalStatus *st, char *error, size_t cap, const EvoErr *e)
+/* Read a result with table f into rec (size bytes, zeroed first). One
+ * that does not read is EVAL_INVALID with the reason in error. */
+static int result_read(const Field *f, int n, const json_t *j, void *rec, size_t size, EvalStatus *st, char *error,
+                       size_t cap, const char *what)
 {
+    EvoErr e;
+    memset(rec, 0, size);
+    if (fld_from_json(f, n, j, rec, &e) == 0)
+        return 0;
     *st = EVAL_INVALID;
-    snprintf(error, cap, "worker reply: %s: %s", what, e->msg);
+    snprintf(error, cap, "worker reply: %s: %s", what, e.msg);
     return -1;
 }
 
@@ -115,11 +121,8 @@ json_t *bench_result_to_json(const BenchResult *r)
 
 int bench_result_from_json(const json_t *j, BenchResult *r)
 {
-    EvoErr e;
-    memset(r, 0, sizeof(*r));
-    if (fld_from_json(result_fields, NFIELDS(result_fields), j, r, &e))
-        return result_malformed("timing result", &r->status, r->error, sizeof(r->error), &e);
-    return 0;
+    return result_read(result_fields, NFIELDS(result_fields), j, r, sizeof(*r), &r->status, r->error,
+                       sizeof(r->error), "timing result");
 }
 
 json_t *bench_compare_to_json(const CompareResult *r)
@@ -129,10 +132,9 @@ json_t *bench_compare_to_json(const CompareResult *r)
 
 int bench_compare_from_json(const json_t *j, CompareResult *r)
 {
-    EvoErr e;
-    memset(r, 0, sizeof(*r));
-    if (fld_from_json(compare_fields, NFIELDS(compare_fields), j, r, &e))
-        return result_malformed("A/B result", &r->status, r->error, sizeof(r->error), &e);
+    if (result_read(compare_fields, NFIELDS(compare_fields), j, r, sizeof(*r), &r->status, r->error,
+                    sizeof(r->error), "A/B result"))
+        return -1;
     if (r->worst < 0 || r->worst >= (r->nprof > 0 ? r->nprof : 1))
         r->worst = 0;
     return 0;
