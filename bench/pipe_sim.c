@@ -27,10 +27,10 @@
 #include <unistd.h>
 
 #include "device.h"
-#include "evolve.h"
-#include "pool.h"
-#include "store.h"
-#include "task.h"
+#include "search/evolve.h"
+#include "compile/pool.h"
+#include "store/store.h"
+#include "task/task.h"
 #include "task/task_space.h"
 
 #define MAXU 8

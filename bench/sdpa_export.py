@@ -22,7 +22,7 @@ ARG_KINDS = ("buffer", "i32", "i64", "f32", "f64", "tensor_map")
 TMAP_SWIZZLE = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
 TMAP_L2 = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
 TMAP_DTYPE = {"f16": 6, "f32": 7, "bf16": 9, "i32": 3}   # CUtensorMapDataType
-# evoeng's own NVRTC options (src/nvrtc.c) less its include path and ptxas -v;
+# evoeng's own NVRTC options (src/compile/nvrtc.c) less its include path and ptxas -v;
 # CuPy adds the device's -arch=sm_XY itself (and -ftz=true).
 NVRTC_OPTIONS = ("--std=c++17", "-default-device")
 

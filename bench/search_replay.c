@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "replay.h"
+#include "search/replay.h"
 
 #define MAX_STRATEGIES 8
 #define MAX_SEEDS      64

@@ -1,10 +1,14 @@
 /*
- * device: architecture profiles and device-fact variables. See device.h.
+ * device: architecture profiles, device-fact variables and the host's
+ * cores. See device.h.
  */
 #include "device.h"
 
+#include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct Profile {
     const char *arch;
@@ -119,4 +123,39 @@ int device_var(const DeviceInfo *d, const char *name, double *val)
         }
     }
     return 0;
+}
+
+/* ---- the host's cores ------------------------------------------------ */
+
+/* The cgroup v2 quota "QUOTA PERIOD" of cpu.max in cores (rounded up), or
+ * 0 when there is none ("max") or the file cannot be read. */
+static int cgroup_quota_cores(void)
+{
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (!f)
+        return 0;
+    char q[32] = "";
+    long period = 0;
+    int got = fscanf(f, "%31s %ld", q, &period);
+    fclose(f);
+    long quota = 0;
+    if (got != 2 || period <= 0 || parse_long(q, 1, LONG_MAX, &quota))
+        return 0;
+    long n = (quota + period - 1) / period;
+    return n > 1024 ? 1024 : (int)n;
+}
+
+int device_cores(void)
+{
+    long n = 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        n = CPU_COUNT(&set);
+    if (n <= 0)
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+    int quota = cgroup_quota_cores();
+    if (quota > 0 && quota < n)
+        n = quota;
+    return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
 }

@@ -63,4 +63,10 @@ int device_var(const DeviceInfo *d, const char *name, double *val);
 /* The names device_var() knows, NULL-terminated (for error messages). */
 extern const char *const device_var_names[];
 
+/* The host's cores this process may use: the CPUs of its affinity mask
+ * (taskset, cpusets), capped by a cgroup v2 CPU quota (/sys/fs/cgroup/
+ * cpu.max, as `docker --cpus` sets), else the online CPUs. At least 1, at
+ * most 1024. The compile farm's default size. */
+int device_cores(void);
+
 #endif

@@ -8,13 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "cli/out.h"
-#include "commands.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
 #include "compile/cserver.h"
-#include "confine.h"
+#include "gpu/worker.h"
 #include "msg.h"
-#include "worker.h"
+#include "task/confine.h"
 
 typedef EvoExit (*CmdFn)(const Settings *s);
 

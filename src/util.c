@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 /* ---- memory ---------------------------------------------------------- */
 
@@ -488,39 +490,6 @@ double process_cpu_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The cgroup v2 quota "QUOTA PERIOD" of cpu.max in cores (rounded up), or
- * 0 when there is none ("max") or the file cannot be read. */
-static int cgroup_quota_cores(void)
-{
-    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
-    if (!f)
-        return 0;
-    char q[32] = "";
-    long period = 0;
-    int got = fscanf(f, "%31s %ld", q, &period);
-    fclose(f);
-    long quota = 0;
-    if (got != 2 || period <= 0 || parse_long(q, 1, LONG_MAX, &quota))
-        return 0;
-    long n = (quota + period - 1) / period;
-    return n > 1024 ? 1024 : (int)n;
-}
-
-int cpu_cores(void)
-{
-    long n = 0;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof(set), &set) == 0)
-        n = CPU_COUNT(&set);
-    if (n <= 0)
-        n = sysconf(_SC_NPROCESSORS_ONLN);
-    int quota = cgroup_quota_cores();
-    if (quota > 0 && quota < n)
-        n = quota;
-    return n < 1 ? 1 : n > 1024 ? 1024 : (int)n;
-}
-
 char *time_iso8601(void)
 {
     time_t t = time(NULL);
@@ -653,4 +622,174 @@ uint64_t rng_mix(uint64_t a, uint64_t b)
     uint64_t x = a ^ rotl(b, 32) ^ 0x6a09e667f3bcc909ULL;
     splitmix64(&x);
     return splitmix64(&x) ^ b;
+}
+
+/* ---- field tables ---------------------------------------------------- */
+
+static json_t *fld_value(const Field *f, const char *at);
+
+/* A table's record as an object. */
+json_t *fld_to_json(const Field *f, int n, const void *rec)
+{
+    json_t *o = json_object();
+    for (int i = 0; i < n; i++)
+        if (!f[i].when || f[i].when(rec))
+            json_object_set_new(o, f[i].key, fld_value(&f[i], (const char *)rec + f[i].off));
+    return o;
+}
+
+/* The pseudo-field of one element of array f. */
+#define FLD_ELEM(f) {.key = (f)->key, .type = (f)->elem, .size = (f)->size, .sub = (f)->sub, .nsub = (f)->nsub}
+
+static json_t *fld_value(const Field *f, const char *at)
+{
+    switch (f->type) {
+    case F_ID: return *(const int64_t *)at > 0 ? json_integer(*(const int64_t *)at) : json_null();
+    case F_INT: return *(const int64_t *)at >= 0 ? json_integer(*(const int64_t *)at) : json_null();
+    case F_REAL: return isfinite(*(const double *)at) ? json_real(*(const double *)at) : json_null();
+    case F_TEXT: return *(char *const *)at ? json_string(*(char *const *)at) : json_null();
+    case F_I64: return json_integer(*(const int64_t *)at);
+    case F_I32: return json_integer(*(const int *)at);
+    case F_U32: return json_integer(*(const unsigned *)at);
+    case F_U64: return json_integer((json_int_t)*(const uint64_t *)at);
+    case F_BOOL: return json_boolean(*(const int *)at);
+    case F_CHARS: return json_string(at);
+    case F_NAME: {
+        int v = *(const int *)at;
+        return json_string(v >= 0 && v < f->max ? f->names[v] : "?");
+    }
+    case F_OBJ: return fld_to_json(f->sub, f->nsub, at);
+    case F_ARR: {
+        json_t *a = json_array();
+        Field e = FLD_ELEM(f);
+        const char *base = f->dyn ? *(const char *const *)at : at;
+        int c = f->count == FLD_FIXED ? f->max : *(const int *)(at - f->off + f->count);
+        c = c < 0 ? 0 : c > f->max && f->max > 0 ? f->max : c;
+        for (int k = 0; k < c && base; k++)
+            json_array_append_new(a, fld_value(&e, base + (size_t)k * f->size));
+        return a;
+    }
+    case F_CUSTOM: return f->put(at);
+    }
+    return json_null();
+}
+
+static int fld_bad(EvoErr *err, const char *path, const char *want, const json_t *v)
+{
+    static const char *const types[] = {"an object", "an array", "a string", "an integer", "a real number",
+                                        "true", "false", "null"};
+    return err_set(err, "%s: %s expected, found %s", path, want, v ? types[json_typeof(v)] : "nothing");
+}
+
+static int fld_get(const Field *f, const json_t *v, char *rec, char *at, const char *path, EvoErr *err);
+
+/* The elements of array f from v into the member at (of record rec). */
+static int fld_get_arr(const Field *f, const json_t *v, char *rec, char *at, const char *path, EvoErr *err)
+{
+    size_t len = json_array_size(v);
+    if (f->max > 0 && len > (size_t)f->max)
+        return err_set(err, "%s: %zu elements, at most %d", path, len, f->max);
+    if (f->count == FLD_FIXED && len != (size_t)f->max)
+        return err_set(err, "%s: %zu elements, %d expected", path, len, f->max);
+    char *base = at;
+    if (f->dyn) {
+        free(*(char **)at);
+        base = *(char **)at = xcalloc(len ? len : 1, f->size);
+    }
+    if (f->count != FLD_FIXED)
+        *(int *)(rec + f->count) = 0;
+    Field e = FLD_ELEM(f);
+    for (size_t k = 0; k < len; k++) {
+        char p[512];
+        snprintf(p, sizeof(p), "%s[%zu]", path, k);
+        if (fld_get(&e, json_array_get(v, k), base + k * f->size, base + k * f->size, p, err))
+            return -1;
+        if (f->count != FLD_FIXED)
+            *(int *)(rec + f->count) = (int)k + 1;
+    }
+    return 0;
+}
+
+/* Read value v of field f into the member at (of record rec). */
+static int fld_get(const Field *f, const json_t *v, char *rec, char *at, const char *path, EvoErr *err)
+{
+    int null = json_is_null(v);
+    switch (f->type) {
+    case F_ID:
+    case F_INT:
+    case F_I64:
+    case F_I32:
+    case F_U32:
+    case F_U64: {
+        if (null && (f->type == F_ID || f->type == F_INT))
+            return *(int64_t *)at = f->type == F_ID ? 0 : -1, 0;
+        if (!json_is_integer(v))
+            return fld_bad(err, path, "an integer", v);
+        json_int_t x = json_integer_value(v);
+        if ((f->type == F_I32 && (x < INT_MIN || x > INT_MAX)) || (f->type == F_U32 && (x < 0 || x > UINT_MAX)))
+            return err_set(err, "%s: %lld is out of range", path, (long long)x);
+        if (f->type == F_U32)
+            *(unsigned *)at = (unsigned)x;
+        else if (f->type == F_I32)
+            *(int *)at = (int)x;
+        else
+            *(int64_t *)at = (int64_t)x;   /* F_U64: the same bits */
+        return 0;
+    }
+    case F_REAL:
+        if (!null && !json_is_number(v))
+            return fld_bad(err, path, "a number", v);
+        return *(double *)at = null ? NAN : json_number_value(v), 0;
+    case F_BOOL:
+        if (!json_is_boolean(v) && !json_is_integer(v))
+            return fld_bad(err, path, "a boolean", v);
+        return *(int *)at = json_is_boolean(v) ? json_is_true(v) : json_integer_value(v) != 0, 0;
+    case F_TEXT:
+        if (!null && !json_is_string(v))
+            return fld_bad(err, path, "a string", v);
+        free(*(char **)at);
+        return *(char **)at = null ? NULL : xstrdup(json_string_value(v)), 0;
+    case F_CHARS:
+    case F_NAME:
+        if (!json_is_string(v))
+            return fld_bad(err, path, "a string", v);
+        if (f->type == F_CHARS) {
+            if (json_string_length(v) >= f->size)
+                return err_set(err, "%s: a string of %zu bytes, at most %zu", path, json_string_length(v),
+                               f->size - 1);
+            memcpy(at, json_string_value(v), json_string_length(v) + 1);
+            return 0;
+        }
+        for (int k = 0; k < f->max; k++)
+            if (strcmp(json_string_value(v), f->names[k]) == 0)
+                return *(int *)at = k, 0;
+        return err_set(err, "%s: unknown name '%.64s'", path, json_string_value(v));
+    case F_OBJ:
+        if (!json_is_object(v))
+            return fld_bad(err, path, "an object", v);
+        for (int i = 0; i < f->nsub; i++) {
+            const Field *s = &f->sub[i];
+            const json_t *sv = json_object_get(v, s->key);
+            char p[512];
+            snprintf(p, sizeof(p), "%s%s%s", path, path[0] ? "." : "", s->key);
+            if (!sv && s->req)
+                return err_set(err, "%s: missing", p);
+            if (sv && fld_get(s, sv, at, at + s->off, p, err))
+                return -1;
+        }
+        return 0;
+    case F_ARR:
+        if (!json_is_array(v))
+            return fld_bad(err, path, "an array", v);
+        return fld_get_arr(f, v, rec, at, path, err);
+    case F_CUSTOM:
+        return f->get(v, at) ? err_set(err, "%s: malformed", path) : 0;
+    }
+    return err_set(err, "%s: unknown field type", path);
+}
+
+int fld_from_json(const Field *f, int n, const json_t *j, void *rec, EvoErr *err)
+{
+    Field top = {.key = "", .type = F_OBJ, .sub = f, .nsub = n};
+    return fld_get(&top, j, rec, rec, "", err);
 }

@@ -50,6 +50,81 @@ int err_set(EvoErr *err, const char *fmt, ...) EVO_PRINTF(2, 3);
 /* Prefix an existing message: "prefix: old message". Returns -1. */
 int err_prefix(EvoErr *err, const char *fmt, ...) EVO_PRINTF(2, 3);
 
+/* ---- field tables ---------------------------------------------------- */
+
+/* A record that crosses a boundary (a store row, the worker pipe, the MPI
+ * wire, --json) is described once, by a table of Fields: one per member,
+ * with its key (the JSON key, or the SQL column), its type and its offset.
+ * The store binds and reads rows from a table (store/rows.h: F_ID, F_INT,
+ * F_REAL and F_TEXT only); fld_to_json and fld_from_json write and read
+ * the JSON of any table. */
+struct json_t;
+
+typedef enum FieldType {
+    F_ID,      /* int64_t; 0 is NULL (SQL) and null (JSON) */
+    F_INT,     /* int64_t; a negative value is NULL / null, read back as -1 */
+    F_REAL,    /* double; a non-finite value is NULL / null, read back as NaN */
+    F_TEXT,    /* owned char *; NULL is NULL / null */
+    F_I64,     /* int64_t, every value (JSON only, like the types below) */
+    F_I32,     /* int (or an enum stored as one) */
+    F_U32,     /* unsigned */
+    F_U64,     /* uint64_t (written as the json integer of the same bits) */
+    F_BOOL,    /* int, written true / false; read from a boolean or an integer */
+    F_CHARS,   /* char[size], NUL-terminated; a longer string is an error */
+    F_NAME,    /* int (an enum): written as names[value], 0 <= value < max */
+    F_OBJ,     /* a nested struct, described by sub[nsub] */
+    F_ARR,     /* an array of elem: inline T[max], or (dyn) an owned T *; the int at
+                * `count` says how many (FLD_FIXED: always max) */
+    F_CUSTOM   /* written by put, read by get */
+} FieldType;
+
+#define FLD_FIXED ((size_t)-1)
+
+typedef struct Field {
+    const char   *key;    /* JSON key, SQL column (pasted into SQL: a constant) */
+    FieldType     type;
+    size_t        off;    /* of the member in its record */
+    int           req;    /* SQL: NOT NULL; JSON: must be present */
+    size_t        size;   /* F_CHARS: the array's size; F_ARR: an element's */
+    const struct Field *sub; /* F_OBJ, F_ARR of F_OBJ: the element's table */
+    int           nsub;
+    FieldType     elem;   /* F_ARR: the elements' type */
+    int           dyn;    /* F_ARR: the member is a pointer, allocated by the reader */
+    size_t        count;  /* F_ARR: offset of the int count in the record, or FLD_FIXED */
+    int           max;    /* F_ARR: most elements; F_NAME: how many names */
+    const char *const *names;                 /* F_NAME */
+    int (*when)(const void *rec);             /* JSON: written only when true (NULL: always) */
+    struct json_t *(*put)(const void *at);    /* F_CUSTOM: the value of the member (new reference) */
+    int (*get)(const struct json_t *v, void *at); /* F_CUSTOM: 0, or -1 when v is malformed */
+} Field;
+
+#define NFIELDS(t) ((int)EVO_ARRAY_LEN(t))
+#define FLD_MEMBER_LEN(T, m) ((int)(sizeof(((T *)0)->m) / sizeof(((T *)0)->m[0])))
+/* A member of type `type` under its own name, or under `key`. */
+#define FJ(T, m, ty) {.key = #m, .type = ty, .off = offsetof(T, m)}
+#define FJK(T, key_, m, ty) {.key = key_, .type = ty, .off = offsetof(T, m)}
+/* A char[] member. */
+#define FJ_CHARS(T, m) {.key = #m, .type = F_CHARS, .off = offsetof(T, m), .size = sizeof(((T *)0)->m)}
+/* A nested struct described by table tab. */
+#define FJ_OBJ(T, m, tab) {.key = #m, .type = F_OBJ, .off = offsetof(T, m), .sub = tab, .nsub = NFIELDS(tab)}
+/* An inline array of structs (tab), its length in member cnt. */
+#define FJ_ARR(T, m, cnt, tab)                                                                                   \
+    {.key = #m, .type = F_ARR, .off = offsetof(T, m), .size = sizeof(((T *)0)->m[0]), .sub = tab,               \
+     .nsub = NFIELDS(tab), .elem = F_OBJ, .count = offsetof(T, cnt), .max = FLD_MEMBER_LEN(T, m)}
+
+/* rec as a JSON object (new reference): every field in table order, but a
+ * field whose `when` is false. */
+struct json_t *fld_to_json(const Field *f, int n, const void *rec);
+
+/* Read the JSON object j into rec. A key that is absent leaves its member
+ * as it is (the caller sets the defaults first), unless the field is
+ * required. j is data from another process or a file: a value of the wrong
+ * type, a required key missing, a string or an array too long or a name
+ * not known fails with err naming the JSON path ("launches[2].entry: ...").
+ * Returns 0 or -1; on -1 the members read so far stay (the caller frees
+ * the record as it would any). */
+int fld_from_json(const Field *f, int n, const struct json_t *j, void *rec, EvoErr *err);
+
 /* ---- string buffer --------------------------------------------------- */
 
 /* A growable NUL-terminated string. Zero-initialize (StrBuf sb = {0}) to
@@ -120,10 +195,6 @@ void sha256_hex(const void *data, size_t len, char hex[65]);
 double time_now_ms(void);        /* monotonic clock, milliseconds */
 double thread_cpu_ms(void);      /* CPU time of the calling thread, milliseconds */
 double process_cpu_ms(void);     /* CPU time of this process (every thread), milliseconds */
-/* The cores this process may use: the CPUs of its affinity mask (taskset,
- * cpusets), capped by a cgroup v2 CPU quota (/sys/fs/cgroup/cpu.max, as
- * `docker --cpus` sets), else the online CPUs. At least 1, at most 1024. */
-int    cpu_cores(void);
 char  *time_iso8601(void);       /* current UTC time, fresh string */
 
 /* ---- numbers --------------------------------------------------------- */

@@ -4,7 +4,7 @@
  * in the test's temporary directory and readers of what a run committed. */
 #include "evolve_fixture.h"
 #include "testhelp.h"
-#include "cli/out.h"
+#include "msg.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #ifndef EVO_TEST_EVOLVE_FIXTURE_H
 #define EVO_TEST_EVOLVE_FIXTURE_H
 
-#include "evolve.h"
+#include "search/evolve.h"
 #include "device.h"
 #include "fake_eval.h"
 

@@ -1,5 +1,5 @@
 /*
- * fake_eval: a synthetic Evaluator (evolve.h) for the loop's tests, with
+ * fake_eval: a synthetic Evaluator (search/child.h) for the loop's tests, with
  * no GPU: "compiling" makes a source that names the params, the gate and
  * the timing follow the test's hooks. It follows the staged contract:
  * stage 1 gates the benchmark shape, stage 2 the rest, compare fills the
@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 
-#include "evolve.h"
+#include "search/evolve.h"
 
 typedef struct FakeEval {
     /* hooks, set by the test; the failure hooks may be NULL */

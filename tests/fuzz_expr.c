@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expr.h"
+#include "task/expr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the LLM reply extractor (src/extract.c): the reply
+ * libFuzzer target for the LLM reply extractor (src/llm/extract.c): the reply
  * is whatever a model, a proxy or a stub sends back. Arbitrary bytes as a
  * reply (NUL-terminated), with the entry points the attention task asks
  * for, every rationale bound; then extract_has_entry on the result and on
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extract.h"
+#include "llm/extract.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

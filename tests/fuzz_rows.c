@@ -19,8 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "report_rows.h"
-#include "store.h"
+#include "store/report_rows.h"
+#include "store/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

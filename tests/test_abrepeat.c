@@ -1,7 +1,7 @@
 /* Unit test: the statistics of `evoeng bench --repeat` (abrepeat.h) on
  * arrays whose figures are worked out by hand. */
 #include "testhelp.h"
-#include "abrepeat.h"
+#include "cli/abrepeat.h"
 
 #include <math.h>
 

@@ -2,7 +2,7 @@
 #include "testhelp.h"
 #include <stdlib.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 static int parse(Settings *s, EvoErr *err, int argc, const char **argv)
 {

@@ -9,8 +9,8 @@
 #include "testhelp.h"
 #include "testdata.h"
 #include "config.h"
-#include "confine.h"
-#include "nvrtc.h"
+#include "task/confine.h"
+#include "compile/nvrtc.h"
 
 #include <errno.h>
 #include <stdlib.h>

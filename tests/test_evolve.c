@@ -6,10 +6,10 @@
  * time limits, progress lines) are in test_evolve_runs.c. */
 #include "testhelp.h"
 #include "evolve_fixture.h"
-#include "ops.h"
+#include "search/ops.h"
 #include "device.h"
-#include "nvrtc.h"
-#include "cli/out.h"
+#include "compile/nvrtc.h"
+#include "msg.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,10 +4,10 @@
  * progress line's width. */
 #include "testhelp.h"
 #include "evolve_fixture.h"
-#include "ops.h"
+#include "search/ops.h"
 #include "device.h"
-#include "nvrtc.h"
-#include "cli/out.h"
+#include "compile/nvrtc.h"
+#include "msg.h"
 
 #include <math.h>
 #include <stdlib.h>

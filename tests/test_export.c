@@ -25,16 +25,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "commands.h"
+#include "cli/cli.h"
+#include "cli/commands.h"
 #include "config.h"
-#include "gate.h"
-#include "nvrtc.h"
-#include "report/export.h"
-#include "report/harness.h"
-#include "report/harness_text.h"
-#include "store.h"
-#include "task.h"
+#include "gpu/gate.h"
+#include "compile/nvrtc.h"
+#include "export/export.h"
+#include "export/harness.h"
+#include "export/harness_text.h"
+#include "store/store.h"
+#include "task/task.h"
 #include "testhelp.h"
 
 static char g_dir[4096];

@@ -1,7 +1,7 @@
 /* Unit tests for expr: values, promotion, checked arithmetic, errors with
  * columns, nesting limits, introspection, and a deterministic mini-fuzz. */
 #include "testhelp.h"
-#include "expr.h"
+#include "task/expr.h"
 
 #include <stdlib.h>
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extract.h"
+#include "llm/extract.h"
 #include "testhelp.h"
 
 static const char *const entries[] = {"attn_fwd"};

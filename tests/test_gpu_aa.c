@@ -10,11 +10,11 @@
  * attention configuration must be judged slower. Prints the figures.
  * Skips (77) without a GPU. */
 #include "testhelp.h"
-#include "abrepeat.h"
-#include "bench.h"
-#include "gpueval.h"
-#include "ops.h"
-#include "worker.h"
+#include "cli/abrepeat.h"
+#include "gpu/bench.h"
+#include "gpu/gpueval.h"
+#include "search/ops.h"
+#include "gpu/worker.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -2,9 +2,9 @@
  * test_gpu_cuda: the dlopen()ed driver table and the device query on a real
  * GPU (suite gpu). Exits 77 (skip) when libcuda.so.1 or a device is missing.
  */
-#include "cuda_api.h"
-#include "devkern.h"
-#include "gate.h"
+#include "gpu/cuda_api.h"
+#include "gpu/devkern.h"
+#include "gpu/gate.h"
 #include "testhelp.h"
 
 #include <math.h>

@@ -8,11 +8,11 @@
  * This binary is its own worker: run as "__worker IN OUT" it calls
  * worker_main(). Exits 77 (skip) when no driver or device is found.
  */
-#include "bench.h"
-#include "gate.h"
-#include "nvrtc.h"
+#include "gpu/bench.h"
+#include "gpu/gate.h"
+#include "compile/nvrtc.h"
 #include "testhelp.h"
-#include "worker.h"
+#include "gpu/worker.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -7,10 +7,10 @@
  * Skips (77) without a GPU. */
 #include "testhelp.h"
 #include "cpuref.h"
-#include "cuda_api.h"
-#include "gate.h"
-#include "prep.h"
-#include "task.h"
+#include "gpu/cuda_api.h"
+#include "gpu/gate.h"
+#include "compile/prep.h"
+#include "task/task.h"
 
 #include <stdlib.h>
 

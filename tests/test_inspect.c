@@ -1,7 +1,7 @@
 /* Unit tests for issue 14's pieces below the commands: store_open_readonly
  * (a missing store creates nothing; nothing can write through it),
  * store_run_list (counts and the best survivor per run), the time_limit
- * run status, and cli/out (lines cut to a width, UTF-8 aware; the width
+ * run status, and msg.h's out_* (lines cut to a width, UTF-8 aware; the width
  * rules for a stream that is not a terminal). The commands themselves are
  * tested end to end by test_json_cli.py. */
 #include "testhelp.h"
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/out.h"
-#include "store.h"
+#include "msg.h"
+#include "store/store.h"
 
 static char tmpdir[256];
 

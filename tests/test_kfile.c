@@ -17,9 +17,9 @@
 
 #include "compile/kfile.h"
 #include "config.h"
-#include "nvrtc.h"
-#include "prep.h"
-#include "task.h"
+#include "compile/nvrtc.h"
+#include "compile/prep.h"
+#include "task/task.h"
 #include "testdata.h"
 #include "testhelp.h"
 

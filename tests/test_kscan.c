@@ -13,7 +13,7 @@
 
 #include "compile/cexpr.h"
 #include "compile/kscan.h"
-#include "expr.h"
+#include "task/expr.h"
 
 /* Names: those listed resolve to themselves, "scale" to a float
  * expression, anything else is unknown. */

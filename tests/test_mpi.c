@@ -21,13 +21,13 @@
 
 #include "config.h"
 #include "device.h"
-#include "evolve.h"
+#include "search/evolve.h"
 #include "fake_eval.h"
-#include "store.h"
+#include "store/store.h"
 #if EVO_HAVE_MPI
-#include "agent.h"
-#include "link.h"
-#include "mpieval.h"
+#include "mpi/agent.h"
+#include "mpi/link.h"
+#include "mpi/mpieval.h"
 #endif
 
 static int die_after;   /* this agent's gate that kills it, 0: never */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llm.h"
+#include "llm/llm.h"
 #include "testhelp.h"
 
 static const char *const entries[] = {"attn_fwd"};

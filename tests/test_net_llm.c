@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "llm.h"
+#include "llm/llm.h"
 #include "msg.h"
 #include "testhelp.h"
 #include "stub.h"

@@ -19,11 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "evolve.h"
+#include "search/evolve.h"
 #include "fake_eval.h"
-#include "llmop.h"
+#include "llm/llmop.h"
 #include "msg.h"
-#include "ops.h"
+#include "search/ops.h"
 #include "testhelp.h"
 #include "stub.h"
 

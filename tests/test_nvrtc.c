@@ -13,7 +13,7 @@
 
 #include "compile/clog.h"
 #include "config.h"
-#include "nvrtc.h"
+#include "compile/nvrtc.h"
 #include "testdata.h"
 #include "testhelp.h"
 
@@ -43,7 +43,7 @@ static void test_parse_spill_log(void)
 {
     char *log = load("spill.ptxas.log");
     KernelResources *k = NULL;
-    int n = nvrtc_parse_resources(log, &k);
+    int n = ptxas_parse_resources(log, &k);
     CHECK(n == 1);
     if (n == 1) {
         CHECK_STR(k[0].name, "spill_kernel");
@@ -62,7 +62,7 @@ static void test_parse_smem_log(void)
 {
     char *log = load("smem.ptxas.log");
     KernelResources *k = NULL;
-    int n = nvrtc_parse_resources(log, &k);
+    int n = ptxas_parse_resources(log, &k);
     CHECK(n == 1);
     if (n == 1) {
         CHECK_STR(k[0].name, "reduce_smem");
@@ -78,7 +78,7 @@ static void test_parse_multi_log(void)
 {
     char *log = load("multi.ptxas.log");
     KernelResources *k = NULL;
-    int n = nvrtc_parse_resources(log, &k);
+    int n = ptxas_parse_resources(log, &k);
     CHECK(n == 4);
     if (n == 4) {
         /* Log order; the device function _Z6helperf is not an entry. */
@@ -99,7 +99,7 @@ static void test_parse_legacy_log(void)
 {
     char *log = load("legacy_cmem.ptxas.log");
     KernelResources *k = NULL;
-    int n = nvrtc_parse_resources(log, &k);
+    int n = ptxas_parse_resources(log, &k);
     CHECK(n == 2);
     if (n == 2) {
         CHECK_STR(k[0].name, "_Z6kernelPfS_i");
@@ -118,11 +118,11 @@ static void test_parse_legacy_log(void)
 static void test_parse_degenerate(void)
 {
     KernelResources *k = (KernelResources *)1;
-    CHECK(nvrtc_parse_resources(NULL, &k) == 0 && k == NULL);
-    CHECK(nvrtc_parse_resources("", &k) == 0 && k == NULL);
-    CHECK(nvrtc_parse_resources("k.cu(4): error: expected a \";\"\n", &k) == 0 && k == NULL);
+    CHECK(ptxas_parse_resources(NULL, &k) == 0 && k == NULL);
+    CHECK(ptxas_parse_resources("", &k) == 0 && k == NULL);
+    CHECK(ptxas_parse_resources("k.cu(4): error: expected a \";\"\n", &k) == 0 && k == NULL);
     /* A "Used" line before any entry, and a truncated last line. */
-    CHECK(nvrtc_parse_resources("ptxas info    : Used 9 registers\n"
+    CHECK(ptxas_parse_resources("ptxas info    : Used 9 registers\n"
                                 "ptxas info    : Compiling entry function 'x' for 'sm_90'\n"
                                 "ptxas info    : Used 7 registers, 64 bytes smem", &k) == 1);
     CHECK(k && k[0].registers == 7 && k[0].smem == 64 && strcmp(k[0].name, "x") == 0);

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "compile/pool.h"
 #include "testhelp.h"
 
 #define NTASKS 20000

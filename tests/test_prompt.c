@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "device.h"
-#include "llmop.h"
-#include "prompt.h"
-#include "store.h"
-#include "task.h"
+#include "llm/llmop.h"
+#include "llm/prompt.h"
+#include "store/store.h"
+#include "task/task.h"
 #include "testhelp.h"
 
 static char *prompts_dir(void)

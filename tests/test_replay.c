@@ -6,9 +6,9 @@
  * figures come from the synthetic run itself. */
 #include "testhelp.h"
 #include "device.h"
-#include "evolve.h"
+#include "search/evolve.h"
 #include "fake_eval.h"
-#include "replay.h"
+#include "search/replay.h"
 
 #include <math.h>
 #include <stdlib.h>

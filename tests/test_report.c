@@ -6,10 +6,10 @@
  * recorded H200 store and a real browser are tested by test_report.py
  * and test_report_browser.py. */
 #include "testhelp.h"
-#include "report.h"
-#include "report_rows.h"
-#include "store.h"
-#include "svg.h"
+#include "report/report.h"
+#include "store/report_rows.h"
+#include "store/store.h"
+#include "report/svg.h"
 
 #include <math.h>
 #include <sqlite3.h>

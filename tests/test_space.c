@@ -6,9 +6,9 @@
  * space too large to search (tests/data/space_large.json) give
  * TASK_SPACE_TOO_LARGE, and an expression that fails is an error. */
 #include "testhelp.h"
-#include "task.h"
-#include "task_space.h"
-#include "ops.h"
+#include "task/task.h"
+#include "task/task_space.h"
+#include "search/ops.h"
 
 #include <stdlib.h>
 

@@ -3,8 +3,8 @@
  * 11): the version 4 migration of an older store, and survivors, bests and
  * views that only ever hold candidates gated on every shape. */
 #include "testhelp.h"
-#include "store.h"
-#include "store_schema.h"
+#include "store/store.h"
+#include "store/store_schema.h"
 
 #include <math.h>
 #include <sqlite3.h>

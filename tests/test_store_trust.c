@@ -9,7 +9,7 @@
  */
 #include "testhelp.h"
 #include "testdata.h"
-#include "store.h"
+#include "store/store.h"
 
 #include <sqlite3.h>
 #include <stdlib.h>

@@ -13,9 +13,9 @@
  * the attention task's space (printed, not asserted).
  */
 #include "testhelp.h"
-#include "ops.h"
-#include "surrogate.h"
-#include "task.h"
+#include "search/ops.h"
+#include "search/surrogate.h"
+#include "task/task.h"
 #include "util.h"
 
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * tests/data/good_task.json loads, checks, resolves and renders as
  * expected. The data directory comes from EVO_SOURCE_ROOT. */
 #include "testhelp.h"
-#include "task.h"
+#include "task/task.h"
 
 #include <dirent.h>
 #include <jansson.h>

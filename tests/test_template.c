@@ -2,7 +2,7 @@
  * hashes, #ifndef defaults overridden by the prepended #defines (checked
  * with the C preprocessor when one is available), knob discovery. */
 #include "testhelp.h"
-#include "template.h"
+#include "task/template.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,6 @@
-/* Unit tests for util: strings, SHA-256, strict number parsing, paths. */
+/* Unit tests for util: strings, SHA-256, strict number parsing, paths;
+ * and device_cores, the compile farm's default size. */
+#include "device.h"
 #include "testhelp.h"
 #include "testdata.h"
 #include "util.h"
@@ -219,13 +221,13 @@ static void test_file_write_safety(void)
     free(d);
 }
 
-/* cpu_cores follows the affinity mask: a process on one CPU (taskset -c N)
+/* device_cores follows the affinity mask: a process on one CPU (taskset -c N)
  * gets one compile thread, not one per core of the host. */
 static void test_cpu_cores(void)
 {
     cpu_set_t all, one;
     CHECK(sched_getaffinity(0, sizeof(all), &all) == 0);
-    int n = cpu_cores();
+    int n = device_cores();
     CHECK(n >= 1 && n <= CPU_COUNT(&all));
     int first = 0;
     while (first < CPU_SETSIZE && !CPU_ISSET(first, &all))
@@ -233,9 +235,9 @@ static void test_cpu_cores(void)
     CPU_ZERO(&one);
     CPU_SET(first, &one);
     CHECK(sched_setaffinity(0, sizeof(one), &one) == 0);
-    CHECK(cpu_cores() == 1);
+    CHECK(device_cores() == 1);
     CHECK(sched_setaffinity(0, sizeof(all), &all) == 0);
-    CHECK(cpu_cores() == n);
+    CHECK(device_cores() == n);
 }
 
 int main(void)

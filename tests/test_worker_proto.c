@@ -5,15 +5,15 @@
  * timeout / crash / respawn logic against a fake worker (this binary run
  * as "__fake IN OUT"), the gate's host math and the bench statistics.
  */
-#include "bench.h"
-#include "cuda_api.h"
-#include "devkern.h"
-#include "gate.h"
-#include "nvrtc.h"
-#include "proto.h"
+#include "gpu/bench.h"
+#include "gpu/cuda_api.h"
+#include "gpu/devkern.h"
+#include "gpu/gate.h"
+#include "compile/nvrtc.h"
+#include "gpu/proto.h"
 #include "testhelp.h"
-#include "watchdog.h"
-#include "worker.h"
+#include "gpu/watchdog.h"
+#include "gpu/worker.h"
 
 #include <math.h>
 #include <signal.h>
@@ -673,7 +673,7 @@ static void test_profile_aggregates(void)
     o.profiles = 5;
     j = bench_options_to_json(&o);
     BenchOptions o2;
-    bench_options_from_json(j, &o2);
+    bench_options_from_json(j, &o2, NULL);
     json_decref(j);
     CHECK(o2.profiles == 5);
 }
@@ -727,7 +727,7 @@ static void test_stats(void)
     o.cold = 1;
     o.seed = 99;
     json_t *j = bench_options_to_json(&o);
-    bench_options_from_json(j, &o2);
+    bench_options_from_json(j, &o2, NULL);
     json_decref(j);
     CHECK(o2.cold == 1 && o2.seed == 99 && o2.pairs == o.pairs);
     /* results round trip */

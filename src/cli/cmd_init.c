@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/commands.h"
 #include "cli/init_spec.h"
-#include "cli/out.h"
-#include "commands.h"
+#include "msg.h"
 
 /* The template path as the spec names it: relative to the spec's folder
  * when the kernel lives there, else absolute. */

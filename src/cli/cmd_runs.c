@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/commands.h"
 #include "cli/inspect.h"
-#include "cli/out.h"
-#include "commands.h"
+#include "msg.h"
 
 static json_t *runs_json(const RunSummary *l, int n)
 {

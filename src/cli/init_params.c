@@ -2,13 +2,13 @@
  * init_params: the params `evoeng init` proposes for a kernel file's
  * knobs. See init_params.h.
  */
-#include "init_params.h"
+#include "cli/init_params.h"
 
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "template.h"
+#include "task/template.h"
 
 int init_int_value(const char *s, long long *v)
 {

@@ -5,7 +5,7 @@
  * launcher path (dims, launches, buffers, constraints), the path without a
  * launcher (TODOs), and the assembly. The params are init_params.c's.
  */
-#include "init_spec.h"
+#include "cli/init_spec.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/init_params.h"
 #include "compile/cexpr.h"
 #include "compile/clex.h"
 #include "compile/kfile.h"
 #include "compile/kscan.h"
-#include "init_params.h"
-#include "expr.h"
+#include "task/expr.h"
 
 /* Benchmark value of a dim the file does not give (said so in "_dims"). */
 #define INIT_DIM_GUESS 8

@@ -1,14 +1,14 @@
 /*
  * inspect: the helpers of the store-reading commands. See inspect.h.
  */
-#include "inspect.h"
+#include "cli/inspect.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "out.h"
+#include "msg.h"
 
 /* ---- opening --------------------------------------------------------- */
 

@@ -11,10 +11,10 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "bench.h"
-#include "cli.h"
+#include "cli/cli.h"
+#include "gpu/bench.h"
 #include "msg.h"
-#include "store.h"
+#include "store/store.h"
 
 /* Open s->db read-only (store_open_readonly): a missing store is an error
  * that creates nothing. Returns the store, or NULL with the error printed

@@ -6,7 +6,7 @@
  * (1.0 * x), so (float)S / 2 stays a float division), a call must be one
  * the spec's language has, and names go through the caller.
  */
-#include "cexpr.h"
+#include "compile/cexpr.h"
 
 #include <ctype.h>
 #include <stdio.h>

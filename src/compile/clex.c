@@ -3,7 +3,7 @@
  * kernel-file readers (kfile: the device view and kernel signatures;
  * kscan: launchers, shared arrays, asserts). See clex.h.
  */
-#include "clex.h"
+#include "compile/clex.h"
 
 #include <ctype.h>
 #include <stdio.h>

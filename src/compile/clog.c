@@ -2,7 +2,7 @@
  * clog: error lines of a compile log, and ptxas's silent refusals. See
  * clog.h.
  */
-#include "clog.h"
+#include "compile/clog.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,19 +52,4 @@ char *clog_silent_cause(const KernelResources *k, int n)
                              k[i].name, k[i].smem, (unsigned)k[i].smem, CLOG_STATIC_SMEM_MAX,
                              (unsigned)CLOG_STATIC_SMEM_MAX);
     return xasprintf("NVRTC failed without an error line (ptxas reported %d kernel%s)", n, n == 1 ? "" : "s");
-}
-
-void clog_explain(CompileResult *res)
-{
-    char *errs = res->ok ? NULL : clog_errors(res->log, 1);
-    if (res->ok || errs) {
-        free(errs);
-        return;
-    }
-    char *cause = clog_silent_cause(res->kernels, res->nkernels);
-    const char *log = res->log ? res->log : "";
-    char *with = xasprintf("%s%sevoeng: %s\n", log, log[0] && log[strlen(log) - 1] != '\n' ? "\n" : "", cause);
-    free(res->log);
-    res->log = with;
-    free(cause);
 }

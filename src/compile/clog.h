@@ -11,7 +11,7 @@
 #ifndef EVO_CLOG_H
 #define EVO_CLOG_H
 
-#include "nvrtc.h"
+#include "compile/ptxas.h"
 
 /* The most static shared memory a block may declare, bytes (every
  * architecture evoeng targets). */
@@ -24,17 +24,12 @@
 char *clog_errors(const char *log, int max);
 
 /* Why a compile failed with no error line, from the kernels ptxas reported
- * (nvrtc_parse_resources): the first one over CLOG_STATIC_SMEM_MAX,
+ * (ptxas_parse_resources): the first one over CLOG_STATIC_SMEM_MAX,
  *   "ptxas: entry function '_Z1kPf' uses too much shared data (57344 bytes,
  *    0xe000; 49152, 0xc000, max): static __shared__ arrays are limited to
  *    48 KB a block (extern __shared__ memory can opt in to more)";
  * else "NVRTC failed without an error line (ptxas reported N kernels)".
  * Fresh string. */
 char *clog_silent_cause(const KernelResources *k, int n);
-
-/* A failed compile (res->ok 0) whose log has no error line gets one at its
- * end: "evoeng: " and clog_silent_cause of its kernels; any other result is
- * left as it is. nvrtc.c calls it on fresh compiles and cache hits. */
-void clog_explain(CompileResult *res);
 
 #endif

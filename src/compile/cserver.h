@@ -12,7 +12,7 @@
 #ifndef EVO_COMPILE_CSERVER_H
 #define EVO_COMPILE_CSERVER_H
 
-#include "nvrtc.h"
+#include "compile/nvrtc.h"
 
 /* Turn helper processes on for this process: exe is the evoeng binary to
  * start them from ("/proc/self/exe" in evoeng itself). Call before the

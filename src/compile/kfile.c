@@ -6,14 +6,14 @@
  * declarations, the kernel signatures (both on the lexer of clex.h), and
  * the log reader behind kfile_hint().
  */
-#include "kfile.h"
+#include "compile/kfile.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clex.h"
+#include "compile/clex.h"
 #include "util.h"
 
 /* ---- headers ------------------------------------------------------------ */

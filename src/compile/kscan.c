@@ -6,15 +6,15 @@
  * shared arrays, asserts), macros and switches, the walk, the expression
  * translator.
  */
-#include "kscan.h"
+#include "compile/kscan.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cexpr.h"
-#include "clex.h"
+#include "compile/cexpr.h"
+#include "compile/clex.h"
 #include "util.h"
 
 #define PUSH(arr, n, item)                                                   \

@@ -20,7 +20,7 @@
 #ifndef EVO_KSCAN_H
 #define EVO_KSCAN_H
 
-#include "kfile.h"
+#include "compile/kfile.h"
 
 /* A local value: dim3 grid(B * H, 8) is {"dim3", "grid", "B * H, 8"};
  * const float scale = 1.0f / sqrtf((float)D) is {"const float", "scale",

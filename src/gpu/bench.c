@@ -2,7 +2,7 @@
  * bench: statistics, warm/cold timing, interleaved A/B and launch metrics.
  * See bench.h.
  */
-#include "bench.h"
+#include "gpu/bench.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
-#include "watchdog.h"
+#include "gpu/proto.h"
+#include "gpu/watchdog.h"
 
 /* ---- statistics ------------------------------------------------------- */
 

@@ -62,9 +62,9 @@
 
 #include <jansson.h>
 
-#include "cuda_api.h"
-#include "gate.h"
-#include "plan.h"
+#include "gpu/cuda_api.h"
+#include "gpu/gate.h"
+#include "task/plan.h"
 #include "util.h"
 
 typedef struct BenchStats {
@@ -104,8 +104,11 @@ void bench_options_default(BenchOptions *o);
  * EVOENG_WATCHDOG_S: watchdog.h) are unset or valid;
  * -1 with err naming the variable, its value and what it expects. */
 int bench_env_check(EvoErr *err);
+/* BenchOptions as JSON (new reference), and back: the defaults where a
+ * key is absent (j NULL: all). Returns 0, or -1 with err naming the path
+ * of a malformed value. */
 json_t *bench_options_to_json(const BenchOptions *o);
-void    bench_options_from_json(const json_t *j, BenchOptions *o);
+int     bench_options_from_json(const json_t *j, BenchOptions *o, EvoErr *err);
 
 #define BENCH_MAX_LAUNCHES 8
 #define BENCH_MIN_PAIRS    5   /* A/B pairs a profile gets at least, however many profiles share `pairs` */
@@ -173,12 +176,15 @@ typedef struct CompareResult {
     ProfileStat prof[PLAN_MAX_PROFILES];
 } CompareResult;
 
+/* The results as JSON (new reference; metrics_json holds a BenchResult's),
+ * and back (r zeroed first). A result that does not read (a value of the
+ * wrong type, no status, an array too long...) returns -1 with r->status
+ * EVAL_INVALID and r->error naming the path. */
 json_t *bench_result_to_json(const BenchResult *r);
-void    bench_result_from_json(const json_t *j, BenchResult *r);
+int     bench_result_from_json(const json_t *j, BenchResult *r);
 json_t *bench_compare_to_json(const CompareResult *r);
-void    bench_compare_from_json(const json_t *j, CompareResult *r);
+int     bench_compare_from_json(const json_t *j, CompareResult *r);
 json_t *bench_stats_to_json(const BenchStats *s);
-void    bench_stats_from_json(const json_t *j, BenchStats *s);
 /* The per-profile figures a candidate's metrics_json holds (its
  * "profiles": a BenchResult's, with an A/B's ratios where it had one)
  * into out[PLAN_MAX_PROFILES]; returns how many (0: none recorded, as in

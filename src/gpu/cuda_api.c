@@ -2,7 +2,7 @@
  * cuda_api: dlopen()ed CUDA driver table, error names, device query, the
  * worker's context and its device-side plan instances. See cuda_api.h.
  */
-#include "cuda_api.h"
+#include "gpu/cuda_api.h"
 
 #include <dlfcn.h>
 #include <stddef.h>

@@ -25,7 +25,7 @@
 #include <cuda.h>
 
 #include "device.h"
-#include "plan.h"
+#include "task/plan.h"
 #include "util.h"
 
 /* The function table. Field names are the driver's names; where <cuda.h>

@@ -4,20 +4,20 @@
  * it includes no header, so it needs nothing from the toolkit at run time
  * but libnvrtc.
  */
-#include "devkern.h"
+#include "gpu/devkern.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gate.h"
-#include "gensrc.h"
-#include "nvrtc.h"
+#include "compile/nvrtc.h"
+#include "gpu/gen.h"
+#include "gpu/gensrc.h"
 
 /* The kernels, after the generator's source (gensrc.h), which defines
  * u64, u32, u16, mix64 and gen_value. The host mirror of the generator is
- * gate_gen_value (gate.c). */
+ * gate_gen_value (gen.c). */
 static const char kernel_src[] = GEN_SOURCE
     "struct DevSum { u64 nbad, nunwritten, nnan, nmis, first_bad_c, max_abs, max_rel, ref_absmax, got_absmax, pad[7]; };\n"
     /* f32 -> f16, round to nearest even (the host's gate_f32_to_f16) */

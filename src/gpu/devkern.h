@@ -26,8 +26,8 @@
 
 #include <stdint.h>
 
-#include "cuda_api.h"
-#include "plan.h"
+#include "gpu/cuda_api.h"
+#include "task/plan.h"
 #include "util.h"
 
 /* A reduction record on the device, read back as it is. Maxima of
@@ -64,7 +64,7 @@ void devkern_close(DevKern **k);
 const char *devkern_source(void);
 
 /* Fill n elements of dtype at dst from (seed, salt) per init (the
- * generator of gate.h: gate_gen_value). */
+ * generator of gen.h: gate_gen_value). */
 int devkern_fill(DevKern *k, CUdeviceptr dst, uint64_t n, DType dtype, const InitSpec *init, uint64_t seed,
                  uint64_t salt, CUresult *cu, EvoErr *err);
 

@@ -1,376 +1,18 @@
 /*
- * gate: correctness gate. Host math (generation, sentinels, comparison,
- * checksums) first, then the device routine that runs inside the worker.
- * See gate.h for the checks and their order.
+ * gate: the correctness gate's device routine, which runs inside the
+ * worker. See gate.h for the checks and their order; the host math
+ * (generation, sentinels, comparison) is gen.c, the statuses and the
+ * report verdict.c.
  */
-#include "gate.h"
+#include "gpu/gate.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
-#include "resident.h"
-
-/* ---- statuses --------------------------------------------------------- */
-
-static const char *const status_names[EVAL_NSTATUS] = {
-    "ok", "incorrect", "crashed", "timeout", "launch_error", "resource", "compile_error", "invalid",
-};
-
-const char *gate_status_name(EvalStatus s)
-{
-    return (unsigned)s < EVAL_NSTATUS ? status_names[s] : "?";
-}
-
-int gate_status_parse(const char *name)
-{
-    for (int i = 0; name && i < EVAL_NSTATUS; i++)
-        if (strcmp(name, status_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-EvalStatus gate_status_from_cuda(CUresult r)
-{
-    if (cuda_error_is_sticky(r))
-        return EVAL_CRASHED;
-    if (r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES || r == CUDA_ERROR_OUT_OF_MEMORY)
-        return EVAL_RESOURCE;
-    return EVAL_LAUNCH_ERROR;
-}
-
-/* ---- half conversions ------------------------------------------------- */
-
-uint16_t gate_f32_to_f16(float f)
-{
-    uint32_t x, sign, exp, mant, h, rem, mid;
-    int e;
-    memcpy(&x, &f, 4);
-    sign = (x >> 16) & 0x8000u;
-    exp = (x >> 23) & 0xffu;
-    mant = x & 0x7fffffu;
-    if (exp == 0xff)
-        return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    e = (int)exp - 127 + 15;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00u);
-    if (e <= 0) {
-        int shift = 14 - e;
-        if (shift > 24)
-            return (uint16_t)sign;
-        mant |= 0x800000u;
-        h = mant >> shift;
-        rem = mant & ((1u << shift) - 1);
-        mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (h & 1)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    h = ((uint32_t)e << 10) | (mant >> 13);
-    rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
-        h++; /* a carry into the exponent is the right answer, up to inf */
-    return (uint16_t)(sign | h);
-}
-
-float gate_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, x;
-    float f;
-    if (exp == 0) {
-        f = ldexpf((float)mant, -24);
-        return sign ? -f : f;
-    }
-    if (exp == 31)
-        x = sign | 0x7f800000u | (mant << 13);
-    else
-        x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-uint16_t gate_f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7f800000u) == 0x7f800000u && (x & 0x7fffffu))
-        return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-float gate_bf16_to_f32(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-double gate_load(DType t, const void *buf, uint64_t i)
-{
-    switch (t) {
-    case DT_F16: return gate_f16_to_f32(((const uint16_t *)buf)[i]);
-    case DT_BF16: return gate_bf16_to_f32(((const uint16_t *)buf)[i]);
-    case DT_F32: return ((const float *)buf)[i];
-    case DT_I32: return ((const int32_t *)buf)[i];
-    }
-    return 0;
-}
-
-static void store_val(DType t, void *buf, uint64_t i, double v)
-{
-    switch (t) {
-    case DT_F16: ((uint16_t *)buf)[i] = gate_f32_to_f16((float)v); break;
-    case DT_BF16: ((uint16_t *)buf)[i] = gate_f32_to_bf16((float)v); break;
-    case DT_F32: ((float *)buf)[i] = (float)v; break;
-    case DT_I32: ((int32_t *)buf)[i] = (int32_t)llround(v); break;
-    }
-}
-
-/* ---- generation ------------------------------------------------------- */
-
-/* The counter-based generator: element i of a buffer depends only on
- * (seed, salt, i). gensrc.c has the same code for the device. */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double unit(uint64_t key, uint64_t c)
-{
-    return (double)(mix64(key + (c + 1) * 0x9E3779B97F4A7C15ull) >> 11) * 0x1.0p-53;
-}
-
-uint64_t gate_seed_key(uint64_t seed, uint64_t salt)
-{
-    uint64_t st = seed * 0xD1B54A32D192ED03ull;
-    return st ^ mix64(st + 0x9E3779B97F4A7C15ull) ^ (salt * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull);
-}
-
-/* Box-Muller over the counter pair of i: the radius and the cosine (even
- * i) or sine (odd i). */
-static void box_muller(uint64_t key, uint64_t i, double *r, double *t)
-{
-    uint64_t j = i >> 1;
-    double u1 = 1.0 - unit(key, 2 * j), u2 = unit(key, 2 * j + 1);
-    double th = 6.283185307179586 * u2;
-    *r = sqrt(-2.0 * log(u1));
-    *t = (i & 1) ? sin(th) : cos(th);
-}
-
-double gate_gen_value(const InitSpec *g, uint64_t key, uint64_t i)
-{
-    double v, r, t;
-    switch (g->kind) {
-    case INIT_ZERO:
-        v = 0;
-        break;
-    case INIT_CONST:
-        v = g->a;
-        break;
-    case INIT_UNIFORM:
-        v = g->a + (g->b - g->a) * unit(key, i);
-        break;
-    default:
-        box_muller(key, i, &r, &t);
-        v = g->a + g->b * r * t;
-        if (g->kind == INIT_OUTLIER && unit(key ^ 0xA0761D6478BD642Full, i) < g->p) {
-            box_muller(key ^ 0xE7037ED1A0B428DBull, i, &r, &t);
-            v += g->c * r * t;
-        }
-    }
-    if (g->rows != ROWS_NONE) {
-        uint64_t row = i / (g->row_len > 0 ? g->row_len : 1), rk = key ^ 0x8EBC6AF09C88C6E3ull;
-        if (g->rows == ROWS_UNIFORM) {
-            v *= g->ra + (g->rb - g->ra) * unit(rk, row);
-        } else {
-            box_muller(rk, row, &r, &t);
-            v *= exp(g->ra + g->rb * r * t);
-        }
-    }
-    return v;
-}
-
-void gate_fill_host(const PlanBuffer *b, uint64_t seed, void *dst)
-{
-    uint64_t key = gate_seed_key(seed, b->seed_salt);
-    for (uint64_t i = 0; i < b->count; i++)
-        store_val(b->dtype, dst, i, gate_gen_value(&b->init, key, i));
-}
-
-void gate_fill_sentinel(DType t, void *dst, uint64_t n)
-{
-    for (uint64_t i = 0; i < n; i++) {
-        if (t == DT_F16 || t == DT_BF16)
-            ((uint16_t *)dst)[i] = GATE_SENTINEL_F16;
-        else if (t == DT_F32)
-            ((uint32_t *)dst)[i] = GATE_SENTINEL_F32;
-        else
-            ((uint32_t *)dst)[i] = GATE_SENTINEL_I32;
-    }
-}
-
-/* ---- comparison ------------------------------------------------------- */
-
-static int is_sentinel(DType t, const void *buf, uint64_t i)
-{
-    if (t == DT_F16 || t == DT_BF16)
-        return ((const uint16_t *)buf)[i] == GATE_SENTINEL_F16;
-    if (t == DT_F32)
-        return ((const uint32_t *)buf)[i] == GATE_SENTINEL_F32;
-    return ((const uint32_t *)buf)[i] == GATE_SENTINEL_I32;
-}
-
-int gate_compare(DType t, const void *got, const void *ref, uint64_t n, double atol, double rtol, GateCmp *out)
-{
-    uint64_t nmis = 0;
-    memset(out, 0, sizeof(*out));
-    out->first_bad = -1;
-    for (uint64_t i = 0; i < n; i++) {
-        double g = gate_load(t, got, i), r = gate_load(t, ref, i);
-        int bad = 0;
-        if (isfinite(r) && fabs(r) > out->ref_absmax)
-            out->ref_absmax = fabs(r);
-        if (is_sentinel(t, got, i)) {
-            out->nunwritten++;
-            bad = 1;
-        } else if (!isfinite(g)) {
-            out->nnan++;
-            bad = 1;
-        } else {
-            double d = fabs(g - r);
-            if (fabs(g) > out->got_absmax)
-                out->got_absmax = fabs(g);
-            if (!isfinite(r)) {
-                bad = 1;
-                nmis++;
-            } else {
-                if (d > out->max_abs)
-                    out->max_abs = d;
-                if (r != 0 && d / fabs(r) > out->max_rel)
-                    out->max_rel = d / fabs(r);
-                if (d > atol + rtol * fabs(r)) {
-                    bad = 1;
-                    nmis++;
-                }
-            }
-        }
-        if (bad) {
-            if (out->first_bad < 0) {
-                out->first_bad = (int64_t)i;
-                out->got = g;
-                out->want = r;
-            }
-            out->nbad++;
-        }
-    }
-    if (out->nunwritten)
-        snprintf(out->check, sizeof(out->check), "unwritten");
-    else if (out->nnan)
-        snprintf(out->check, sizeof(out->check), "nan");
-    else if (n > 0 && out->ref_absmax > 10 * atol && out->got_absmax <= atol)
-        snprintf(out->check, sizeof(out->check), "zero_output");
-    else if (nmis)
-        snprintf(out->check, sizeof(out->check), "mismatch");
-    else
-        snprintf(out->check, sizeof(out->check), "ok");
-    return strcmp(out->check, "ok") == 0;
-}
-
-/* ---- reports ---------------------------------------------------------- */
-
-void gate_options_default(GateOptions *o)
-{
-    memset(o, 0, sizeof(*o));
-    o->nseeds = 3;
-}
-
-json_t *gate_report_to_json(const GateReport *r)
-{
-    json_t *o = json_object();
-    json_object_set_new(o, "status", json_string(gate_status_name(r->status)));
-    json_object_set_new(o, "check", json_string(r->check));
-    json_object_set_new(o, "error", json_string(r->error));
-    json_object_set_new(o, "cuda_error", json_string(r->cuda_error));
-    json_object_set_new(o, "shape", json_string(r->shape));
-    json_object_set_new(o, "buffer", json_string(r->buffer));
-    json_object_set_new(o, "seed", json_integer((json_int_t)r->seed));
-    json_object_set_new(o, "run", json_integer(r->run));
-    json_object_set_new(o, "max_abs", json_real(r->max_abs));
-    json_object_set_new(o, "max_rel", json_real(r->max_rel));
-    json_object_set_new(o, "first_bad", json_integer(r->first_bad));
-    json_object_set_new(o, "nbad", json_integer((json_int_t)r->nbad));
-    json_object_set_new(o, "got", json_real(isfinite(r->got) ? r->got : 0));
-    json_object_set_new(o, "want", json_real(isfinite(r->want) ? r->want : 0));
-    json_object_set_new(o, "got_nan", json_boolean(!isfinite(r->got)));
-    json_object_set_new(o, "cand_ms", json_real(r->cand_ms));
-    json_object_set_new(o, "ref_ms", json_real(r->ref_ms));
-    json_object_set_new(o, "seeds_run", json_integer(r->seeds_run));
-    json_object_set_new(o, "fatal", json_boolean(r->fatal));
-    if (r->profile[0])
-        json_object_set_new(o, "profile", json_string(r->profile));
-    if (r->profiles > 1)
-        json_object_set_new(o, "profiles", json_integer(r->profiles));
-    return o;
-}
-
-void gate_report_from_json(const json_t *j, GateReport *r)
-{
-    int st = gate_status_parse(proto_get_str(j, "status", ""));
-    memset(r, 0, sizeof(*r));
-    r->status = st < 0 ? EVAL_INVALID : (EvalStatus)st;
-    proto_copy_str(j, "check", r->check, sizeof(r->check));
-    proto_copy_str(j, "error", r->error, sizeof(r->error));
-    proto_copy_str(j, "cuda_error", r->cuda_error, sizeof(r->cuda_error));
-    proto_copy_str(j, "shape", r->shape, sizeof(r->shape));
-    proto_copy_str(j, "buffer", r->buffer, sizeof(r->buffer));
-    r->seed = (uint64_t)proto_get_int(j, "seed", 0);
-    r->run = (int)proto_get_int(j, "run", 0);
-    r->max_abs = proto_get_num(j, "max_abs", 0);
-    r->max_rel = proto_get_num(j, "max_rel", 0);
-    r->first_bad = proto_get_int(j, "first_bad", -1);
-    r->nbad = (uint64_t)proto_get_int(j, "nbad", 0);
-    r->got = proto_get_int(j, "got_nan", 0) ? NAN : proto_get_num(j, "got", 0);
-    r->want = proto_get_num(j, "want", 0);
-    r->cand_ms = proto_get_num(j, "cand_ms", 0);
-    r->ref_ms = proto_get_num(j, "ref_ms", 0);
-    r->seeds_run = (int)proto_get_int(j, "seeds_run", 0);
-    r->fatal = (int)proto_get_int(j, "fatal", 0);
-    proto_copy_str(j, "profile", r->profile, sizeof(r->profile));
-    r->profiles = (int)proto_get_int(j, "profiles", 1);
-    if (st < 0 && !r->error[0])
-        snprintf(r->error, sizeof(r->error), "gate report without a valid status");
-}
-
-void gate_report_format(const GateReport *r, char *buf, size_t cap)
-{
-    char prof[64] = "";
-    if (r->status == EVAL_OK) {
-        int np = r->profiles > 1 ? r->profiles : 1, ns = r->seeds_run / np;
-        if (np > 1)
-            snprintf(prof, sizeof(prof), " x %d profiles", np);
-        snprintf(buf, cap, "ok: %d seed%s%s passed (last shape '%s'); max abs err %.3g, max rel err %.3g; "
-                 "candidate %.4f ms, reference %.4f ms", ns, ns == 1 ? "" : "s", prof, r->shape, r->max_abs,
-                 r->max_rel, r->cand_ms, r->ref_ms);
-        return;
-    }
-    if (r->profile[0] && strcmp(r->profile, "default") != 0)
-        snprintf(prof, sizeof(prof), ", profile %s", r->profile);
-    if (r->check[0] && r->first_bad >= 0)
-        snprintf(buf, cap, "%s: %s in %s (shape '%s'%s, seed %llu, run %d): %llu bad, first at %lld: got %.6g "
-                 "want %.6g; max abs err %.3g, max rel err %.3g", gate_status_name(r->status), r->check,
-                 r->buffer, r->shape, prof, (unsigned long long)r->seed, r->run, (unsigned long long)r->nbad,
-                 (long long)r->first_bad, r->got, r->want, r->max_abs, r->max_rel);
-    else
-        snprintf(buf, cap, "%s%s%s: %s%s%s (shape '%s'%s, seed %llu)", gate_status_name(r->status),
-                 r->check[0] ? ": " : "", r->check, r->error, r->cuda_error[0] ? " " : "", r->cuda_error,
-                 r->shape, prof, (unsigned long long)r->seed);
-}
+#include "gpu/gen.h"
+#include "gpu/resident.h"
 
 /* ---- device routine --------------------------------------------------- */
 
@@ -533,6 +175,40 @@ static void variant_names(GateReport *rep, const Plan *plan, const Bay *bay, int
     snprintf(rep->profile, sizeof(rep->profile), "%s", plan_profile_name(plan, resident_variant_profile(bay, k)));
 }
 
+/* 1 (rep: invalid, min_ctas) when the plan's largest launch has fewer
+ * CTAs than the task requires. */
+static int too_few_ctas(const Plan *plan, GateReport *rep)
+{
+    uint64_t largest = 0;
+    for (int i = 0; i < plan->nlaunches; i++)
+        if (launch_ctas(&plan->launches[i]) > largest)
+            largest = launch_ctas(&plan->launches[i]);
+    if (plan->min_ctas > 0 && largest < (uint64_t)plan->min_ctas) {
+        rep->status = EVAL_INVALID;
+        snprintf(rep->check, sizeof(rep->check), "min_ctas");
+        snprintf(rep->error, sizeof(rep->error), "largest launch has %llu CTAs, the task requires at least %d",
+                 (unsigned long long)largest, plan->min_ctas);
+        return 1;
+    }
+    return 0;
+}
+
+/* The candidate changed resident state or red zones: that verdict. */
+static void wrote_outside(GateReport *rep, int resident_bad, int guard_bad, const char *where)
+{
+    rep->status = EVAL_INCORRECT;
+    rep->nbad = 0;
+    rep->first_bad = -1;
+    snprintf(rep->check, sizeof(rep->check), "%s", resident_bad ? "resident_modified" : "out_of_bounds");
+    if (resident_bad)
+        snprintf(rep->error, sizeof(rep->error),
+                 "the candidate wrote outside its buffers: the resident inputs or reference outputs of %d "
+                 "shape%s changed (they are made again)", resident_bad, resident_bad == 1 ? "" : "s");
+    else
+        snprintf(rep->error, sizeof(rep->error), "the candidate wrote outside its buffers: %d red zone%s changed, "
+                 "first %s", guard_bad, guard_bad == 1 ? "" : "s", where);
+}
+
 int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodule ref, int ref_id,
              const GateOptions *opt, GateReport *rep, EvoErr *err)
 {
@@ -545,7 +221,7 @@ int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodul
     const DevSum *hs = NULL;
     EvoErr e = {{0}};
     Bay *bay = NULL;
-    uint64_t largest = 0, seeds[16];
+    uint64_t seeds[16];
     int nseeds = opt && opt->nseeds > 0 ? opt->nseeds : 3, resident_bad = 0, guard_bad = 0, brc, nvar;
     char where[160];
     float ms = 0;
@@ -560,16 +236,8 @@ int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodul
     for (int s = 0; s < nseeds; s++)
         seeds[s] = opt && opt->seeds_given ? opt->seeds[s] : (uint64_t)(s + 1);
 
-    for (int i = 0; i < plan->nlaunches; i++)
-        if (launch_ctas(&plan->launches[i]) > largest)
-            largest = launch_ctas(&plan->launches[i]);
-    if (plan->min_ctas > 0 && largest < (uint64_t)plan->min_ctas) {
-        rep->status = EVAL_INVALID;
-        snprintf(rep->check, sizeof(rep->check), "min_ctas");
-        snprintf(rep->error, sizeof(rep->error), "largest launch has %llu CTAs, the task requires at least %d",
-                 (unsigned long long)largest, plan->min_ctas);
+    if (too_few_ctas(plan, rep))
         return 0;
-    }
     /* EVOENG_GATE_PHASES=1: the host time of each phase to stderr (where
      * a gate's time goes; the syncs are the verifies' and the summaries') */
     static int phases = -1;
@@ -650,19 +318,8 @@ verify:
                 "wait %.2f, judge %.2f, verify %.2f ms\n", rep->shape, resident_nvariants(bay), ph[1] - ph[0],
                 ph[2] - ph[1], ph[3] - ph[2], ph[4] - ph[3], ph[5] - ph[4], ph[6] - ph[5], time_now_ms() - ph[6]);
     /* writing outside its buffers explains (and outranks) any mismatch it caused */
-    if ((rep->status == EVAL_OK || rep->status == EVAL_INCORRECT) && (resident_bad || guard_bad)) {
-        rep->status = EVAL_INCORRECT;
-        rep->nbad = 0;
-        rep->first_bad = -1;
-        snprintf(rep->check, sizeof(rep->check), "%s", resident_bad ? "resident_modified" : "out_of_bounds");
-        if (resident_bad)
-            snprintf(rep->error, sizeof(rep->error),
-                     "the candidate wrote outside its buffers: the resident inputs or reference outputs of %d "
-                     "shape%s changed (they are made again)", resident_bad, resident_bad == 1 ? "" : "s");
-        else
-            snprintf(rep->error, sizeof(rep->error), "the candidate wrote outside its buffers: %d red zone%s changed, "
-                     "first %s", guard_bad, guard_bad == 1 ? "" : "s", where);
-    }
+    if ((rep->status == EVAL_OK || rep->status == EVAL_INCORRECT) && (resident_bad || guard_bad))
+        wrote_outside(rep, resident_bad, guard_bad, where);
 done:
     if (e0)
         api->cuEventDestroy(e0);

@@ -1,11 +1,11 @@
 /*
  * gensrc: the gate's input generator as CUDA C++ source, one text for the
  * worker's fill kernel (devkern.c) and for the exported harness
- * (report/harness_text.c). It defines the typedefs u64, u32 and u16,
+ * (export/harness_text.c). It defines the typedefs u64, u32 and u16,
  * struct GenSpec (an InitSpec of plan.h with its enumerations as ints,
  * laid out as GenArgs below) and the __host__ __device__ inline functions
  * mix64, seed_key, unit, box_muller and gen_value. Element i of a buffer
- * is gen_value(spec, seed_key(seed, salt), i). gate_gen_value (gate.c) is
+ * is gen_value(spec, seed_key(seed, salt), i). gate_gen_value (gen.c) is
  * the same arithmetic in C; the unit tests compare the three (test_export
  * --nvcc builds this text for the host, the gpu suite runs it on the
  * device).
@@ -15,11 +15,11 @@
 
 #include <stdint.h>
 
-#include "plan.h"
+#include "task/plan.h"
 
 /* The source text, a string literal to put in front of the code that
  * uses it (it needs no header). The arithmetic is gate_gen_value's
- * (gate.c): keep the two in step, down to the order of the operations
+ * (gen.c): keep the two in step, down to the order of the operations
  * (a + b * r * t, not a + b * (r * t)). */
 #define GEN_SOURCE \
     "typedef unsigned long long u64;\n" \

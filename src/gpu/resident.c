@@ -2,12 +2,14 @@
  * resident: bays of resident evaluation state on the worker's GPU. See
  * resident.h for the layout, the keys and the protection.
  */
-#include "resident.h"
+#include "gpu/resident.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gpu/gen.h"
 
 struct Bay {
     char        *key;       /* inputs + reference signature + ref module + seeds */

@@ -41,10 +41,10 @@
 
 #include <stdint.h>
 
-#include "cuda_api.h"
-#include "devkern.h"
-#include "gate.h"
-#include "plan.h"
+#include "gpu/cuda_api.h"
+#include "gpu/devkern.h"
+#include "gpu/verdict.h"
+#include "task/plan.h"
 #include "util.h"
 
 #define RESIDENT_GUARD 4096u       /* red-zone bytes on each side of a working buffer */

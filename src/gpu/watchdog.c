@@ -1,7 +1,7 @@
 /*
  * watchdog: the deadline of a worker request. See watchdog.h.
  */
-#include "watchdog.h"
+#include "gpu/watchdog.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * respawn, module bookkeeping) and the worker process's main loop. See
  * worker.h for the protocol and the failure rules.
  */
-#include "worker.h"
+#include "gpu/worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cuda_api.h"
-#include "proto.h"
+#include "gpu/cuda_api.h"
+#include "gpu/proto.h"
 
 /* =======================================================================
  * Orchestrator side

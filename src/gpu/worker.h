@@ -54,10 +54,10 @@
 
 #include <stddef.h>
 
-#include "bench.h"
 #include "device.h"
-#include "gate.h"
-#include "plan.h"
+#include "gpu/bench.h"
+#include "gpu/gate.h"
+#include "task/plan.h"
 #include "util.h"
 
 typedef struct WorkerOptions {

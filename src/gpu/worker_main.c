@@ -5,16 +5,16 @@
  * has the protocol). After a sticky CUDA error it replies, marks the reply
  * fatal and exits without touching the context again.
  */
-#include "worker.h"
+#include "gpu/worker.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_api.h"
-#include "proto.h"
-#include "resident.h"
+#include "gpu/cuda_api.h"
+#include "gpu/proto.h"
+#include "gpu/resident.h"
 
 /* =======================================================================
  * Worker process
@@ -344,7 +344,8 @@ static json_t *w_time(WState *s, const json_t *req, int metrics_only)
     BenchResult res;
     Side sd;
     json_t *bad;
-    bench_options_from_json(json_object_get(req, "bench"), &o);
+    if (bench_options_from_json(json_object_get(req, "bench"), &o, &e))
+        return reply_error("invalid", "bench options: %s", e.msg);
     memset(&res, 0, sizeof(res));
     if (s->res)
         resident_begin(s->res);
@@ -379,7 +380,8 @@ static json_t *w_compare(WState *s, const json_t *req)
     CompareResult res;
     Side a, b;
     json_t *bad;
-    bench_options_from_json(json_object_get(req, "bench"), &o);
+    if (bench_options_from_json(json_object_get(req, "bench"), &o, &e))
+        return reply_error("invalid", "bench options: %s", e.msg);
     memset(&b, 0, sizeof(b));
     if (s->res)
         resident_begin(s->res);

@@ -1,8 +1,8 @@
 /*
- * llm/cmd: the --llm-cmd runner. A request's prompt goes to a command's
- * stdin (a shell command line, in its own process group); its stdout is
- * the answer, its stderr the error detail; a deadline kills it (see llm.h).
+ * cmd: the --llm-cmd runner. See cmd.h.
  */
+#include "llm/cmd.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,8 +12,6 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include "llm/llm_int.h"
 
 static void set_nonblock(int fd)
 {

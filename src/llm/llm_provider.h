@@ -1,7 +1,7 @@
 /*
  * llm_provider: the HTTP APIs the LLM client speaks (OpenAI's chat
  * completions and Anthropic's messages): request bodies, headers, reply
- * parsing and endpoints. Private to the client (src/llm.c, src/llm/).
+ * parsing and endpoints. Private to the client (src/llm/).
  */
 #ifndef EVO_LLM_PROVIDER_H
 #define EVO_LLM_PROVIDER_H
@@ -9,7 +9,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "llm.h"
+#include "llm/record.h"
 
 /* What a provider's reply parser extracts. */
 typedef struct Parsed {

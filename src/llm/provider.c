@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "llm_provider.h"
+#include "llm/llm.h"
+#include "llm/llm_provider.h"
 
 
 static char *dump_json(json_t *root)

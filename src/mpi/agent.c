@@ -1,5 +1,5 @@
 /* agent: see agent.h. */
-#include "agent.h"
+#include "mpi/agent.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "wire.h"
+#include "mpi/wire.h"
 
 typedef struct Mirror {
     int64_t id;
@@ -150,8 +150,9 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     int rc;
     double ratio = NAN, spread = NAN;
     kid->gpu = slot;
-    wire_result_get(json_object_get(req, "res"), kid);
-    if (strcmp(op, "gate") == 0) {
+    if (wire_result_get(json_object_get(req, "res"), kid, &err)) {
+        rc = -1;
+    } else if (strcmp(op, "gate") == 0) {
         rc = a->ev->gate(a->ctx, kid, (int)json_integer_value(json_object_get(req, "stage")), &err);
     } else if (strcmp(op, "time") == 0) {
         rc = a->ev->time(a->ctx, kid, &err);
@@ -236,8 +237,8 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
         json_t *o = json_object();
         int stage = (int)json_integer_value(json_object_get(req, "stage")), rc = 0;
         if (op[0] == 's') {
-            wire_result_get(json_object_get(req, "res"), &m->c);
-            rc = a->ev->submit(a->ctx, &m->c, stage, &e);
+            rc = wire_result_get(json_object_get(req, "res"), &m->c, &e) ? -1
+                                                                          : a->ev->submit(a->ctx, &m->c, stage, &e);
             json_object_set_new(o, "res", wire_result_put(&m->c, 0));
             if (rc == 0 && stage >= 0 && stage <= 2)
                 watch_add(a, m->id, stage == 2 ? 2 : 1);

@@ -10,8 +10,8 @@
 #ifndef EVO_MPI_AGENT_H
 #define EVO_MPI_AGENT_H
 
-#include "evolve.h"
-#include "link.h"
+#include "mpi/link.h"
+#include "search/evolve.h"
 
 /* Wait for rank 0's setup message: *setup gets its JSON text (the caller
  * frees it), or NULL when rank 0 said quit before any setup. Returns 0, or

@@ -1,5 +1,5 @@
 /* link: see link.h. */
-#include "link.h"
+#include "mpi/link.h"
 
 #include <mpi.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* mpieval: see mpieval.h. */
-#include "mpieval.h"
+#include "mpi/mpieval.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpi/wire.h"
 #include "msg.h"
-#include "wire.h"
 
 /* An agent opening its GPUs (worker start, the reference's compilation)
  * sends nothing: it has this many timeouts to say hello. */
@@ -291,11 +291,12 @@ static int slot_agent(MpiEval *m, const Child *c, int judge, json_t **extra)
     return m->slot_ag[s];
 }
 
-/* Copy a reply's result into kid, free the reply; returns rc. */
-static int take(json_t *reply, Child *kid, int rc)
+/* Copy a reply's result into kid, free the reply; returns rc, or -1 with
+ * err when the result is malformed. */
+static int take(json_t *reply, Child *kid, int rc, EvoErr *err)
 {
-    if (reply && rc != EVAL_RETRY)
-        wire_result_get(json_object_get(reply, "res"), kid);
+    if (reply && rc != EVAL_RETRY && wire_result_get(json_object_get(reply, "res"), kid, err))
+        rc = -1;
     json_decref(reply);
     return rc;
 }
@@ -354,7 +355,7 @@ static int me_submit(void *ctx, Child *kid, int stage, EvoErr *err)
                    : 0;
     json_t *reply = NULL;
     int rc = call(m, home, "submit", kid, NULL, json_pack("{s:i}", "stage", stage), &reply, err);
-    rc = take(reply, kid, rc);
+    rc = take(reply, kid, rc, err);
     if (rc == EVAL_RETRY)
         return err_set(err, "submit: every MPI agent is lost");
     return rc;
@@ -366,7 +367,7 @@ static int me_gate(void *ctx, Child *kid, int stage, EvoErr *err)
     json_t *extra, *reply = NULL;
     int a = slot_agent(m, kid, 1, &extra);
     json_object_set_new(extra, "stage", json_integer(stage));
-    return take(reply, kid, call(m, a, "gate", kid, NULL, extra, &reply, err));
+    return take(reply, kid, call(m, a, "gate", kid, NULL, extra, &reply, err), err);
 }
 
 static int me_time(void *ctx, Child *kid, EvoErr *err)
@@ -374,7 +375,7 @@ static int me_time(void *ctx, Child *kid, EvoErr *err)
     MpiEval *m = ctx;
     json_t *extra, *reply = NULL;
     int a = slot_agent(m, kid, 1, &extra);
-    return take(reply, kid, call(m, a, "time", kid, NULL, extra, &reply, err));
+    return take(reply, kid, call(m, a, "time", kid, NULL, extra, &reply, err), err);
 }
 
 static double num_or_nan(json_t *v)
@@ -395,7 +396,7 @@ static int me_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
         *ratio = num_or_nan(json_object_get(reply, "ratio"));
         *spread = num_or_nan(json_object_get(reply, "spread"));
     }
-    return take(reply, kid, rc);
+    return take(reply, kid, rc, err);
 }
 
 /* Send op (release, drop) to every agent that holds kid. */
@@ -487,7 +488,8 @@ static int me_calibrate(void *ctx, Child *base, EvoErr *err)
         json_t *reply = NULL;
         if (m->ag[a].nslots < 2)
             continue;
-        int rc = take(reply, base, call(m, a, "calibrate", base, NULL, json_pack("{s:i}", "slot", 0), &reply, err));
+        int rc = call(m, a, "calibrate", base, NULL, json_pack("{s:i}", "slot", 0), &reply, err);
+        rc = take(reply, base, rc, err);
         if (rc == EVAL_RETRY)
             return err_set(err, "calibrate: MPI rank %d is lost", m->ag[a].rank);
         if (rc)

@@ -1,5 +1,5 @@
 /*
- * mpieval: the Evaluator (evolve.h) of rank 0 in the MPI mode. Its slots
+ * mpieval: the Evaluator (search/child.h) of rank 0 in the MPI mode. Its slots
  * are the GPUs of the agent ranks (agent.h), numbered in rank order: rank
  * 1's slots first. Every operation is forwarded to the agent that owns the
  * child's slot as a JSON request (link.h) and its reply, carrying the full
@@ -30,8 +30,8 @@
 #define EVO_MPI_MPIEVAL_H
 
 #include "device.h"
-#include "evolve.h"
-#include "link.h"
+#include "mpi/link.h"
+#include "search/evolve.h"
 
 typedef struct MpiEval MpiEval;
 

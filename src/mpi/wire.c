@@ -1,22 +1,14 @@
 /* wire: see wire.h. */
-#include "wire.h"
+#include "mpi/wire.h"
 
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { F_STR, F_I64, F_DBL } FieldType;
-
-typedef struct Field {
-    const char *name;
-    FieldType   type;
-    size_t      off;
-} Field;
-
-#define R_S(f) {#f, F_STR, offsetof(CandidateRecord, f)}
-#define R_I(f) {#f, F_I64, offsetof(CandidateRecord, f)}
-#define R_D(f) {#f, F_DBL, offsetof(CandidateRecord, f)}
+#define R_S(f) FJ(CandidateRecord, f, F_TEXT)
+#define R_I(f) FJ(CandidateRecord, f, F_I64)
+#define R_D(f) FJ(CandidateRecord, f, F_REAL)
 /* The CandidateRecord fields an evaluator fills. */
 static const Field rec_fields[] = {
     R_S(status), R_S(error), R_S(gate_json), R_S(log), R_S(source_hash), R_S(metrics_json),
@@ -25,54 +17,20 @@ static const Field rec_fields[] = {
     R_D(latency_us), R_D(p90_us), R_D(cv), R_D(waves), R_D(tflops), R_D(gbps), R_D(pct_peak_flops),
     R_D(pct_peak_bw), R_D(compile_ms), R_D(gate_ms), R_D(time_ms),
 };
-#define C_S(f) {#f, F_STR, offsetof(CompileRecord, f)}
-#define C_I(f) {#f, F_I64, offsetof(CompileRecord, f)}
-#define C_D(f) {#f, F_DBL, offsetof(CompileRecord, f)}
+#define C_S(f) FJ(CompileRecord, f, F_TEXT)
+#define C_I(f) FJ(CompileRecord, f, F_I64)
+#define C_D(f) FJ(CompileRecord, f, F_REAL)
 static const Field comp_fields[] = {
     C_S(cache_key), C_S(source_hash), C_S(arch), C_S(options), C_S(nvrtc_version), C_S(log), C_S(resources_json),
     C_I(ok), C_I(registers), C_I(smem), C_I(spill_stores), C_I(spill_loads), C_I(stack), C_D(compile_ms),
 };
 
-static json_t *fields_put(const void *base, const Field *f, size_t n)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; i < n; i++) {
-        const char *p = (const char *)base + f[i].off;
-        json_t *v = NULL;
-        if (f[i].type == F_STR) {
-            const char *s = *(char *const *)p;
-            v = s ? json_string(s) : json_null();
-        } else if (f[i].type == F_I64) {
-            v = json_integer((json_int_t)*(const int64_t *)p);
-        } else {
-            double d = *(const double *)p;
-            v = isfinite(d) ? json_real(d) : json_null();
-        }
-        json_object_set_new(o, f[i].name, v ? v : json_null());
-    }
-    return o;
-}
-
-static void fields_get(json_t *o, void *base, const Field *f, size_t n)
-{
-    if (!json_is_object(o))
-        return;
-    for (size_t i = 0; i < n; i++) {
-        json_t *v = json_object_get(o, f[i].name);
-        if (!v)
-            continue;
-        char *p = (char *)base + f[i].off;
-        if (f[i].type == F_STR) {
-            char **s = (char **)p;
-            free(*s);
-            *s = json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
-        } else if (f[i].type == F_I64) {
-            *(int64_t *)p = (int64_t)json_integer_value(v);
-        } else {
-            *(double *)p = json_is_number(v) ? json_number_value(v) : NAN;
-        }
-    }
-}
+/* A result as the wire carries it: the record, the compile row, the text. */
+static const Field result_fields[] = {
+    {.key = "rec", .type = F_OBJ, .off = offsetof(Child, rec), .sub = rec_fields, .nsub = NFIELDS(rec_fields)},
+    {.key = "comp", .type = F_OBJ, .off = offsetof(Child, comp), .sub = comp_fields, .nsub = NFIELDS(comp_fields)},
+    FJK(Child, "text", source_text, F_TEXT),
+};
 
 json_t *wire_child_put(const Child *c, int64_t id, int nparams, int with_source)
 {
@@ -107,23 +65,14 @@ int wire_child_get(json_t *o, Child *c, int nparams, int64_t *id)
 
 json_t *wire_result_put(const Child *c, int full)
 {
-    json_t *o = json_object();
-    json_object_set_new(o, "rec", fields_put(&c->rec, rec_fields, sizeof(rec_fields) / sizeof(rec_fields[0])));
-    if (full) {
-        json_object_set_new(o, "comp", fields_put(&c->comp, comp_fields, sizeof(comp_fields) / sizeof(comp_fields[0])));
-        if (c->source_text)
-            json_object_set_new(o, "text", json_string(c->source_text));
-    }
-    return o;
+    /* the record alone, or with the compile row and (when there is one) the text */
+    int n = full ? NFIELDS(result_fields) - !c->source_text : 1;
+    return fld_to_json(result_fields, n, c);
 }
 
-void wire_result_get(json_t *o, Child *c)
+int wire_result_get(json_t *o, Child *c, EvoErr *err)
 {
-    fields_get(json_object_get(o, "rec"), &c->rec, rec_fields, sizeof(rec_fields) / sizeof(rec_fields[0]));
-    fields_get(json_object_get(o, "comp"), &c->comp, comp_fields, sizeof(comp_fields) / sizeof(comp_fields[0]));
-    const char *t = json_string_value(json_object_get(o, "text"));
-    if (t) {
-        free(c->source_text);
-        c->source_text = xstrdup(t);
-    }
+    if (o && fld_from_json(result_fields, NFIELDS(result_fields), o, c, err))
+        return err_prefix(err, "MPI wire: result");
+    return 0;
 }

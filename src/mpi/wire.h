@@ -3,15 +3,15 @@
  * request side (its id, params, params key, kernel text) and the result
  * record, every CandidateRecord and CompileRecord field an evaluator
  * fills (status, error, gate stage, latencies, metrics, gate_json, log,
- * the compile row) plus the rendered source. Doubles that are not finite
- * travel as null.
+ * the compile row) plus the rendered source, described once in field
+ * tables (util.h). Doubles that are not finite travel as null.
  */
 #ifndef EVO_MPI_WIRE_H
 #define EVO_MPI_WIRE_H
 
 #include <jansson.h>
 
-#include "evolve.h"
+#include "search/evolve.h"
 
 /* The child as the agent must rebuild it: {"id", "key", "vals", "pid",
  * "rid", "src"}; src (custom_source) only when with_source is 1. */
@@ -23,7 +23,8 @@ int wire_child_get(json_t *o, Child *c, int nparams, int64_t *id);
 /* The evaluator's fields of c->rec (and, with full, c->comp and
  * c->source_text). */
 json_t *wire_result_put(const Child *c, int full);
-/* Overwrite those fields of c from o (fields absent from o are left). */
-void wire_result_get(json_t *o, Child *c);
+/* Overwrite those fields of c from o (fields absent from o are left).
+ * Returns 0, or -1 with err naming the path of a malformed value. */
+int wire_result_get(json_t *o, Child *c, EvoErr *err);
 
 #endif

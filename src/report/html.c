@@ -1,5 +1,5 @@
 /*
- * html: the page of the run report (report_int.h). One self-contained
+ * html: the page of the run report (html.h). One self-contained
  * document: inline CSS, inline SVG from plots.c, no script, no external
  * reference. It is written as well-formed XML too (every element closed,
  * no named entities beyond the five of XML), so an XML parser reads it as
@@ -9,7 +9,7 @@
  * convergence, lineage of the best, the top N, per-knob effects, failures
  * by status, LLM rates per mode.
  */
-#include "report_int.h"
+#include "report/html.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -17,8 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
 #include "config.h"
+#include "gpu/bench.h"
+#include "report/format.h"
+#include "report/plots.h"
+#include "report/svg.h"
 
 static const char css[] =
     "body{font-family:'DejaVu Sans',Arial,Helvetica,sans-serif;margin:24px auto;max-width:1180px;color:#222;"
@@ -113,7 +116,7 @@ static void td_int(StrBuf *sb, int64_t v)
 static void td_us(StrBuf *sb, double us)
 {
     char buf[32];
-    report_fmt_us(buf, sizeof(buf), us);
+    format_us(buf, sizeof(buf), us);
     td(sb, "num", buf);
 }
 
@@ -153,8 +156,8 @@ static void header(StrBuf *sb, const Report *r)
     if (r->best >= 0) {
         const CandidateRecord *b = &r->cands[r->best];
         char lat[32], base[32];
-        report_fmt_us(lat, sizeof(lat), b->latency_us);
-        report_fmt_us(base, sizeof(base), r->base >= 0 ? r->cands[r->base].latency_us : NAN);
+        format_us(lat, sizeof(lat), b->latency_us);
+        format_us(base, sizeof(base), r->base >= 0 ? r->cands[r->base].latency_us : NAN);
         sb_printf(sb, "Best: candidate #%lld, %s", (long long)b->id, lat);
         if (r->base >= 0 && isfinite(r->cands[r->base].latency_us))
             sb_printf(sb, ", %.2fx over the baseline (%s)", r->cands[r->base].latency_us / b->latency_us, base);
@@ -208,7 +211,7 @@ static void config_rows(StrBuf *sb, const char *prefix, const json_t *o)
             continue;
         char *name = xasprintf("%s%s", prefix, k);
         if (json_is_object(v) && strcmp(k, "dims") == 0) {
-            char *t = report_params_diff(NULL, v, "", " ");
+            char *t = format_params_diff(NULL, v, "", " ");
             kv_row(sb, name, t[0] ? t : "(task defaults)");
             free(t);
         } else if (json_is_object(v)) {
@@ -216,7 +219,7 @@ static void config_rows(StrBuf *sb, const char *prefix, const json_t *o)
             config_rows(sb, p, v);
             free(p);
         } else if (!json_is_null(v)) {
-            char *t = report_value_text(v);
+            char *t = format_value_text(v);
             kv_row(sb, name, t);
             free(t);
         }
@@ -333,7 +336,7 @@ static void lineage_table(StrBuf *sb, const Report *r)
         td(sb, NULL, buf);
         td_int(sb, c->generation);
         td(sb, NULL, c->operator);
-        char *d = i == 0 ? xstrdup("(root)") : report_params_diff(prev, p, " -> ", ", ");
+        char *d = i == 0 ? xstrdup("(root)") : format_params_diff(prev, p, " -> ", ", ");
         td(sb, "params", d[0] ? d : "(no parameter change)");
         free(d);
         td_num(sb, "x", c->ratio_to_parent, 3, "");
@@ -395,7 +398,7 @@ static void top_table(StrBuf *sb, const Report *r)
         td_int(sb, c->occupancy);
         td_num(sb, "", c->tflops, 1, "");
         int is_base = r->base >= 0 && c->id == r->cands[r->base].id;
-        char *d = is_base ? xstrdup("(the baseline)") : report_params_diff(r->base_params, p, " -> ", ", ");
+        char *d = is_base ? xstrdup("(the baseline)") : format_params_diff(r->base_params, p, " -> ", ", ");
         td(sb, "params", d[0] ? d : "(same as the baseline)");
         free(d);
         sb_append(sb, "</tr>\n");

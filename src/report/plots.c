@@ -1,16 +1,19 @@
 /*
- * plots: the SVG plots of the run report (report_int.h). Each writer
+ * plots: the SVG plots of the run report (plots.h). Each writer
  * appends one <svg> (or a short note when there is nothing to plot) built
  * with svg.h. Every candidate mark carries data-series="<plot>" and a
  * <title> with its id and figures, so a reader hovers for details and a
  * test counts the marks.
  */
-#include "report_int.h"
+#include "report/plots.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "report/format.h"
+#include "report/svg.h"
 
 static const char *const kind_name[] = {"baseline", "accepted", "reverted", "failed"};
 
@@ -48,7 +51,7 @@ static char *cand_title(const Report *r, const RCand *x)
 {
     const CandidateRecord *c = x->c;
     char lat[32];
-    report_fmt_us(lat, sizeof(lat), c->latency_us);
+    format_us(lat, sizeof(lat), c->latency_us);
     StrBuf sb = {0};
     sb_printf(&sb, "#%lld gen %lld %s: %s", (long long)c->id, (long long)c->generation,
               c->operator ? c->operator : "?", c->decision ? c->decision : "?");
@@ -81,7 +84,7 @@ static char *cand_title(const Report *r, const RCand *x)
                 hi = mid - 1;
         }
         if (pp) {
-            char *d = report_params_diff(pp, x->params, "->", ", ");
+            char *d = format_params_diff(pp, x->params, "->", ", ");
             if (d[0])
                 sb_printf(&sb, "; vs #%lld: %s", (long long)c->parent_id, d);
             free(d);
@@ -281,7 +284,7 @@ void plot_lineage(StrBuf *sb, const Report *r)
         const CandidateRecord *c = &r->chain[i];
         double x = 10 + i * (nw + gap), y = 24;
         char lat[32];
-        report_fmt_us(lat, sizeof(lat), c->latency_us);
+        format_us(lat, sizeof(lat), c->latency_us);
         if (i > 0) {
             double x0 = x - gap, xm = x - gap / 2.0;
             svg_line(sb, x0 + 2, y + nh / 2.0, x - 2, y + nh / 2.0, "edge");
@@ -294,7 +297,7 @@ void plot_lineage(StrBuf *sb, const Report *r)
         mp = own;
         json_t *par = i > 0 && r->chain[i - 1].params_json ? json_loads(r->chain[i - 1].params_json, 0, NULL) : NULL;
         pp = par;
-        char *diff = i > 0 ? report_params_diff(pp, mp, "->", ", ") : xstrdup("the root of the lineage");
+        char *diff = i > 0 ? format_params_diff(pp, mp, "->", ", ") : xstrdup("the root of the lineage");
         char *t = xasprintf("#%lld gen %lld %s (%s): %s; %s", (long long)c->id, (long long)c->generation,
                             c->operator ? c->operator : "?", c->decision ? c->decision : "?", lat,
                             diff[0] ? diff : "no parameter change");
@@ -378,7 +381,7 @@ static double slot_median(const Report *r, const Knob *k, int v, int *count)
         json_t *pv = json_object_get(r->rc[i].params, k->key);
         if (!pv)
             continue;
-        char *t = report_value_text(pv);
+        char *t = format_value_text(pv);
         if (value_index(k, t) == v)
             l[n++] = r->cands[i].latency_us;
         free(t);
@@ -432,7 +435,7 @@ static void knob_plot(StrBuf *sb, const Report *r, const Knob *k, const SvgFrame
         json_t *pv = json_object_get(r->rc[i].params, k->key);
         if (!pv)
             continue;
-        char *t = report_value_text(pv);
+        char *t = format_value_text(pv);
         int v = value_index(k, t);
         free(t);
         if (v < 0)
@@ -475,7 +478,7 @@ void plot_knobs(StrBuf *sb, const Report *r)
             json_t *pv = r->rc[i].valid && r->rc[i].params ? json_object_get(r->rc[i].params, key) : NULL;
             if (!pv)
                 continue;
-            char *t = report_value_text(pv);
+            char *t = format_value_text(pv);
             if (value_index(&k, t) < 0) {
                 k.vals = xrealloc(k.vals, (size_t)(k.nvals + 1) * sizeof(char *));
                 k.vals[k.nvals++] = t;

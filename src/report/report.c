@@ -5,62 +5,15 @@
  * LLM statistics. Everything is read through the store's API; the page
  * itself is written by html.c and plots.c.
  */
-#include "report_int.h"
+#include "report/report.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- small helpers shared with html.c and plots.c --------------------- */
-
-char *report_value_text(const json_t *v)
-{
-    if (json_is_string(v))
-        return xstrdup(json_string_value(v));
-    char *t = v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    return t ? t : xstrdup("?");
-}
-
-char *report_params_diff(const json_t *ref, const json_t *params, const char *arrow, const char *sep)
-{
-    StrBuf sb = {0};
-    const char *k;
-    json_t *v;
-    if (!json_is_object(params))
-        return xstrdup("");
-    json_object_foreach((json_t *)params, k, v) {
-        json_t *o = ref ? json_object_get(ref, k) : NULL;
-        if (ref && o && json_equal(o, v))
-            continue;
-        char *nv = report_value_text(v);
-        if (ref && o) {
-            char *ov = report_value_text(o);
-            sb_printf(&sb, "%s%s %s%s%s", sb.len ? sep : "", k, ov, arrow, nv);
-            free(ov);
-        } else {
-            sb_printf(&sb, "%s%s=%s", sb.len ? sep : "", k, nv);
-        }
-        free(nv);
-    }
-    /* keys the reference has and params lacks */
-    if (ref && json_is_object(ref))
-        json_object_foreach((json_t *)ref, k, v) {
-            if (!json_object_get(params, k))
-                sb_printf(&sb, "%s%s removed", sb.len ? sep : "", k);
-        }
-    return sb_take(&sb);
-}
-
-void report_fmt_us(char *buf, size_t n, double us)
-{
-    if (!isfinite(us))
-        snprintf(buf, n, "-");
-    else if (us < 1000)
-        snprintf(buf, n, "%.2f us", us);
-    else
-        snprintf(buf, n, "%.3f ms", us / 1000);
-}
+#include "report/html.h"
+#include "report/report_int.h"
 
 /* ---- times ----------------------------------------------------------- */
 

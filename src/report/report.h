@@ -6,15 +6,16 @@
  * per mode, and the run's device, configuration and noise figures.
  *
  * Files: report.c (gathering a run from the store), html.c (the page and
- * its tables), plots.c (the SVG plots), svg.c (the plotting helper);
- * report_int.h is what they share.
+ * its tables), plots.c (the SVG plots), svg.c (the plotting helper),
+ * format.c (text forms of figures); report_int.h is the gathered run
+ * they share.
  */
 #ifndef EVO_REPORT_H
 #define EVO_REPORT_H
 
 #include <stdint.h>
 
-#include "store.h"
+#include "store/store.h"
 #include "util.h"
 
 typedef struct ReportOptions {

@@ -1,15 +1,14 @@
 /*
  * report_int: what the files of the report share and nothing outside it
- * uses: the gathered run (Report), its per-candidate facts, and the
- * section writers of html.c and plots.c.
+ * uses: the gathered run (Report) and its per-candidate facts, which
+ * report.c fills and html.c and plots.c write out. Types only.
  */
 #ifndef EVO_REPORT_INT_H
 #define EVO_REPORT_INT_H
 
 #include <jansson.h>
 
-#include "report.h"
-#include "svg.h"
+#include "store/store.h"
 
 /* How a candidate shows on the convergence plots. */
 typedef enum PointKind {
@@ -54,24 +53,5 @@ typedef struct Report {
     json_t          *base_params; /* the baseline's params (borrowed from rc[base]); NULL none */
     int              top_n;
 } Report;
-
-/* "64", "\"abc\"" -> "abc": a parameter value as text (fresh string). */
-char *report_value_text(const json_t *v);
-/* "K: a -> b, ..." for the keys where params differs from ref (ref NULL:
- * every key "K=v"); fresh string, "" when none differ. */
-char *report_params_diff(const json_t *ref, const json_t *params, const char *arrow, const char *sep);
-/* "8.97 us", "1.234 ms" into buf; "-" for NaN. */
-void report_fmt_us(char *buf, size_t n, double us);
-
-/* Sections of the page (plots.c); each appends an <svg> or a note. */
-void plot_convergence_gen(StrBuf *sb, const Report *r);
-void plot_convergence_time(StrBuf *sb, const Report *r);
-void plot_lineage(StrBuf *sb, const Report *r);
-void plot_knobs(StrBuf *sb, const Report *r);
-void plot_failures(StrBuf *sb, const Report *r);
-void plot_llm(StrBuf *sb, const Report *r);
-
-/* The whole page (html.c). */
-void report_html(StrBuf *sb, const Report *r);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * svg: a tiny plotting helper for the run report. See svg.h.
  */
-#include "svg.h"
+#include "report/svg.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,9 +1,9 @@
 /*
  * llmgen: the LLM's children of a generation: slots, requests, answers
- * turned into children and evaluated under the revert rule. See loop.h
+ * turned into children and evaluated under the revert rule. See llmgen.h
  * and evolve.h.
  */
-#include "loop.h"
+#include "search/llmgen.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -12,7 +12,11 @@
 #include <string.h>
 
 #include "msg.h"
-#include "ops.h"
+#include "search/judge.h"
+#include "search/moves.h"
+#include "search/ops.h"
+#include "search/progress.h"
+#include "search/stages.h"
 
 #define LLM_STREAM 0x6c6c6d2d70617265ULL  /* "llm-pare": the LLM parents' RNG stream */
 #define LLM_BATCH 8       /* answers taken (and compiled together) at a time */

@@ -21,13 +21,15 @@
  * by (seed, generation) and fitted with a seed of the same, from the
  * committed state only, so resume proposes the same children.
  */
-#include "loop.h"
+#include "search/model.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "surrogate.h"
+#include "search/judge.h"
+#include "search/moves.h"
+#include "search/surrogate.h"
 
 #define POOL_PER_CHILD 24
 #define EXPLORE        0.25

@@ -2,7 +2,7 @@
  * replay: the truth of an exhaustive run, an evaluator that answers from
  * it, and one strategy's replay. See replay.h.
  */
-#include "replay.h"
+#include "search/replay.h"
 
 #include <jansson.h>
 #include <math.h>

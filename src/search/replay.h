@@ -23,8 +23,8 @@
 #include <stdint.h>
 
 #include "device.h"
-#include "evolve.h"
-#include "task.h"
+#include "search/evolve.h"
+#include "task/task.h"
 #include "util.h"
 
 typedef struct ReplayTruth ReplayTruth;

@@ -2,9 +2,9 @@
  * stages: the generation-synchronous mode's batch of children through the
  * pipeline (stage A for all, then stage B for those that go on), their
  * commits in proposal order, and the speculation on the next generation.
- * See loop.h and evolve.h.
+ * See stages.h and evolve.h.
  */
-#include "loop.h"
+#include "search/stages.h"
 
 #include <pthread.h>
 
@@ -15,7 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nvrtc.h"
+#include "compile/nvrtc.h"
+#include "search/judge.h"
+#include "search/population.h"
+#include "search/progress.h"
+#include "search/propose.h"
 
 /* One stage of a batch, spread over the evaluator's slots: a thread per
  * slot takes the next queued child, runs the stage on it and marks it

@@ -13,8 +13,9 @@
  * units are built: a child that passed stage A (its stage B) first, then
  * a child waiting for stage A. When nothing is ready it asks the farm to
  * build first what it would take next, and waits for a compilation to
- * finish. A child is judged exactly as in the synchronous mode
- * (loop_stage_a and loop_stage_b of child.c: the staged gate, the A/B
+ * finish (steady_slots.c). A child is judged exactly as in the
+ * synchronous mode (loop_stage_a and loop_stage_b of judge.c: the staged
+ * gate, the A/B
  * against its parent on the same GPU, the 2% rule); only the order of
  * work differs.
  *
@@ -22,7 +23,7 @@
  * proposed it, a wave's row in `generations` is written once its last
  * child is committed (in any order; at a stop, with what it has), and
  * generations_done counts the waves before the first incomplete one.
- * Stagnation counts commits since the best last improved (loop.h).
+ * Stagnation counts commits since the best last improved (population.h).
  *
  * What it guarantees (README, "The loop"): no candidate is judged twice
  * (a proposal is checked against every committed key and every child in
@@ -32,91 +33,28 @@
  * not promise the same proposals for the same seed: they depend on which
  * children were committed first. --sync does.
  */
-#include "loop.h"
-
-#include <pthread.h>
+#include "search/steady.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "msg.h"
+#include "search/judge.h"
+#include "search/llmgen.h"
+#include "search/population.h"
+#include "search/progress.h"
+#include "search/propose.h"
+#include "search/steady_slots.h"
+#include "search/steady_state.h"
 
-#define F_QUEUED_A 0   /* submitted; waits for its benchmark unit and a free GPU */
-#define F_RUNNING  1   /* on a GPU */
-#define F_QUEUED_B 2   /* passed stage A; waits for its other units and a free GPU */
-#define F_DONE     3   /* decided: the loop thread commits it */
-
-#define POLL_MS    50  /* a waiting thread looks again at least this often */
 #define LLM_BATCH  8
-
-typedef struct Flight {
-    Child    kid;
-    Child   *parent;    /* from loop_parent_get, put back at the commit; NULL: none */
-    int64_t  wave;
-    int64_t  req_id;    /* its LLM request, 0: none */
-    int      state;     /* F_* */
-    int      stage;     /* what it runs or waits for: 1 (stage A) or 2 (stage B) */
-    int      urged;     /* bit s: its stage-s units were moved up for a waiting GPU */
-    int      rc;        /* the stage's return code (-1: the run fails with err) */
-    EvoErr   err;
-} Flight;
-
-typedef struct Wave {
-    int64_t          gen;
-    int              open;     /* children proposed and not yet committed or dropped */
-    int              llm;      /* LLM requests of the wave not yet answered */
-    int              closed;   /* its row is written for good */
-    int              commits;  /* committed so far */
-    int              refill;   /* resume: children a kill cut from it, to propose again */
-    double           t0;
-    GenerationRecord g;
-} Wave;
-
-typedef struct Steady {
-    Loop           *L;
-    pthread_mutex_t lock;      /* everything below but the waves */
-    pthread_cond_t  work;      /* GPU threads: something may be ready, or the end */
-    pthread_cond_t  done;      /* the loop thread: a child is decided, a thread ended */
-    Flight        **f;         /* in flight, in submission order */
-    int             nf, capf;
-    int             nslots, running;
-    int             draining;  /* 1: no new stage A (time limit); 2: nothing new at all (stop) */
-    int             quit;
-    int             lost;      /* GPU threads ended by a lost slot */
-    double         *busy_s;    /* per slot: inside gate, time and compare */
-    double          idle_s;    /* summed over slots: nothing ready to judge */
-    /* the loop thread's own */
-    Child         **graves;    /* let go, their compilations still running: released later */
-    int             ngraves;
-    Wave           *waves;
-    int             nwaves;
-    int64_t         first_wave, next_wave;
-    int             window, proposing, exhausted;
-    pthread_t      *tids;
-} Steady;
-
-typedef struct SlotArg {
-    Steady *S;
-    int     slot;
-} SlotArg;
 
 static double now_ms(void)
 {
     return time_now_ms();
-}
-
-static void wait_ms(pthread_cond_t *cv, pthread_mutex_t *m, int ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)ms * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
-    pthread_cond_timedwait(cv, m, &ts);
 }
 
 /* A compilation finished somewhere (the evaluator's watch hook). */
@@ -126,103 +64,6 @@ static void on_compiled(void *arg)
     pthread_mutex_lock(&S->lock);
     pthread_cond_broadcast(&S->work);
     pthread_mutex_unlock(&S->lock);
-}
-
-/* ---- GPU threads -------------------------------------------------------- */
-
-static int can_take(const Steady *S, const Flight *x, int slot)
-{
-    const EvaluatorOps *ev = S->L->ev;
-    return !ev->home || ev->home(S->L->ev_ctx, &x->kid, slot);
-}
-
-/* Under S->lock: the job for a free GPU on slot: the oldest child in
- * stage B whose units are built, else the oldest in stage A whose unit
- * is built (none while draining). NULL when none is ready; then the
- * oldest of each kind that waits has its units moved up (once). */
-static Flight *pick(Steady *S, int slot)
-{
-    const EvaluatorOps *ev = S->L->ev;
-    void *ctx = S->L->ev_ctx;
-    Flight *a = NULL, *wait_a = NULL, *wait_b = NULL;
-    for (int i = 0; i < S->nf; i++) {
-        Flight *x = S->f[i];
-        int queued_b = x->state == F_QUEUED_B && S->draining < 2, queued_a = x->state == F_QUEUED_A && !S->draining;
-        if ((!queued_a && !queued_b) || !can_take(S, x, slot))
-            continue;
-        if (!ev->ready || ev->ready(ctx, &x->kid, x->stage)) {
-            if (queued_b)
-                return x;
-            if (!a)
-                a = x;
-        } else if (queued_b && !wait_b) {
-            wait_b = x;
-        } else if (queued_a && !wait_a) {
-            wait_a = x;
-        }
-    }
-    if (a)
-        return a;
-    /* nothing ready: what this GPU would take first is built first */
-    Flight *w[2] = {wait_b, wait_a};
-    for (int k = 0; k < 2; k++)
-        if (w[k] && ev->urge && !(w[k]->urged & (1 << w[k]->stage))) {
-            w[k]->urged |= 1 << w[k]->stage;
-            ev->urge(ctx, &w[k]->kid, w[k]->stage);
-        }
-    return NULL;
-}
-
-static void *slot_main(void *p)
-{
-    SlotArg *sa = p;
-    Steady *S = sa->S;
-    Loop *L = S->L;
-    int slot = sa->slot;
-    free(sa);
-    pthread_mutex_lock(&S->lock);
-    for (;;) {
-        if (S->quit)
-            break;
-        Flight *j = pick(S, slot);
-        if (!j) {
-            double t0 = now_ms();
-            wait_ms(&S->work, &S->lock, POLL_MS);
-            S->idle_s += (now_ms() - t0) / 1000.0;
-            continue;
-        }
-        j->state = F_RUNNING;
-        pthread_mutex_unlock(&S->lock);
-        j->kid.gpu = slot;
-        int next = 0, stage = j->stage;
-        EvoErr err;
-        double t0 = now_ms();
-        int rc = stage == 1 ? loop_stage_a(L, &j->kid, j->parent, &next, &err) : loop_stage_b(L, &j->kid, &err);
-        double dt = (now_ms() - t0) / 1000.0;
-        pthread_mutex_lock(&S->lock);
-        S->busy_s[slot] += dt;
-        if (rc == EVAL_RETRY) {   /* this slot is gone: another takes the child */
-            j->state = stage == 1 ? F_QUEUED_A : F_QUEUED_B;
-            S->lost++;
-            pthread_cond_broadcast(&S->work);
-            break;
-        }
-        if (rc == 0 && stage == 1 && next) {
-            j->stage = 2;
-            j->state = F_QUEUED_B;
-        } else {
-            j->rc = rc;
-            if (rc)
-                j->err = err;
-            j->state = F_DONE;
-        }
-        pthread_cond_broadcast(&S->work);
-        pthread_cond_signal(&S->done);
-    }
-    S->running--;
-    pthread_cond_signal(&S->done);
-    pthread_mutex_unlock(&S->lock);
-    return NULL;
 }
 
 /* ---- waves -------------------------------------------------------------- */
@@ -685,41 +526,6 @@ static int window_of(const Loop *L, int nslots)
     return w > floor ? w : floor;
 }
 
-static int start_threads(Steady *S, EvoErr *err)
-{
-    S->tids = xcalloc((size_t)S->nslots, sizeof(pthread_t));
-    for (int i = 0; i < S->nslots; i++) {
-        SlotArg *a = xmalloc(sizeof(*a));
-        a->S = S;
-        a->slot = i;
-        pthread_mutex_lock(&S->lock);
-        S->running++;
-        pthread_mutex_unlock(&S->lock);
-        int e = pthread_create(&S->tids[i], NULL, slot_main, a);
-        if (e) {
-            free(a);
-            pthread_mutex_lock(&S->lock);
-            S->running--;
-            pthread_mutex_unlock(&S->lock);
-            S->nslots = i;
-            return err_set(err, "pthread_create: %s", strerror(e));
-        }
-    }
-    return 0;
-}
-
-static void stop_threads(Steady *S)
-{
-    pthread_mutex_lock(&S->lock);
-    S->quit = 1;
-    pthread_cond_broadcast(&S->work);
-    pthread_mutex_unlock(&S->lock);
-    for (int i = 0; i < S->nslots; i++)
-        pthread_join(S->tids[i], NULL);
-    free(S->tids);
-    S->tids = NULL;
-}
-
 /* Anything on a GPU or waiting for one that the drain lets finish? */
 static int busy(Steady *S)
 {
@@ -730,6 +536,26 @@ static int busy(Steady *S)
             (S->f[i]->state == F_QUEUED_B && S->draining < 2) || (S->f[i]->state == F_QUEUED_A && !S->draining);
     pthread_mutex_unlock(&S->lock);
     return b;
+}
+
+/* EVOENG_STEADY_DEBUG: at most once a second, the children in flight by
+ * state and the loop thread's time in harvest, close and propose. */
+static void debug_line(Steady *S, double t_h, double t_c, double t_p)
+{
+    Loop *L = S->L;
+    static double last;
+    if (now_ms() - last > 1000) {
+        last = now_ms();
+        int h[8] = {0};
+        pthread_mutex_lock(&S->lock);
+        for (int i = 0; i < S->nf; i++) {
+            Flight *x = S->f[i];
+            int r = x->state == F_QUEUED_A || x->state == F_QUEUED_B ? L->ev->ready(L->ev_ctx, &x->kid, x->stage) : 0;
+            h[x->state * 2 + r]++;
+        }
+        pthread_mutex_unlock(&S->lock);
+        fprintf(stderr, "dbg nf %d: A wait %d ready %d | run %d | B wait %d ready %d | done %d; harvest %.0f close %.0f propose %.0f ms\n", S->nf, h[0], h[1], h[2], h[4], h[5], h[6], t_h, t_c, t_p);
+    }
 }
 
 int loop_steady(Loop *L, EvoErr *err)
@@ -753,7 +579,7 @@ int loop_steady(Loop *L, EvoErr *err)
     }
     if (L->ev->watch)
         L->ev->watch(L->ev_ctx, on_compiled, &S);
-    if (start_threads(&S, err))
+    if (steady_slots_start(&S, err))
         goto out_threads;
     double t_h = 0, t_p = 0, t_w = 0, t_c = 0;
     for (;;) {
@@ -800,34 +626,21 @@ int loop_steady(Loop *L, EvoErr *err)
             rc = 0;
             break;
         }
-        if (getenv("EVOENG_STEADY_DEBUG")) {
-            static double last;
-            if (now_ms() - last > 1000) {
-                last = now_ms();
-                int h[8] = {0};
-                pthread_mutex_lock(&S.lock);
-                for (int i = 0; i < S.nf; i++) {
-                    Flight *x = S.f[i];
-                    int r = x->state == F_QUEUED_A || x->state == F_QUEUED_B ? L->ev->ready(L->ev_ctx, &x->kid, x->stage) : 0;
-                    h[x->state * 2 + r]++;
-                }
-                pthread_mutex_unlock(&S.lock);
-                fprintf(stderr, "dbg nf %d: A wait %d ready %d | run %d | B wait %d ready %d | done %d; harvest %.0f close %.0f propose %.0f ms\n", S.nf, h[0], h[1], h[2], h[4], h[5], h[6], t_h, t_c, t_p);
-            }
-        }
+        if (getenv("EVOENG_STEADY_DEBUG"))
+            debug_line(&S, t_h, t_c, t_p);
         pthread_mutex_lock(&S.lock);
         int any_done = 0;
         for (int i = 0; i < S.nf && !any_done; i++)
             any_done = S.f[i]->state == F_DONE;
         if (!any_done) {
             double q3 = now_ms();
-            wait_ms(&S.done, &S.lock, llm_left ? 20 : POLL_MS);
+            steady_wait_ms(&S.done, &S.lock, llm_left ? 20 : POLL_MS);
             t_w += now_ms() - q3;
         }
         pthread_mutex_unlock(&S.lock);
     }
     if (rc == 0 || S.lost) {
-        stop_threads(&S);
+        steady_slots_stop(&S);
         EvoErr e2;
         int h = harvest(&S, 1, rc == 0 ? err : &e2);   /* the decided ones are committed; the rest go */
         if (rc == 0 && h)
@@ -835,7 +648,7 @@ int loop_steady(Loop *L, EvoErr *err)
         goto closing;
     }
 out_threads:
-    stop_threads(&S);
+    steady_slots_stop(&S);
     {
         EvoErr e2;
         harvest(&S, 1, &e2);

@@ -9,7 +9,7 @@
  * best threshold of a feature in a node comes from one histogram of counts
  * and sums per value rank, so a node costs O(rows * features tried).
  */
-#include "surrogate.h"
+#include "search/surrogate.h"
 
 #include <math.h>
 #include <stdlib.h>

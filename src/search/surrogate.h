@@ -45,7 +45,7 @@
 
 #include <stdint.h>
 
-#include "task.h"
+#include "task/task.h"
 #include "util.h"
 
 typedef struct Surrogate Surrogate;

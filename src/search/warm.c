@@ -15,11 +15,14 @@
  * parent2_id and in the rationale "warm start from run R candidate C".
  * Only runs with a smaller id count, so resume seeds the same members.
  */
-#include "loop.h"
+#include "search/warm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "search/judge.h"
+#include "search/moves.h"
 
 static int same_str(const char *a, const char *b)
 {

@@ -3,10 +3,12 @@
  * transaction per candidate), lists in id or survivor order, generation
  * summaries and counts by status. See store.h for the contract.
  */
-#include "store_int.h"
+#include "store/store.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "store/rows.h"
 
 /* ---- field tables ---------------------------------------------------- */
 

@@ -5,7 +5,7 @@
  * dies, kill -9 included) and holding who took it: "pid P host H since T".
  * A second process is refused with those words. See store.h.
  */
-#include "store_int.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +15,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "store/rows.h"
 
 /* What the holder wrote into the lock file, one line, or "an unknown
  * process" (fresh string). */

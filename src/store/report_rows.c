@@ -1,9 +1,9 @@
 /*
  * report_rows: read-only queries for the run report (report_rows.h).
  */
-#include "report_rows.h"
+#include "store/report_rows.h"
 
-#include "store_int.h"
+#include "store/rows.h"
 
 int store_run_span(Store *s, int64_t *count, int64_t *min_id, int64_t *max_id, EvoErr *err)
 {

@@ -2,14 +2,14 @@
  * report_rows: read-only queries of the store that the run report and
  * its command need beyond store.h (kept apart from store.c so the two
  * change independently). Implemented in report_rows.c with the helpers
- * of store_int.h.
+ * of rows.h.
  */
 #ifndef EVO_REPORT_ROWS_H
 #define EVO_REPORT_ROWS_H
 
 #include <stdint.h>
 
-#include "store.h"
+#include "store/store.h"
 
 /* How many runs the store holds and the smallest and largest run id
  * (both 0 when there is none). Returns 0 or -1 (err names the query). */

@@ -3,12 +3,14 @@
  * raw kernels that LLM answers and --source baselines bring. See store.h
  * for the contract.
  */
-#include "store_int.h"
+#include "store/store.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "store/rows.h"
 
 static const Field llm_fields[] = {
     FLDR(LlmRequestRecord, run_id, F_ID), FLD(LlmRequestRecord, generation, F_INT),

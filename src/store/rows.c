@@ -1,10 +1,10 @@
 /*
  * rows: the field tables that map a row to a struct, and the statement
- * helpers every file of the store uses (store_int.h). One table drives
+ * helpers every file of the store uses (rows.h). One table drives
  * both the INSERT and the SELECT of a record, so the two cannot drift
  * apart.
  */
-#include "store_int.h"
+#include "store/rows.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -21,6 +21,7 @@ void fld_init(const Field *f, int n, void *rec)
         case F_INT:  *(int64_t *)p = -1; break;
         case F_REAL: *(double *)p = NAN; break;
         case F_TEXT: *(char **)p = NULL; break;
+        default: break;   /* a store table holds the four SQL types only */
         }
     }
 }
@@ -60,6 +61,7 @@ int fld_bind(sqlite3_stmt *st, int first, const Field *f, int n, const void *rec
             rc = v ? sqlite3_bind_text(st, k, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, k);
             break;
         }
+        default: break;
         }
         if (rc != SQLITE_OK)
             return rc;
@@ -85,7 +87,7 @@ static int bad_column(Store *s, sqlite3_stmt *st, int first, const char *what, c
     if (first == 1 && sqlite3_column_type(st, 0) == SQLITE_INTEGER)
         snprintf(row, sizeof(row), " row %lld", (long long)sqlite3_column_int64(st, 0));
     return err_set(err, "%s: %s%s: column %s holds %s where %s is expected (a damaged or foreign store: evoeng "
-                   "reads a store as data and refuses what it cannot trust)", store_path(s), what, row, col,
+                   "reads a store as data and refuses what it cannot trust)", s->path, what, row, col,
                    type_name(t), want);
 }
 
@@ -122,10 +124,11 @@ int fld_read(Store *s, sqlite3_stmt *st, int first, const Field *f, int n, void 
             *(char **)p = xstrdup(v);
             break;
         }
+        default: break;
         }
         continue;
     bad:
-        bad_column(s, st, first, what, f[i].col, t, want, err);
+        bad_column(s, st, first, what, f[i].key, t, want, err);
         fld_free(f, n, rec);
         return -1;
     }
@@ -150,7 +153,7 @@ static char *fld_columns(const Field *f, int n)
 {
     StrBuf sb = {0};
     for (int i = 0; i < n; i++)
-        sb_printf(&sb, "%s%s", i ? ", " : "", f[i].col);
+        sb_printf(&sb, "%s%s", i ? ", " : "", f[i].key);
     return sb_take(&sb);
 }
 
@@ -166,7 +169,7 @@ static char *fld_placeholders(int n)
 
 int sdb_fail(Store *s, EvoErr *err, const char *what)
 {
-    return err_set(err, "%s: %s: %s", store_path(s), what, sqlite3_errmsg(s->db));
+    return err_set(err, "%s: %s: %s", s->path, what, sqlite3_errmsg(s->db));
 }
 
 int sdb_prepare(Store *s, const char *sql, sqlite3_stmt **st, EvoErr *err)
@@ -180,7 +183,7 @@ int sdb_exec(Store *s, const char *sql, EvoErr *err)
 {
     char *msg = NULL;
     if (sqlite3_exec(s->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        err_set(err, "%s: %s", store_path(s), msg ? msg : sqlite3_errmsg(s->db));
+        err_set(err, "%s: %s", s->path, msg ? msg : sqlite3_errmsg(s->db));
         sqlite3_free(msg);
         return -1;
     }

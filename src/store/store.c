@@ -3,7 +3,7 @@
  * PRAGMA user_version, all in one transaction) and the runs table. See
  * store.h for the contract; candidates.c and requests.c hold the rest.
  */
-#include "store_int.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "store_schema.h"
+#include "store/rows.h"
+#include "store/store_schema.h"
 
 /* 'EVOE': marks the file as an evoeng database. */
 #define EVO_APPLICATION_ID 0x45564f45

@@ -14,7 +14,7 @@
  *
  * Files: store.c (open, migrate, runs), candidates.c (candidates, sources,
  * compiles, generations), requests.c (LLM requests, raw kernels), rows.c
- * (field tables and statement helpers, shared through store_int.h).
+ * (field tables and statement helpers, shared through rows.h).
  */
 #ifndef EVO_STORE_H
 #define EVO_STORE_H

@@ -3,7 +3,7 @@
  * hold, the NVRTC options a spec may give, and the NVRTC log kept of a
  * compile. See confine.h.
  */
-#include "confine.h"
+#include "task/confine.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -15,11 +15,13 @@
  * Canonical spelling: no blanks, except one between two words
  * ("unsigned int") and one after each comma.
  */
+#include "task/entry.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "task.h"
+#include "util.h"
 
 typedef struct EParse {
     const char *s;

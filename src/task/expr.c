@@ -17,7 +17,7 @@
  * its subtree, which stops at MAX_HEIGHT, so evaluation (recursive over
  * the tree) can never run deep either, even for "1+1+1+...".
  */
-#include "expr_priv.h"
+#include "task/expr_priv.h"
 
 #include <ctype.h>
 #include <math.h>

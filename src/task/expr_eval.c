@@ -4,7 +4,7 @@
  * explaining a failed comparison with its operands' values, and the
  * introspection and name suggestions of expr.h.
  */
-#include "expr_priv.h"
+#include "task/expr_priv.h"
 
 #include <ctype.h>
 #include <math.h>

@@ -6,7 +6,7 @@
 #ifndef EVO_EXPR_PRIV_H
 #define EVO_EXPR_PRIV_H
 
-#include "expr.h"
+#include "task/expr.h"
 
 enum NodeKind { N_INT, N_FLT, N_VAR, N_NEG, N_NOT, N_BIN, N_CALL };
 

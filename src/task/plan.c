@@ -1,7 +1,7 @@
 /*
  * plan: freeing plans and dtype helpers. See plan.h.
  */
-#include "plan.h"
+#include "task/plan.h"
 
 #include <stdlib.h>
 #include <string.h>

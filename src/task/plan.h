@@ -17,7 +17,7 @@ typedef enum InitKind { INIT_NORMAL = 0, INIT_UNIFORM, INIT_ZERO, INIT_CONST, IN
 typedef enum RowScale { ROWS_NONE = 0, ROWS_LOGNORMAL, ROWS_UNIFORM } RowScale;
 typedef enum ArgKind { ARG_BUFFER = 0, ARG_I32, ARG_I64, ARG_F32, ARG_F64, ARG_TMAP } ArgKind;
 
-/* How an input is generated (the generator is gate_gen_value, gate.h):
+/* How an input is generated (the generator is gate_gen_value, gpu/gen.h):
  * element i is the distribution's value for counter i, times, with a row
  * scale, the factor of its row i / row_len (one factor per row, drawn from
  * the row distribution on a stream of its own). */

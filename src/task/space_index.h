@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "task.h"
+#include "task/task.h"
 #include "task/task_space.h"
 
 typedef struct SpaceIndex SpaceIndex;

@@ -9,13 +9,15 @@
  * variable references checked against the names visible there; evaluation
  * happens later, per configuration and shape (task_resolve.c).
  */
-#include "confine.h"
-#include "task_priv.h"
-#include "template.h"
+#include "task/task.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "task/confine.h"
+#include "task/task_priv.h"
+#include "task/template.h"
 
 /* ---- sections --------------------------------------------------------- */
 

@@ -22,7 +22,8 @@
 #include <stdint.h>
 
 #include "device.h"
-#include "plan.h"
+#include "task/entry.h"
+#include "task/plan.h"
 #include "util.h"
 
 typedef struct Task Task;
@@ -157,16 +158,6 @@ int task_max_spill_bytes(const Task *t);  /* -1 when absent: no limit */
  * compiler could not keep in registers) a kernel of the task may use;
  * -1 when absent: no limit */
 int task_max_stack_bytes(const Task *t);
-
-/* ---- entry names (entry.c) -------------------------------------------- */
-
-/* The canonical spelling of an entry name: a C identifier, a namespaced
- * kernel (ns::k) or a template instantiation (k<128, 64>, ns::k<float, 4>),
- * blanks normalised (one after each comma, one between two words, none
- * elsewhere), as a fresh string; such a name is compiled as an NVRTC name
- * expression and launched by its lowered name. NULL for anything else,
- * with why (optional, why_size bytes) saying what and at which column. */
-char *task_entry_canon(const char *s, char *why, size_t why_size);
 
 /* A stable 64-bit hash of a buffer name (FNV-1a), the buffers' seed_salt. */
 uint64_t task_seed_salt(const char *name);

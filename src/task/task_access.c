@@ -3,12 +3,14 @@
  * their values, dims and shapes, compile settings; and configurations
  * written as text (task_params_json) and read back (task_params_parse).
  */
-#include "task_priv.h"
+#include "task/task.h"
 
 #include <ctype.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "task/task_priv.h"
 
 /* ---- accessors -------------------------------------------------------- */
 

@@ -6,14 +6,14 @@
  * dims, the derived names defined before it, device variables) and bound
  * to slots, so that evaluation never compares names.
  */
-#include "task_priv.h"
+#include "task/task_priv.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <search.h>
 #include <string.h>
 
-#include "template.h"
+#include "task/template.h"
 
 /* ---- JSON-path helpers -------------------------------------------------- */
 

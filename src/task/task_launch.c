@@ -5,7 +5,7 @@
  * {"i32": e} ..., and tensor maps). Everything is kept as expressions; the
  * resolver (task_resolve.c) evaluates them per configuration and shape.
  */
-#include "task_priv.h"
+#include "task/task_priv.h"
 
 #include <stdlib.h>
 #include <string.h>

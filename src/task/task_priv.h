@@ -11,8 +11,13 @@
 
 #include <jansson.h>
 
-#include "expr.h"
-#include "task.h"
+#include "device.h"
+#include "task/entry.h"
+#include "task/expr.h"
+#include "task/plan.h"
+#include "util.h"
+
+typedef struct Task Task;   /* also in task.h, whose functions the files here define */
 
 /* Bounds on what a spec may hold (README.md, "Trust model"): a spec is at
  * most FILE_READ_MAX bytes, and nothing in it multiplies past these. */

@@ -7,14 +7,15 @@
  * keeps one Env per shape so that task_space.c can evaluate single derived
  * values and constraints of a partial configuration.
  */
-#include "task_priv.h"
+#include "task/task.h"
 
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "template.h"
+#include "task/task_priv.h"
+#include "task/template.h"
 
 /* ---- evaluation ------------------------------------------------------- */
 

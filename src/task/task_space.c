@@ -28,12 +28,13 @@
  * derived value evaluated: exactly task_check's verdict. An early cut only
  * drops configurations that some constraint rules out.
  */
-#include "task_space.h"
+#include "task/task_space.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "task_priv.h"
+#include "task/task.h"
+#include "task/task_priv.h"
 
 /* Lists by level: those of level L are item[off[L]] .. item[off[L + 1] - 1],
  * in spec order. Levels run from 0 (the root) to nparams. */

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "device.h"
-#include "task.h"
+#include "task/task.h"
 #include "util.h"
 
 /* The default node budget: about 2 s of search at most (the attention

@@ -3,9 +3,9 @@
  * hashes, and a scan for the `#ifndef X / #define X` knobs of a template.
  * See template.h.
  */
-#include "template.h"
+#include "task/template.h"
 
-#include "confine.h"
+#include "task/confine.h"
 
 #include <ctype.h>
 #include <stdlib.h>
