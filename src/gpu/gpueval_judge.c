@@ -376,9 +376,16 @@ int ge_compare(void *ctx, Child *parent, Child *kid, double *ratio, double *spre
     }
     *ratio = cr.ratio.median;
     *spread = cr.ratio.p90 - cr.ratio.p10;
-    if (cr.noisy)
-        warnf("A/B of candidate vs parent %lld stayed noisy after %d attempts (spread %.2f%%)",
-              (long long)parent->rec.id, cr.attempts, *spread * 100);
+    if (cr.noisy) {
+        int w = 0;   /* the profile whose median ratio is known least well */
+        for (int k = 1; k < cr.nprof; k++)
+            if (bench_ratio_halfwidth(&cr.prof[k].ratio) > bench_ratio_halfwidth(&cr.prof[w].ratio))
+                w = k;
+        warnf("A/B of candidate vs parent %lld stayed noisy after %d rounds: profile %s's median ratio %.4f "
+              "known to +-%.2f%% (95%%), above %.2f%%",
+              (long long)parent->rec.id, cr.attempts, cr.prof[w].name, cr.prof[w].ratio.median,
+              bench_ratio_halfwidth(&cr.prof[w].ratio) * 100, g->opt.bench.noise_threshold * 100);
+    }
     /* The child's latency is its side of the A/B; the launch metrics come
      * from a metrics request, which runs nothing timed. */
     BenchResult b;
