@@ -6,7 +6,7 @@
 #     utilisation every 100 ms; wall time and the user+sys CPU seconds of
 #     the evoeng process tree are measured around each run.
 #  2. `evoeng bench --repeat R --json` A/A (the default configuration
-#     against itself) on attention and on the bandwidth-bound triad task
+#     against itself) on attention, softmax and the bandwidth-bound triad task
 #     (templates/triad: 132 MB per launch, more than an H200's L2).
 #  3. bench/throughput_report.py on each: OUTDIR/summary.txt, and
 #     OUTDIR/<name>.report.json per part.
@@ -119,7 +119,7 @@ if [ "${SKIP_AA:-0}" != 1 ]; then
     aa_files=()
     variants=("1")
     [ "$shared_too" = 1 ] && variants+=("0")
-    for task in attention triad; do
+    for task in attention softmax triad; do
         for sh in "${variants[@]}"; do
             name=aa-$task-shared$sh
             log "A/A $task: evoeng bench --repeat $repeat --shared $sh"
