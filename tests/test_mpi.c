@@ -9,6 +9,9 @@
  *                               latency; then "run ID STATUS" and
  *                               "duplicates N"
  * EVO_TEST_AGENT_SLOTS=N gives each agent N slots (default 1).
+ * EVO_TEST_SLOW=RANK:US makes agent RANK's stage-A gates take US (2000).
+ * EVO_TEST_CACHE=DIR gives every agent that compile cache folder, so that
+ * rank 0 lets an idle agent take over another's built children.
  * EVO_TEST_DIE=RANK:N makes agent RANK kill itself (SIGKILL) in its N-th
  * stage-1 gate, mid-request. Exit codes: 0, 8 (a rank was lost), 77 (built
  * without MPI, for the mpi mode), 1 (failure). */
@@ -21,6 +24,7 @@
 
 #include "config.h"
 #include "device.h"
+#include "compile/nvrtc.h"
 #include "search/evolve.h"
 #include "fake_eval.h"
 #include "store/store.h"
@@ -98,8 +102,8 @@ static int run_into(const char *db, int64_t run, const EvaluatorOps *ev, void *c
     if (rc)
         fprintf(stderr, "evolve_run: %s\n", err.msg);
     rc = stop ? 8 : rc ? 1 : 0;
-    printf("run %lld: %d evaluated, interrupted %d, exit %d\n", (long long)sum.run_id, sum.evaluated,
-           sum.interrupted, rc);
+    printf("run %lld: %d evaluated, interrupted %d, exit %d, taken over %ld\n", (long long)sum.run_id, sum.evaluated,
+           sum.interrupted, rc, sum.pipe.taken_over);
     store_close(&st);
     return rc;
 }
@@ -161,6 +165,11 @@ static int mpi_main(const char *db, int64_t run, Task *task)
     FakeEval *f = fake_eval_new(model_us, compile_error, gate_error);
     f->delay_us = 2000;
     f->nslots = getenv("EVO_TEST_AGENT_SLOTS") ? atoi(getenv("EVO_TEST_AGENT_SLOTS")) : 1;
+    const char *slow = getenv("EVO_TEST_SLOW");   /* RANK:US: that agent's stage-A gates take US */
+    if (slow && atoi(slow) == rank && strchr(slow, ':'))
+        f->delay_us = atoi(strchr(slow, ':') + 1);
+    if (getenv("EVO_TEST_CACHE"))   /* a compile cache folder: agents that share it may take over */
+        nvrtc_set_cache_dir(getenv("EVO_TEST_CACHE"));
     DeviceInfo dev;
     memset(&dev, 0, sizeof(dev));
     char *hex = mpieval_device_hex(&dev);

@@ -56,6 +56,24 @@ for np in 3 2; do
         || { cat "$dir/steady$np.log"; tail -3 "$dir/steady$np.txt"; }
 done
 
+# Agent 1 gates ten times slower than agent 2. Agents that share a compile
+# cache (one host) take over each other's built children when their own
+# GPU has nothing: agent 2 takes some of agent 1's; with no shared cache
+# none is taken over. Either way every candidate once.
+for cache in shared none; do
+    [ "$cache" = shared ] && export EVO_TEST_CACHE="$dir/cache" || unset EVO_TEST_CACHE
+    EVO_TEST_STEADY=1 EVO_TEST_SLOW=1:20000 timeout 120 $MPIRUN -np 3 -x EVO_TEST_STEADY -x EVO_TEST_SLOW \
+        $([ "$cache" = shared ] && echo "-x EVO_TEST_CACHE") "$T" mpi "$dir/slow-$cache.db" > "$dir/slow-$cache.log" 2>&1
+    rc=$?
+    "$T" dump "$dir/slow-$cache.db" > "$dir/slow-$cache.txt"
+    took=$(sed -n 's/.*taken over \([0-9]*\).*/\1/p' "$dir/slow-$cache.log" | head -1)
+    if [ "$cache" = shared ]; then want_took='[ "${took:-0}" -gt 0 ]'; else want_took='[ "${took:-x}" = 0 ]'; fi
+    check "steady, one slow agent, cache $cache: completed, $want candidates, no duplicates, taken over ${took:-?}" \
+          '[ $rc -eq 0 ] && grep -q "^run 1 completed" "$dir/slow-$cache.txt" && grep -q "^duplicates 0" "$dir/slow-$cache.txt" && [ "$(grep -c "^[0-9]" "$dir/slow-$cache.txt")" -eq "$want" ] && eval "$want_took"' \
+        || { cat "$dir/slow-$cache.log"; tail -3 "$dir/slow-$cache.txt"; }
+done
+unset EVO_TEST_CACHE
+
 # Agent 2 dies in its 6th gate; rank 0 notices within EVOENG_MPI_TIMEOUT.
 EVOENG_MPI_TIMEOUT=3 EVO_TEST_DIE=2:6 timeout 120 $MPIRUN -np 3 -x EVOENG_MPI_TIMEOUT -x EVO_TEST_DIE \
     "$T" mpi "$dir/die.db" > "$dir/die.log" 2>&1

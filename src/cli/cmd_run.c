@@ -305,7 +305,7 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
         for (int i = 0; i < m->slots && i < 8; i++)
             json_array_append_new(busy, json_real(wall_s > 0 ? m->slot_busy_s[i] / wall_s : 0));
         json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:I, s:f, s:f, s:i, s:i, s:o, s:f, s:f, s:f, s:i, s:f, "
-                              "s:i, s:i, s:f, s:{s:I, s:I, s:I, s:I}}",
+                              "s:i, s:i, s:f, s:{s:I, s:I, s:I, s:I}, s:I}",
                               "run", (json_int_t)m->run_id, "event", "summary", "mode", sync ? "sync" : "steady",
                               "evaluated", m->evaluated, "wall_s", wall_s,
                               "candidates_per_min", min > 0 ? m->evaluated / min : 0.0, "best_id",
@@ -316,7 +316,8 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
                               "nvrtc_units_per_candidate", m->nvrtc_units / n, "cache_hits", m->cache_hits,
                               "compile_lanes", m->pipe.lanes, "compile_busy", lanes_busy, "units", "now",
                               (json_int_t)m->pipe.units_now, "next", (json_int_t)m->pipe.units_next, "spec",
-                              (json_int_t)m->pipe.units_spec, "cancelled", (json_int_t)m->pipe.units_cancelled);
+                              (json_int_t)m->pipe.units_spec, "cancelled", (json_int_t)m->pipe.units_cancelled,
+                              "taken_over", (json_int_t)m->pipe.taken_over);
         char *txt = json_dumps(o, JSON_COMPACT);
         printf("%s\n", txt);
         free(txt);
@@ -335,6 +336,9 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
            m->pipe.lanes, 100 * lanes_busy, m->nvrtc_units, m->nvrtc_units / n,
            m->nvrtc_units ? m->nvrtc_cpu_s / m->nvrtc_units : 0.0, m->pipe.units_now, m->pipe.units_next,
            m->pipe.units_spec, m->pipe.units_cancelled, m->cache_hits, m->cpu_s / n);
+    if (m->pipe.taken_over > 0)
+        printf("  MPI: %ld children judged by an agent of their home's compile cache, their home's GPUs busy\n",
+               m->pipe.taken_over);
 }
 
 /* Start the GPU workers (gpueval_open) with a message for the user.

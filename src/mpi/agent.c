@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compile/nvrtc.h"
 #include "mpi/wire.h"
 
 typedef struct Mirror {
@@ -380,9 +381,16 @@ int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, cons
             break;
         }
     }
-    if (rc == 0)
-        hello(l, json_pack("{s:i, s:s, s:i}", "slots", a.nslots, "device", device_hex, "lanes",
-                           ev->lanes ? ev->lanes(ctx) : 1));
+    if (rc == 0) {
+        /* the compile cache, so that rank 0 knows which agents share one */
+        char host[256] = "", *dir = nvrtc_cache_dir(), *cache = NULL;
+        if (dir && gethostname(host, sizeof(host) - 1) == 0)
+            cache = xasprintf("%s:%s", host, dir);
+        hello(l, json_pack("{s:i, s:s, s:i, s:s?}", "slots", a.nslots, "device", device_hex, "lanes",
+                           ev->lanes ? ev->lanes(ctx) : 1, "cache", cache));
+        free(cache);
+        free(dir);
+    }
     while (rc == 0 && !a.quit) {
         char *msg = NULL;
         if (next_message(l, &a, &msg, err) < 0) {

@@ -33,6 +33,7 @@ typedef struct OutMsg {
 typedef struct AgentInfo {
     int        rank, first, nslots;
     int        lanes;         /* its compile threads (hello) */
+    char      *cache;         /* "host:dir" of its compile cache (hello), or NULL: none */
     int        load;          /* children homed there, not yet released */
     int        hello, lost;
     char      *error;         /* the agent's refusal, or NULL */
@@ -67,6 +68,7 @@ struct MpiEval {
     void           *watch_arg;
     int             notify;    /* a notice came in: call the hook (outside the lock) */
     int             lost_rank, quit;
+    long            taken_over; /* children judged away from their home (me_home's 2) */
 };
 
 /* ---- the communication thread ---------------------------------------- */
@@ -129,6 +131,8 @@ static void on_message(MpiEval *m, int src, const char *text)
         const char *dev = json_string_value(json_object_get(o, "device"));
         ai->nslots = (int)json_integer_value(json_object_get(o, "slots"));
         ai->lanes = (int)json_integer_value(json_object_get(o, "lanes"));
+        const char *cache = json_string_value(json_object_get(o, "cache"));
+        ai->cache = cache && *cache ? xstrdup(cache) : NULL;
         if (e)
             ai->error = xstrdup(e);
         else if (ai->nslots < 1 || !dev || mpieval_device_unhex(dev, &ai->dev))
@@ -285,7 +289,13 @@ static int slot_agent(MpiEval *m, const Child *c, int judge, json_t **extra)
     MChild *mc = c->priv;
     if (judge && mc) {
         pthread_mutex_lock(&m->lock);
-        mc->home = m->slot_ag[s];
+        if (mc->home != m->slot_ag[s]) {   /* taken over (me_home's 2): its load moves along */
+            m->taken_over++;
+            if (mc->home >= 0)
+                m->ag[mc->home].load--;
+            m->ag[m->slot_ag[s]].load++;
+            __atomic_store_n(&mc->home, m->slot_ag[s], __ATOMIC_RELEASE);
+        }
         pthread_mutex_unlock(&m->lock);
     }
     return m->slot_ag[s];
@@ -454,13 +464,30 @@ static int me_ready(void *ctx, Child *kid, int stage)
     return (__atomic_load_n(&mc->ready, __ATOMIC_ACQUIRE) >> (stage == 2 ? 2 : 1)) & 1;
 }
 
-/* A slot judges only children homed on its agent: another agent would
- * have to compile them again. */
-static int me_home(void *ctx, const Child *kid, int slot)
+/* A slot judges children homed on its agent (1). Another agent would
+ * have to compile them again, unless it shares the home's compile cache
+ * (one host, one cache folder) and the home has built the stage's units:
+ * then they are cache hits there (2). */
+static int me_home(void *ctx, const Child *kid, int slot, int stage)
 {
     MpiEval *m = ctx;
     const MChild *mc = kid->priv;
-    return !mc || slot < 0 || slot >= m->nslots || __atomic_load_n(&mc->home, __ATOMIC_ACQUIRE) == m->slot_ag[slot];
+    if (!mc || slot < 0 || slot >= m->nslots)
+        return 1;
+    int home = __atomic_load_n(&mc->home, __ATOMIC_ACQUIRE), here = m->slot_ag[slot];
+    if (home == here)
+        return 1;
+    if (home < 0 || !m->ag[home].cache || !m->ag[here].cache || strcmp(m->ag[home].cache, m->ag[here].cache) != 0)
+        return 0;
+    return (__atomic_load_n(&mc->ready, __ATOMIC_ACQUIRE) >> (stage == 2 ? 2 : 1)) & 1 ? 2 : 0;
+}
+
+static void me_pipe_stats(void *ctx, EvalPipeStats *out)
+{
+    MpiEval *m = ctx;
+    pthread_mutex_lock(&m->lock);
+    out->taken_over = m->taken_over;
+    pthread_mutex_unlock(&m->lock);
 }
 
 static int me_lanes(void *ctx)
@@ -501,7 +528,7 @@ static int me_calibrate(void *ctx, Child *base, EvoErr *err)
 const EvaluatorOps mpieval_ops = {
     .name = "mpi", .submit = me_submit, .gate = me_gate, .time = me_time, .compare = me_compare,
     .release = me_release, .slots = me_slots, .calibrate = me_calibrate, .drop = me_drop, .ready = me_ready,
-    .lanes = me_lanes, .watch = me_watch, .home = me_home,
+    .lanes = me_lanes, .watch = me_watch, .home = me_home, .pipe_stats = me_pipe_stats,
 };
 
 /* ---- open, start, close ------------------------------------------------ */
@@ -579,8 +606,10 @@ void mpieval_close(MpiEval **mp)
     pthread_mutex_unlock(&m->lock);
     if (m->thr_started)
         pthread_join(m->thr, NULL);
-    for (int a = 0; a < m->nag; a++)
+    for (int a = 0; a < m->nag; a++) {
         free(m->ag[a].error);
+        free(m->ag[a].cache);
+    }
     free(m->ag);
     free(m->slot_ag);
     free(m->live);

@@ -104,9 +104,12 @@ typedef struct EvaluatorOps {
      * waiting scheduler can ask ready() again; fn NULL stops it. NULL: the
      * scheduler polls. */
     void (*watch)(void *ctx, void (*fn)(void *), void *arg);
-    /* 1 when slot can judge kid without compiling it again (MPI: the slot
-     * is on the agent that compiled it). NULL: every slot can. */
-    int (*home)(void *ctx, const Child *kid, int slot);
+    /* Whether slot can judge kid at `stage` (1: A, 2: B): 1 at no extra
+     * cost (MPI: the slot is on the agent that compiled it), 2 at little
+     * (another agent that shares that agent's compile cache, the units
+     * built: a slot with nothing of its own takes it), 0 not. NULL: every
+     * slot can (1). */
+    int (*home)(void *ctx, const Child *kid, int slot, int stage);
     /* Figures for the run's summary: compile threads' busy seconds and
      * units run per priority. NULL: none. */
     void (*pipe_stats)(void *ctx, struct EvalPipeStats *out);
@@ -121,6 +124,7 @@ typedef struct EvalPipeStats {
     int    lanes;               /* compile threads */
     double compile_busy_s;      /* their busy seconds since the evaluator opened */
     long   units_now, units_next, units_spec, units_cancelled;
+    long   taken_over;          /* children judged by another agent than their home (MPI) */
 } EvalPipeStats;
 
 /* Evaluate one child completely on slot kid->gpu, with no parent: both

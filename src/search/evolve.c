@@ -102,6 +102,7 @@ static void pipe_figures(Loop *L, double cpu0, const NvrtcStats *nv0, const Eval
         s->pipe.units_next = p.units_next - ps0->units_next;
         s->pipe.units_spec = p.units_spec - ps0->units_spec;
         s->pipe.units_cancelled = p.units_cancelled - ps0->units_cancelled;
+        s->pipe.taken_over = p.taken_over - ps0->taken_over;
     }
 }
 

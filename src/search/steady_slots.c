@@ -29,16 +29,40 @@ void steady_wait_ms(pthread_cond_t *cv, pthread_mutex_t *m, int ms)
 
 /* ---- GPU threads -------------------------------------------------------- */
 
+/* 1: slot judges x at no extra cost; 2: at little (see EvaluatorOps.home) */
 static int can_take(const Steady *S, const Flight *x, int slot)
 {
     const EvaluatorOps *ev = S->L->ev;
-    return !ev->home || ev->home(S->L->ev_ctx, &x->kid, slot);
+    return !ev->home ? 1 : ev->home(S->L->ev_ctx, &x->kid, slot, x->stage);
+}
+
+/* Under S->lock: a ready child that slot can take at little cost (MPI:
+ * homed on another agent of its compile cache), stage B first, else the
+ * oldest; NULL when none. */
+static Flight *pick_other(Steady *S, int slot)
+{
+    const EvaluatorOps *ev = S->L->ev;
+    Flight *a = NULL;
+    if (!ev->home)
+        return NULL;
+    for (int i = 0; i < S->nf; i++) {
+        Flight *x = S->f[i];
+        int queued_b = x->state == F_QUEUED_B && S->draining < 2, queued_a = x->state == F_QUEUED_A && !S->draining;
+        if ((!queued_a && !queued_b) || can_take(S, x, slot) != 2)
+            continue;
+        if (queued_b)
+            return x;
+        if (!a)
+            a = x;
+    }
+    return a;
 }
 
 /* Under S->lock: the job for a free GPU on slot: the oldest child in
  * stage B whose units are built, else the oldest in stage A whose unit
- * is built (none while draining). NULL when none is ready; then the
- * oldest of each kind that waits has its units moved up (once). */
+ * is built (none while draining); else one another slot's agent built
+ * (pick_other). NULL when none is ready; then the oldest of each kind
+ * that waits has its units moved up (once). */
 static Flight *pick(Steady *S, int slot)
 {
     const EvaluatorOps *ev = S->L->ev;
@@ -47,7 +71,7 @@ static Flight *pick(Steady *S, int slot)
     for (int i = 0; i < S->nf; i++) {
         Flight *x = S->f[i];
         int queued_b = x->state == F_QUEUED_B && S->draining < 2, queued_a = x->state == F_QUEUED_A && !S->draining;
-        if ((!queued_a && !queued_b) || !can_take(S, x, slot))
+        if ((!queued_a && !queued_b) || can_take(S, x, slot) != 1)
             continue;
         if (!ev->ready || ev->ready(ctx, &x->kid, x->stage)) {
             if (queued_b)
@@ -61,6 +85,8 @@ static Flight *pick(Steady *S, int slot)
         }
     }
     if (a)
+        return a;
+    if ((a = pick_other(S, slot)) != NULL)
         return a;
     /* nothing ready: what this GPU would take first is built first */
     Flight *w[2] = {wait_b, wait_a};
