@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compile/spawn.h"
+
 #define MSG_MAX (64u << 20)   /* the largest message either side accepts */
 
 static char *g_exe;                     /* set once, before the compile threads start */

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compile/spawn.h"
 #include "gpu/cuda_api.h"
 #include "gpu/proto.h"
 
