@@ -337,14 +337,14 @@ static void test_plan_json(void)
     j = proto_plan_to_json(&p);
     json_object_set_new(json_array_get(json_object_get(j, "profiles"), 1), "init", json_array());
     CHECK(proto_plan_from_json(j, &q, &err) == -1);
-    CHECK_CONTAINS(err.msg, "profile 1 ('large'): needs an init per buffer");
+    CHECK_CONTAINS(err.msg, "plan.profiles[1].init: 0 elements, one per buffer (2) expected");
     json_decref(j);
     j = proto_plan_to_json(&p);
     /* a bad buffer index is refused */
     json_object_set_new(json_array_get(json_object_get(json_array_get(json_object_get(j, "launches"), 0), "args"), 0),
                         "b", json_integer(9));
     CHECK(proto_plan_from_json(j, &q, &err) == -1);
-    CHECK_CONTAINS(err.msg, "buffer index 9 out of range");
+    CHECK_CONTAINS(err.msg, "plan.launches[0].args[0].b: buffer index 9 out of range");
     json_decref(j);
     plan_free(&p);
 
