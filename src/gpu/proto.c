@@ -177,44 +177,6 @@ const char *proto_type_name(int type)
     return "?";
 }
 
-/* ---- getters ---------------------------------------------------------- */
-
-double proto_get_num(const json_t *o, const char *key, double def)
-{
-    json_t *v = json_object_get(o, key);
-    return v && json_is_number(v) ? json_number_value(v) : def;
-}
-
-long long proto_get_int(const json_t *o, const char *key, long long def)
-{
-    json_t *v = json_object_get(o, key);
-    if (v && json_is_integer(v))
-        return (long long)json_integer_value(v);
-    if (v && json_is_real(v))
-        return (long long)json_real_value(v);
-    if (v && json_is_boolean(v))
-        return json_is_true(v);
-    return def;
-}
-
-const char *proto_get_str(const json_t *o, const char *key, const char *def)
-{
-    json_t *v = json_object_get(o, key);
-    return v && json_is_string(v) ? json_string_value(v) : def;
-}
-
-void proto_copy_str(const json_t *o, const char *key, char *dst, size_t cap)
-{
-    const char *s = proto_get_str(o, key, "");
-    size_t n = strlen(s);
-    if (cap == 0)
-        return;
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, s, n);
-    dst[n] = 0;
-}
-
 /* ---- Plan ------------------------------------------------------------- */
 
 /* Every key of a plan is written, and required on reading: both ends are

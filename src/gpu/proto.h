@@ -90,12 +90,4 @@ int     proto_plan_read(const json_t *v, void *plan, EvoErr *err);
 json_t *proto_device_to_json(const DeviceInfo *d);
 int     proto_device_from_json(const json_t *j, DeviceInfo *out, EvoErr *err);
 
-/* Small typed getters for the JSON readers of verdict.c, bench.c and
- * worker.c: a missing key gives the default. */
-double      proto_get_num(const json_t *o, const char *key, double def);
-long long   proto_get_int(const json_t *o, const char *key, long long def);
-const char *proto_get_str(const json_t *o, const char *key, const char *def);
-/* Copy a string field into a fixed buffer (truncating), "" when absent. */
-void        proto_copy_str(const json_t *o, const char *key, char *dst, size_t cap);
-
 #endif
