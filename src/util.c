@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,45 +501,6 @@ char *time_iso8601(void)
 
 /* ---- numbers --------------------------------------------------------- */
 
-int spawn_piped(const char *exe, const char *entry, int *pid, int *to_fd, int *from_fd)
-{
-    int to[2] = {-1, -1}, from[2] = {-1, -1};
-    char a_in[24], a_out[24];
-    if (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0)
-        goto fail;
-    snprintf(a_in, sizeof(a_in), "%d", to[0]);
-    snprintf(a_out, sizeof(a_out), "%d", from[1]);
-    char *argv[] = {(char *)exe, (char *)entry, a_in, a_out, NULL};
-    pid_t p = fork();
-    if (p < 0)
-        goto fail;
-    if (p == 0) {   /* child: only async-signal-safe calls until exec */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        fcntl(to[0], F_SETFD, 0);
-        fcntl(from[1], F_SETFD, 0);
-        dup2(2, 1);   /* never the parent's stdout */
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    *pid = (int)p;
-    *to_fd = to[1];
-    *from_fd = from[0];
-    return 0;
-fail:
-    for (int i = 0; i < 2; i++) {
-        if (to[i] >= 0)
-            close(to[i]);
-        if (from[i] >= 0)
-            close(from[i]);
-    }
-    return -1;
-}
-
 int parse_long(const char *s, long min, long max, long *out)
 {
     if (!s || !*s)
@@ -689,23 +649,24 @@ static int fld_get_arr(const Field *f, const json_t *v, char *rec, char *at, con
     size_t len = json_array_size(v);
     if (f->max > 0 && len > (size_t)f->max)
         return err_set(err, "%s: %zu elements, at most %d", path, len, f->max);
-    if (f->count == FLD_FIXED && len != (size_t)f->max)
-        return err_set(err, "%s: %zu elements, %d expected", path, len, f->max);
+    int want = f->count == FLD_FIXED ? f->max : f->match ? *(int *)(rec + f->count) : (int)len;
+    if (len != (size_t)want)
+        return err_set(err, "%s: %zu elements, %d expected", path, len, want);
     char *base = at;
     if (f->dyn) {
         free(*(char **)at);
         base = *(char **)at = xcalloc(len ? len : 1, f->size);
     }
-    if (f->count != FLD_FIXED)
+    if (f->count != FLD_FIXED && !f->match)
         *(int *)(rec + f->count) = 0;
     Field e = FLD_ELEM(f);
     for (size_t k = 0; k < len; k++) {
         char p[512];
         snprintf(p, sizeof(p), "%s[%zu]", path, k);
+        if (f->count != FLD_FIXED && !f->match)   /* before: the caller frees a half-read element */
+            *(int *)(rec + f->count) = (int)k + 1;
         if (fld_get(&e, json_array_get(v, k), base + k * f->size, base + k * f->size, p, err))
             return -1;
-        if (f->count != FLD_FIXED)
-            *(int *)(rec + f->count) = (int)k + 1;
     }
     return 0;
 }
@@ -782,8 +743,12 @@ static int fld_get(const Field *f, const json_t *v, char *rec, char *at, const c
         if (!json_is_array(v))
             return fld_bad(err, path, "an array", v);
         return fld_get_arr(f, v, rec, at, path, err);
-    case F_CUSTOM:
-        return f->get(v, at) ? err_set(err, "%s: malformed", path) : 0;
+    case F_CUSTOM: {
+        EvoErr why = {{0}};
+        if (!f->read)
+            return f->get(v, at) ? err_set(err, "%s: malformed", path) : 0;
+        return f->read(v, at, &why) ? err_set(err, "%s%s", path, why.msg) : 0;
+    }
     }
     return err_set(err, "%s: unknown field type", path);
 }
@@ -792,4 +757,24 @@ int fld_from_json(const Field *f, int n, const json_t *j, void *rec, EvoErr *err
 {
     Field top = {.key = "", .type = F_OBJ, .sub = f, .nsub = n};
     return fld_get(&top, j, rec, rec, "", err);
+}
+
+void fld_release(const Field *f, int n, void *rec)
+{
+    for (int i = 0; i < n; i++) {
+        char *at = (char *)rec + f[i].off;
+        if (f[i].type == F_OBJ)
+            fld_release(f[i].sub, f[i].nsub, at);
+        if (f[i].type == F_ARR && (f[i].elem == F_OBJ || f[i].elem == F_TEXT)) {
+            Field e = FLD_ELEM(&f[i]);
+            char *base = f[i].dyn ? *(char **)at : at;
+            int c = f[i].count == FLD_FIXED ? f[i].max : *(int *)((char *)rec + f[i].count);
+            for (int k = 0; base && k < c && (f[i].dyn || k < f[i].max); k++)
+                fld_release(&e, 1, base + (size_t)k * f[i].size);
+        }
+        if (f[i].type == F_TEXT || (f[i].type == F_ARR && f[i].dyn)) {
+            free(*(char **)at);
+            *(char **)at = NULL;
+        }
+    }
 }

@@ -91,11 +91,15 @@ typedef struct Field {
     FieldType     elem;   /* F_ARR: the elements' type */
     int           dyn;    /* F_ARR: the member is a pointer, allocated by the reader */
     size_t        count;  /* F_ARR: offset of the int count in the record, or FLD_FIXED */
+    int           match;  /* F_ARR: the count is read before (its own field), not set: a
+                           * length that differs is an error */
     int           max;    /* F_ARR: most elements; F_NAME: how many names */
     const char *const *names;                 /* F_NAME */
     int (*when)(const void *rec);             /* JSON: written only when true (NULL: always) */
     struct json_t *(*put)(const void *at);    /* F_CUSTOM: the value of the member (new reference) */
     int (*get)(const struct json_t *v, void *at); /* F_CUSTOM: 0, or -1 when v is malformed */
+    /* F_CUSTOM, instead of get: 0, or -1 with err continuing the path ("[2].init: why", ": why") */
+    int (*read)(const struct json_t *v, void *at, EvoErr *err);
 } Field;
 
 #define NFIELDS(t) ((int)EVO_ARRAY_LEN(t))
@@ -124,6 +128,11 @@ struct json_t *fld_to_json(const Field *f, int n, const void *rec);
  * Returns 0 or -1; on -1 the members read so far stay (the caller frees
  * the record as it would any). */
 int fld_from_json(const Field *f, int n, const struct json_t *j, void *rec, EvoErr *err);
+
+/* Free what fld_from_json allocated in rec: F_TEXT strings, dyn arrays
+ * (and what their elements own), nested records' members; the pointers
+ * become NULL. F_CUSTOM members are the caller's. */
+void fld_release(const Field *f, int n, void *rec);
 
 /* ---- string buffer --------------------------------------------------- */
 
@@ -203,13 +212,6 @@ char  *time_iso8601(void);       /* current UTC time, fresh string */
  * Return 0 or -1. */
 int parse_long(const char *s, long min, long max, long *out);
 
-/* Start `exe entry IN OUT`, a helper process that reads requests on file
- * descriptor IN and answers on OUT (the GPU worker, an NVRTC helper):
- * its stdout is its stderr, its signal mask empty, SIGPIPE default. On
- * success *pid, and *to_fd / *from_fd, this side's ends of the pipes
- * (close-on-exec), and 0; -1 with errno when a pipe or fork fails (an
- * exec that fails shows as the child exiting 127). */
-int spawn_piped(const char *exe, const char *entry, int *pid, int *to_fd, int *from_fd);
 int parse_double(const char *s, double *out);
 
 /* ---- random numbers -------------------------------------------------- */

@@ -13,6 +13,7 @@
 #include "gpu/proto.h"
 #include "testhelp.h"
 #include "gpu/watchdog.h"
+#include "gpu/wmsg.h"
 #include "gpu/worker.h"
 
 #include <math.h>
@@ -35,31 +36,34 @@ static int fake_worker(int in, int out)
         ProtoMsg m;
         EvoErr e;
         json_t *r = NULL;
+        WReply ok = {.ok = 1};
         if (proto_read(in, &m, -1, &e) != 0)
             return 0;
         if (m.type == PROTO_HELLO) {
-            DeviceInfo d;
-            memset(&d, 0, sizeof(d));
-            snprintf(d.name, sizeof(d.name), "fake GPU pid %d", (int)getpid());
-            snprintf(d.arch, sizeof(d.arch), "sm_90");
-            d.sm_count = 3;
-            r = json_pack("{s:b, s:o}", "ok", 1, "device", proto_device_to_json(&d));
+            WHelloReply hr = {.h.ok = 1};
+            snprintf(hr.device.name, sizeof(hr.device.name), "fake GPU pid %d", (int)getpid());
+            snprintf(hr.device.arch, sizeof(hr.device.arch), "sm_90");
+            hr.device.sm_count = 3;
+            r = wmsg_put(WMSG_HELLO_REPLY, &hr);
         } else if (m.type == PROTO_LOAD) {
-            int id = (int)proto_get_int(m.json, "module", 0);
+            WLoad q;
+            CHECK(wmsg_read(WMSG_LOAD, m.json, &q, &e) == 0);
             if (m.bin_len == 5 && memcmp(m.bin, "BADIM", 5) == 0) {
-                r = json_pack("{s:b, s:s, s:s}", "ok", 0, "status", "compile_error", "error",
-                              "cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE: device kernel image is invalid");
+                r = wmsg_error("compile_error", "cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE: device kernel image is invalid");
             } else {
-                if (id >= 0 && id < 64)
-                    loaded[id] = 1;
-                r = json_pack("{s:b, s:[{s:s, s:i}]}", "ok", 1, "functions", "name", "k", "registers", 42);
+                WorkerFunc f = {"k", 42, 0, 0, 0};
+                WLoadReply lr = {.h.ok = 1, .functions = &f, .nfunctions = 1};
+                if (q.module >= 0 && q.module < 64)
+                    loaded[q.module] = 1;
+                r = wmsg_put(WMSG_LOAD_REPLY, &lr);
             }
+            wmsg_free(WMSG_LOAD, &q);
         } else if (m.type == PROTO_GATE) {
-            const char *shape = proto_get_str(json_object_get(m.json, "plan"), "shape", "");
-            int cand = (int)proto_get_int(m.json, "cand", 0), ref = (int)proto_get_int(m.json, "ref", 0);
-            GateReport rep;
-            memset(&rep, 0, sizeof(rep));
-            rep.first_bad = -1;
+            WGate q;
+            WGateReply gr = {.h.ok = 1};
+            CHECK(wmsg_read(WMSG_GATE, m.json, &q, &e) == 0);
+            const char *shape = q.plan.shape_label ? q.plan.shape_label : "";
+            gr.report.first_bad = -1;
             if (strcmp(shape, "hang") == 0)
                 for (;;)
                     pause();
@@ -67,30 +71,32 @@ static int fake_worker(int in, int out)
                 raise(SIGSEGV);
             if (strcmp(shape, "exit") == 0)
                 _exit(3);
-            if (!loaded[cand & 63] || !loaded[ref & 63]) {
-                r = json_pack("{s:b, s:s}", "ok", 0, "error", "module not loaded in this worker");
+            if (!loaded[q.cand & 63] || !loaded[q.ref & 63]) {
+                r = wmsg_error("invalid", "module not loaded in this worker");
             } else if (strcmp(shape, "fatal") == 0) {
-                rep.status = EVAL_CRASHED;
-                rep.fatal = 1;
-                snprintf(rep.cuda_error, sizeof(rep.cuda_error), "CUDA_ERROR_ILLEGAL_ADDRESS");
-                snprintf(rep.error, sizeof(rep.error), "candidate: cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS");
-                r = json_pack("{s:b, s:o, s:b}", "ok", 1, "report", gate_report_to_json(&rep), "fatal", 1);
+                gr.report.status = EVAL_CRASHED;
+                gr.report.fatal = gr.h.fatal = gr.h.has_fatal = 1;
+                snprintf(gr.report.cuda_error, sizeof(gr.report.cuda_error), "CUDA_ERROR_ILLEGAL_ADDRESS");
+                snprintf(gr.report.error, sizeof(gr.report.error),
+                         "candidate: cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS");
+                r = wmsg_put(WMSG_GATE_REPLY, &gr);
             } else {
-                rep.status = EVAL_OK;
-                rep.seeds_run = (int)json_array_size(json_object_get(m.json, "seeds"));
-                rep.ref_ms = 0.01;
-                r = json_pack("{s:b, s:o}", "ok", 1, "report", gate_report_to_json(&rep));
+                gr.report.status = EVAL_OK;
+                gr.report.seeds_run = q.nseeds;
+                gr.report.ref_ms = 0.01;
+                r = wmsg_put(WMSG_GATE_REPLY, &gr);
             }
+            wmsg_free(WMSG_GATE, &q);
         } else if (m.type == PROTO_QUIT) {
-            r = json_pack("{s:b}", "ok", 1);
+            r = wmsg_put(WMSG_REPLY, &ok);
             proto_write(out, PROTO_REPLY, r, NULL, 0, &e);
             json_decref(r);
             proto_msg_free(&m);
             return 0;
         } else {
-            r = json_pack("{s:b}", "ok", 1);
+            r = wmsg_put(WMSG_REPLY, &ok);
         }
-        int fatal = (int)proto_get_int(r, "fatal", 0);
+        int fatal = json_is_true(json_object_get(r, "fatal"));
         proto_write(out, PROTO_REPLY, r, NULL, 0, &e);
         json_decref(r);
         proto_msg_free(&m);
@@ -185,8 +191,8 @@ static void test_proto_roundtrip(void)
         CHECK(proto_write(fds[1], t, j, t == PROTO_LOAD ? bin : NULL, t == PROTO_LOAD ? sizeof(bin) : 0, &err) == 0);
         CHECK(proto_read(fds[0], &m, 1000, &err) == 0);
         CHECK(m.type == t);
-        CHECK(proto_get_int(m.json, "n", -1) == t);
-        CHECK_STR(proto_get_str(m.json, "s", ""), "héllo \"q\"");
+        CHECK(json_integer_value(json_object_get(m.json, "n")) == t);
+        CHECK_STR(json_string_value(json_object_get(m.json, "s")), "héllo \"q\"");
         if (t == PROTO_LOAD) {
             CHECK(m.bin_len == sizeof(bin));
             CHECK(m.bin && memcmp(m.bin, bin, sizeof(bin)) == 0);
@@ -239,7 +245,7 @@ static void test_proto_partial_eof_timeout(void)
     }
     CHECK(proto_read(fds[0], &m, 5000, &err) == 0);
     CHECK(m.type == PROTO_GATE);
-    CHECK_STR(proto_get_str(m.json, "msg", ""), "dribbled");
+    CHECK_STR(json_string_value(json_object_get(m.json, "msg")), "dribbled");
     CHECK(m.bin_len == 3 && memcmp(m.bin, "BIN", 3) == 0);
     proto_msg_free(&m);
     waitpid(pid, NULL, 0);
@@ -285,6 +291,193 @@ static void test_proto_partial_eof_timeout(void)
     CHECK(proto_write(fds[1], PROTO_HELLO, NULL, NULL, 0, &err) == -1);
     CHECK_CONTAINS(err.msg, "write(worker pipe)");
     close(fds[1]);
+}
+
+/* encode kind from msg, decode, encode again: the same text */
+static void wmsg_round(WMsgKind kind, const void *msg, void *back)
+{
+    EvoErr err = {{0}};
+    json_t *j = wmsg_put(kind, msg);
+    char *a = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+    CHECK(wmsg_read(kind, j, back, &err) == 0);
+    json_t *k = wmsg_put(kind, back);
+    char *b = json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS);
+    CHECK_STR(b, a);
+    free(a);
+    free(b);
+    json_decref(j);
+    json_decref(k);
+}
+
+/* A plan with every argument kind (buffer, the four scalars, a tensor
+ * map) and two profiles. */
+static void make_full_plan(Plan *p)
+{
+    make_plan(p, "full");
+    PlanLaunch *l = &p->launches[0];
+    l->args = xrealloc(l->args, 7 * sizeof(PlanArg));
+    l->args[4] = (PlanArg){.kind = ARG_I64, .i = -5000000000LL};
+    l->args[5] = (PlanArg){.kind = ARG_F64, .f = -2.5e-300};
+    l->args[6] = (PlanArg){.kind = ARG_TMAP, .buffer = 0,
+                           .tmap = {3, {64, 128, 8}, {128, 32768}, {64, 64, 1}, {1, 1, 2}, 3, 2, 1}};
+    l->nargs = 7;
+    p->nprofiles = 2;
+    p->profiles = xcalloc(2, sizeof(PlanProfile));
+    for (int k = 0; k < 2; k++) {
+        p->profiles[k].name = xstrdup(k ? "large" : "normal");
+        p->profiles[k].timing = k == 0;
+        p->profiles[k].init = xcalloc(2, sizeof(InitSpec));
+        p->profiles[k].init[0] = p->buffers[0].init;
+        p->profiles[k].init[1] = (InitSpec){INIT_OUTLIER, 0.5, 4, 0.001, 10, ROWS_UNIFORM, 0.5, 2, 64};
+    }
+}
+
+/* Every argument kind and the profiles cross whole; malformed plans fail
+ * with the JSON path of the bad value. */
+static void test_plan_fields(void)
+{
+    Plan p, q;
+    EvoErr err = {{0}};
+    make_full_plan(&p);
+    json_t *j = proto_plan_to_json(&p);
+    char *a = json_dumps(j, JSON_COMPACT);
+    CHECK(proto_plan_from_json(j, &q, &err) == 0);
+    const PlanTmap *t = &q.launches[0].args[6].tmap;
+    CHECK(q.launches[0].nargs == 7 && q.launches[0].args[6].kind == ARG_TMAP && t->rank == 3);
+    CHECK(t->dims[1] == 128 && t->strides[1] == 32768 && t->box[0] == 64 && t->elem_strides[2] == 2);
+    CHECK(t->swizzle == 3 && t->l2_promotion == 2 && t->oob_nan == 1);
+    CHECK(q.launches[0].args[5].f == -2.5e-300 && q.launches[0].args[4].i == -5000000000LL);
+    CHECK(q.nprofiles == 2 && plan_init(&q, 1, 1)->rows == ROWS_UNIFORM);
+    json_t *k = proto_plan_to_json(&q);
+    char *b = json_dumps(k, JSON_COMPACT);
+    CHECK_STR(b, a);
+    free(a);
+    free(b);
+    json_decref(k);
+    plan_free(&q);
+    static const struct {
+        const char *path, *value, *msg;   /* a JSON pointer-ish path, the value put there */
+    } bad[] = {
+        {"shape", "7", "plan.shape: a string expected, found an integer"},
+        {"buffers.1.dtype", "9", "plan.buffers[1].dtype: 9 is not a dtype"},
+        {"buffers.0.init.k", "\"x\"", "plan.buffers[0].init.k: an integer expected, found a string"},
+        {"launches.0.grid", "[1,2]", "plan.launches[0].grid: 2 elements, 3 expected"},
+        {"launches.0.args.6.t.box", "[1,2]", "plan.launches[0].args[6].t.box: 2 elements, 3 expected"},
+        {"launches.0.args.6.t.strides", "[1]", "plan.launches[0].args[6].t.strides: an array of rank - 1 (2)"},
+        {"launches.0.args.0.b", "9", "plan.launches[0].args[0].b: buffer index 9 out of range"},
+        {"profiles.1.init", "[]", "plan.profiles[1].init: 0 elements, one per buffer (2) expected"},
+        {"profiles.0.timing", "\"yes\"", "plan.profiles[0].timing: a boolean expected, found a string"},
+        {"profiles.0", "{}", "plan.profiles[0].name: missing"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        json_t *v = json_loads(bad[i].value, JSON_DECODE_ANY, NULL), *at = j, *up = NULL;
+        char path[128], *save = NULL, *tok;
+        const char *last = NULL;
+        snprintf(path, sizeof(path), "%s", bad[i].path);
+        json_t *copy = json_deep_copy(j);
+        at = copy;
+        for (tok = strtok_r(path, ".", &save); tok; tok = strtok_r(NULL, ".", &save)) {
+            up = at;
+            last = tok;
+            at = json_is_array(at) ? json_array_get(at, (size_t)atoi(tok)) : json_object_get(at, tok);
+        }
+        if (json_is_array(up))
+            json_array_set_new(up, (size_t)atoi(last), v);
+        else
+            json_object_set_new(up, last, v);
+        err.msg[0] = 0;
+        CHECK(proto_plan_from_json(copy, &q, &err) == -1);
+        CHECK_CONTAINS(err.msg, bad[i].msg);
+        json_decref(copy);
+    }
+    json_decref(j);
+    plan_free(&p);
+}
+
+/* Each request and reply kind crosses whole through its table. */
+static void test_wmsg_kinds(void)
+{
+    EvoErr err = {{0}};
+    Plan p;
+    make_full_plan(&p);
+    char *ents[] = {"k", "attn<64, 128>"};
+    WHello h = {3}, h2;
+    wmsg_round(WMSG_HELLO, &h, &h2);
+    CHECK(h2.device == 3);
+    WLoad ld = {7, ents, 2}, ld2;
+    wmsg_round(WMSG_LOAD, &ld, &ld2);
+    CHECK(ld2.module == 7 && ld2.nentries == 2);
+    CHECK_STR(ld2.entries[1], "attn<64, 128>");
+    wmsg_free(WMSG_LOAD, &ld2);
+    wmsg_round(WMSG_UNLOAD, &ld, &ld2);
+    CHECK(ld2.module == 7 && ld2.nentries == 0);
+    WGate g = {.plan = p, .cand = 4, .ref = 5, .seeds = {1, 0xfedcba9876543210ULL}, .nseeds = 2}, g2;
+    wmsg_round(WMSG_GATE, &g, &g2);
+    CHECK(g2.nseeds == 2 && g2.seeds[1] == 0xfedcba9876543210ULL && g2.plan.launches[0].nargs == 7);
+    wmsg_free(WMSG_GATE, &g2);
+    WTime t = {.plan = p, .module = 4, .which_ref = 1}, t2;
+    bench_options_default(&t.bench);
+    t.bench.samples = 33;
+    wmsg_round(WMSG_TIME, &t, &t2);
+    CHECK(t2.which_ref == 1 && t2.bench.samples == 33 && t2.plan.nprofiles == 2);
+    wmsg_free(WMSG_TIME, &t2);
+    WCompare c = {.plan_a = p, .module_a = 1, .plan_b = p, .module_b = 2, .which_b = 1}, c2;
+    bench_options_default(&c.bench);
+    wmsg_round(WMSG_COMPARE, &c, &c2);
+    CHECK(c2.module_b == 2 && c2.which_b == 1 && c2.which_a == 0 && c2.plan_b.nbuffers == 2);
+    wmsg_free(WMSG_COMPARE, &c2);
+    /* replies: an error, and each kind's body */
+    WReply e = {.status = "compile_error", .error = "bad image", .fatal = 1, .has_fatal = 1}, e2;
+    wmsg_round(WMSG_REPLY, &e, &e2);
+    CHECK(!e2.ok && e2.fatal && e2.has_fatal);
+    CHECK_STR(e2.status, "compile_error");
+    WHelloReply hr = {.h.ok = 1}, hr2;
+    snprintf(hr.device.name, sizeof(hr.device.name), "H100");
+    wmsg_round(WMSG_HELLO_REPLY, &hr, &hr2);
+    CHECK_STR(hr2.device.name, "H100");
+    WorkerFunc f[2] = {{"k", 40, 16, 0, 1024}, {"j", 255, 0, 8, 512}};
+    WLoadReply lr = {.h.ok = 1, .functions = f, .nfunctions = 2}, lr2;
+    wmsg_round(WMSG_LOAD_REPLY, &lr, &lr2);
+    CHECK(lr2.nfunctions == 2 && lr2.functions[1].registers == 255 && lr2.functions[1].local_bytes == 8);
+    wmsg_free(WMSG_LOAD_REPLY, &lr2);
+    WGateReply gr = {.h.ok = 1, .h.has_fatal = 1}, gr2;
+    gr.report.status = EVAL_INCORRECT;
+    gr.report.first_bad = 17;
+    wmsg_round(WMSG_GATE_REPLY, &gr, &gr2);
+    CHECK(gr2.report.status == EVAL_INCORRECT && gr2.report.first_bad == 17 && gr2.h.has_fatal && !gr2.h.fatal);
+    WTimeReply tr = {.h.ok = 1}, tr2;
+    tr.result.ms.median = 0.25;
+    tr.result.batch = 8;
+    wmsg_round(WMSG_TIME_REPLY, &tr, &tr2);
+    CHECK(tr2.result.ms.median == 0.25 && tr2.result.batch == 8);
+    WCompareReply cr = {.h.ok = 1}, cr2;
+    cr.result.ratio.median = 0.9;
+    wmsg_round(WMSG_COMPARE_REPLY, &cr, &cr2);
+    CHECK(cr2.result.ratio.median == 0.9);
+    /* malformed: a wrong type, a bad name, a string too long, with the path */
+    json_t *j = wmsg_put(WMSG_TIME, &t);
+    json_object_set_new(j, "which", json_string("both"));
+    CHECK(wmsg_read(WMSG_TIME, j, &t2, &err) == -1);
+    CHECK_CONTAINS(err.msg, "which: unknown name 'both'");
+    json_object_set_new(j, "which", json_string("ref"));
+    json_object_set_new(json_object_get(j, "bench"), "samples", json_string("many"));
+    CHECK(wmsg_read(WMSG_TIME, j, &t2, &err) == -1);
+    CHECK_CONTAINS(err.msg, "bench.samples: an integer expected, found a string");
+    json_decref(j);
+    char longname[200];
+    memset(longname, 'n', sizeof(longname) - 1);
+    longname[sizeof(longname) - 1] = 0;
+    j = wmsg_put(WMSG_LOAD_REPLY, &lr);
+    json_object_set_new(json_array_get(json_object_get(j, "functions"), 1), "name", json_string(longname));
+    CHECK(wmsg_read(WMSG_LOAD_REPLY, j, &lr2, &err) == -1);
+    CHECK_CONTAINS(err.msg, "functions[1].name: a string of 199 bytes, at most 95");
+    json_decref(j);
+    j = wmsg_put(WMSG_GATE, &g);
+    json_object_set_new(json_object_get(j, "plan"), "min_ctas", json_real(1.5));
+    CHECK(wmsg_read(WMSG_GATE, j, &g2, &err) == -1);
+    CHECK_CONTAINS(err.msg, "plan.min_ctas: an integer expected, found a real number");
+    json_decref(j);
+    plan_free(&p);
 }
 
 static void test_plan_json(void)
@@ -337,14 +530,14 @@ static void test_plan_json(void)
     j = proto_plan_to_json(&p);
     json_object_set_new(json_array_get(json_object_get(j, "profiles"), 1), "init", json_array());
     CHECK(proto_plan_from_json(j, &q, &err) == -1);
-    CHECK_CONTAINS(err.msg, "profile 1 ('large'): needs an init per buffer");
+    CHECK_CONTAINS(err.msg, "plan.profiles[1].init: 0 elements, one per buffer (2) expected");
     json_decref(j);
     j = proto_plan_to_json(&p);
     /* a bad buffer index is refused */
     json_object_set_new(json_array_get(json_object_get(json_array_get(json_object_get(j, "launches"), 0), "args"), 0),
                         "b", json_integer(9));
     CHECK(proto_plan_from_json(j, &q, &err) == -1);
-    CHECK_CONTAINS(err.msg, "buffer index 9 out of range");
+    CHECK_CONTAINS(err.msg, "plan.launches[0].args[0].b: buffer index 9 out of range");
     json_decref(j);
     plan_free(&p);
 
@@ -908,6 +1101,8 @@ int main(int argc, char **argv)
     RUN(test_proto_partial_eof_timeout);
     RUN(test_watchdog_rule);
     RUN(test_plan_json);
+    RUN(test_plan_fields);
+    RUN(test_wmsg_kinds);
     RUN(test_half);
     RUN(test_fill);
     RUN(test_fill_profiles);

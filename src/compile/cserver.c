@@ -6,12 +6,15 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "compile/spawn.h"
 
 #define MSG_MAX (64u << 20)   /* the largest message either side accepts */
 
@@ -120,41 +123,42 @@ static json_t *recv_json(int fd)
     return o;
 }
 
-static json_t *str_array(const char *const *v, int n)
-{
-    json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_string(v[i]));
-    return a;
-}
+/* ---- the messages ---------------------------------------------------------- */
 
-/* A request's fields (strings borrowed from o), freeing with req_free. */
-static void req_from_json(json_t *o, CompileRequest *r)
-{
-    memset(r, 0, sizeof(*r));
-    r->source = json_string_value(json_object_get(o, "source"));
-    r->name = json_string_value(json_object_get(o, "name"));
-    r->arch = json_string_value(json_object_get(o, "arch"));
-    r->fast_math = json_is_true(json_object_get(o, "fast_math"));
-    r->lineinfo = json_is_true(json_object_get(o, "lineinfo"));
-    json_t *op = json_object_get(o, "options"), *ne = json_object_get(o, "name_exprs");
-    r->noptions = (int)json_array_size(op);
-    r->nname_exprs = (int)json_array_size(ne);
-    const char **opts = xcalloc((size_t)r->noptions + 1, sizeof(char *));
-    const char **names = xcalloc((size_t)r->nname_exprs + 1, sizeof(char *));
-    for (int i = 0; i < r->noptions; i++)
-        opts[i] = json_string_value(json_array_get(op, (size_t)i));
-    for (int i = 0; i < r->nname_exprs; i++)
-        names[i] = json_string_value(json_array_get(ne, (size_t)i));
-    r->options = opts;
-    r->name_exprs = names;
-}
+/* A request: what to compile, and where the cache is. */
+typedef struct CsRequest {
+    CompileRequest req;        /* after fld_from_json its strings are owned (fld_release) */
+    char          *cache_dir;
+} CsRequest;
 
-static void req_free(CompileRequest *r)
-{
-    free((void *)r->options);
-    free((void *)r->name_exprs);
-}
+/* A reply: rc 0 when the result is in the cache. */
+typedef struct CsReply {
+    int    rc;
+    int    compiled;          /* 1: compiled now, not a cache hit */
+    double cpu_ms, wall_ms;
+    char   err[sizeof(((EvoErr *)0)->msg)];
+} CsReply;
+
+#define CS_TEXT(key_, m) {.key = key_, .type = F_TEXT, .off = offsetof(CsRequest, m)}
+#define CS_TEXTS(key_, m, n)                                                                                     \
+    {.key = key_, .type = F_ARR, .off = offsetof(CsRequest, m), .elem = F_TEXT, .dyn = 1, .size = sizeof(char *), \
+     .count = offsetof(CsRequest, n)}
+static const Field request_fields[] = {
+    CS_TEXT("source", req.source),
+    CS_TEXT("name", req.name),
+    CS_TEXT("arch", req.arch),
+    CS_TEXTS("options", req.options, req.noptions),
+    {.key = "fast_math", .type = F_BOOL, .off = offsetof(CsRequest, req.fast_math)},
+    {.key = "lineinfo", .type = F_BOOL, .off = offsetof(CsRequest, req.lineinfo)},
+    CS_TEXTS("name_exprs", req.name_exprs, req.nname_exprs),
+    CS_TEXT("cache_dir", cache_dir),
+};
+
+#define CS_R(m, ty) {.key = #m, .type = ty, .off = offsetof(CsReply, m), .req = 1}
+static const Field reply_fields[] = {
+    CS_R(rc, F_I32), CS_R(compiled, F_BOOL), CS_R(cpu_ms, F_REAL), CS_R(wall_ms, F_REAL),
+    {.key = "err", .type = F_CHARS, .off = offsetof(CsReply, err), .req = 1, .size = sizeof(((CsReply *)0)->err)},
+};
 
 /* ---- the helper process ----------------------------------------------------- */
 
@@ -164,21 +168,26 @@ static int serve(int in, int out)
         json_t *o = recv_json(in);
         if (!o)
             return 0;   /* the compile thread is gone */
-        CompileRequest req;
+        CsRequest q = {.cache_dir = NULL};
+        CsReply r = {0};
         CompileResult res;
         EvoErr err = {{0}};
-        req_from_json(o, &req);
-        nvrtc_set_cache_dir(json_string_value(json_object_get(o, "cache_dir")));
+        int ok = fld_from_json(request_fields, NFIELDS(request_fields), o, &q, &err) == 0;
+        nvrtc_set_cache_dir(ok ? q.cache_dir : NULL);
         double c0 = thread_cpu_ms();
-        int rc = req.source && req.arch ? nvrtc_compile(&req, &res, &err) : err_set(&err, "a request without a source");
-        json_t *r = json_pack("{s:i, s:b, s:f, s:f, s:s}", "rc", rc, "compiled", rc == 0 && !res.cache_hit, "cpu_ms",
-                              thread_cpu_ms() - c0, "wall_ms", rc == 0 ? res.compile_ms : 0.0, "err", err.msg);
-        if (req.source && req.arch)
+        ok = ok && (q.req.source && q.req.arch ? 1 : (err_set(&err, "a request without a source"), 0));
+        r.rc = ok ? nvrtc_compile(&q.req, &res, &err) : -1;
+        r.compiled = r.rc == 0 && !res.cache_hit;
+        r.cpu_ms = thread_cpu_ms() - c0;
+        r.wall_ms = r.rc == 0 ? res.compile_ms : 0.0;
+        snprintf(r.err, sizeof(r.err), "%s", err.msg);
+        if (ok)
             nvrtc_result_free(&res);
-        req_free(&req);
+        fld_release(request_fields, NFIELDS(request_fields), &q);
         json_decref(o);
-        int sent = send_json(out, r);
-        json_decref(r);
+        json_t *j = fld_to_json(reply_fields, NFIELDS(reply_fields), &r);
+        int sent = send_json(out, j);
+        json_decref(j);
         if (sent != 0)
             return 1;
     }
@@ -233,18 +242,21 @@ static Helper *thread_helper(void)
 static int remote(Helper *h, const CompileRequest *req, const char *dir, int *compiled, double *cpu_ms,
                   double *wall_ms)
 {
-    json_t *o = json_pack("{s:s, s:s?, s:s, s:o, s:b, s:b, s:o, s:s}", "source", req->source, "name", req->name,
-                          "arch", req->arch, "options", str_array(req->options, req->noptions), "fast_math",
-                          req->fast_math, "lineinfo", req->lineinfo, "name_exprs",
-                          str_array(req->name_exprs, req->nname_exprs), "cache_dir", dir);
-    int rc = o ? send_json(h->to, o) : -1;
+    CsRequest q = {*req, (char *)dir};
+    CsReply rep;
+    json_t *o = fld_to_json(request_fields, NFIELDS(request_fields), &q);
+    int rc = send_json(h->to, o);
     json_decref(o);
     json_t *r = rc == 0 ? recv_json(h->from) : NULL;
-    rc = r && json_integer_value(json_object_get(r, "rc")) == 0 ? 0 : -1;
+    if (r && fld_from_json(reply_fields, NFIELDS(reply_fields), r, &rep, NULL) != 0) {
+        json_decref(r);
+        r = NULL;
+    }
+    rc = r && rep.rc == 0 ? 0 : -1;
     if (r) {
-        *compiled = json_is_true(json_object_get(r, "compiled"));
-        *cpu_ms = json_number_value(json_object_get(r, "cpu_ms"));
-        *wall_ms = json_number_value(json_object_get(r, "wall_ms"));
+        *compiled = rep.compiled;
+        *cpu_ms = rep.cpu_ms;
+        *wall_ms = rep.wall_ms;
     }
     if (!r) {   /* it died or spoke nonsense: no more helper for this thread */
         helper_stop(h);

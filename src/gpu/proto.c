@@ -177,279 +177,239 @@ const char *proto_type_name(int type)
     return "?";
 }
 
-/* ---- getters ---------------------------------------------------------- */
-
-double proto_get_num(const json_t *o, const char *key, double def)
-{
-    json_t *v = json_object_get(o, key);
-    return v && json_is_number(v) ? json_number_value(v) : def;
-}
-
-long long proto_get_int(const json_t *o, const char *key, long long def)
-{
-    json_t *v = json_object_get(o, key);
-    if (v && json_is_integer(v))
-        return (long long)json_integer_value(v);
-    if (v && json_is_real(v))
-        return (long long)json_real_value(v);
-    if (v && json_is_boolean(v))
-        return json_is_true(v);
-    return def;
-}
-
-const char *proto_get_str(const json_t *o, const char *key, const char *def)
-{
-    json_t *v = json_object_get(o, key);
-    return v && json_is_string(v) ? json_string_value(v) : def;
-}
-
-void proto_copy_str(const json_t *o, const char *key, char *dst, size_t cap)
-{
-    const char *s = proto_get_str(o, key, "");
-    size_t n = strlen(s);
-    if (cap == 0)
-        return;
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, s, n);
-    dst[n] = 0;
-}
-
 /* ---- Plan ------------------------------------------------------------- */
 
-static json_t *u64_array(const uint64_t *v, int n)
+/* Every key of a plan is written, and required on reading: both ends are
+ * the same binary. */
+#define PF(T, key_, m, ty) {.key = key_, .type = ty, .off = offsetof(T, m), .req = 1}
+#define PF_ARR(T, key_, m, ty, n)                                                                                \
+    {.key = key_, .type = F_ARR, .off = offsetof(T, m), .req = 1, .elem = ty, .size = sizeof(((T *)0)->m[0]), \
+     .count = n, .max = FLD_MEMBER_LEN(T, m)}
+#define PF_TAB(T, key_, m, cnt, tab)                                                                             \
+    {.key = key_, .type = F_ARR, .off = offsetof(T, m), .req = 1, .elem = F_OBJ, .dyn = 1,                    \
+     .size = sizeof(((T *)0)->m[0]), .count = offsetof(T, cnt), .sub = tab, .nsub = NFIELDS(tab)}
+
+static const Field init_fields[] = {
+    PF(InitSpec, "k", kind, F_I32), PF(InitSpec, "a", a, F_REAL),   PF(InitSpec, "b", b, F_REAL),
+    PF(InitSpec, "p", p, F_REAL),   PF(InitSpec, "c", c, F_REAL),   PF(InitSpec, "rows", rows, F_I32),
+    PF(InitSpec, "ra", ra, F_REAL), PF(InitSpec, "rb", rb, F_REAL), PF(InitSpec, "rl", row_len, F_U64),
+};
+
+static const Field buffer_fields[] = {
+    PF(PlanBuffer, "name", name, F_TEXT),
+    PF(PlanBuffer, "dtype", dtype, F_I32),
+    PF(PlanBuffer, "count", count, F_U64),
+    PF(PlanBuffer, "role", role, F_I32),
+    {.key = "init", .type = F_OBJ, .off = offsetof(PlanBuffer, init), .req = 1, .sub = init_fields,
+     .nsub = NFIELDS(init_fields)},
+    PF(PlanBuffer, "salt", seed_salt, F_U64),
+    PF(PlanBuffer, "atol", atol, F_REAL),
+    PF(PlanBuffer, "rtol", rtol, F_REAL),
+    PF(PlanBuffer, "for_ref", for_ref, F_BOOL),
+    PF(PlanBuffer, "for_cand", for_cand, F_BOOL),
+};
+
+/* A tensor map's strides: rank - 1 of them (the hooks get the whole map). */
+static json_t *strides_put(const void *at)
 {
+    const PlanTmap *t = at;
     json_t *a = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(a, json_integer((json_int_t)v[i]));
+    for (int d = 0; d + 1 < t->rank; d++)
+        json_array_append_new(a, json_integer((json_int_t)t->strides[d]));
     return a;
 }
 
-static json_t *tmap_to_json(const PlanTmap *t)
+static int strides_read(const json_t *v, void *at, EvoErr *err)
 {
-    uint64_t box[TMAP_MAX_RANK], es[TMAP_MAX_RANK];
-    for (int d = 0; d < t->rank; d++) {
-        box[d] = t->box[d];
-        es[d] = t->elem_strides[d];
+    PlanTmap *t = at;
+    if (!json_is_array(v) || t->rank < 1 || json_array_size(v) != (size_t)t->rank - 1)
+        return err_set(err, ": an array of rank - 1 (%d) integers expected", t->rank - 1);
+    for (int d = 0; d + 1 < t->rank; d++) {
+        if (!json_is_integer(json_array_get(v, (size_t)d)))
+            return err_set(err, "[%d]: an integer expected", d);
+        t->strides[d] = (uint64_t)json_integer_value(json_array_get(v, (size_t)d));
     }
-    return json_pack("{s:i, s:o, s:o, s:o, s:o, s:i, s:i, s:i}", "rank", t->rank, "dims", u64_array(t->dims, t->rank),
-                     "strides", u64_array(t->strides, t->rank > 0 ? t->rank - 1 : 0), "box", u64_array(box, t->rank),
-                     "es", u64_array(es, t->rank), "swizzle", t->swizzle, "l2", t->l2_promotion, "oob_nan",
-                     t->oob_nan);
-}
-
-/* Read a tensor map; -1 when it is malformed. */
-static int tmap_from_json(const json_t *j, PlanTmap *t)
-{
-    memset(t, 0, sizeof(*t));
-    t->rank = (int)proto_get_int(j, "rank", 0);
-    if (t->rank < 1 || t->rank > TMAP_MAX_RANK)
-        return -1;
-    for (int d = 0; d < t->rank; d++) {
-        t->dims[d] = (uint64_t)json_integer_value(json_array_get(json_object_get(j, "dims"), (size_t)d));
-        t->box[d] = (uint32_t)json_integer_value(json_array_get(json_object_get(j, "box"), (size_t)d));
-        t->elem_strides[d] = (uint32_t)json_integer_value(json_array_get(json_object_get(j, "es"), (size_t)d));
-        if (d > 0)
-            t->strides[d - 1] = (uint64_t)json_integer_value(json_array_get(json_object_get(j, "strides"), (size_t)d - 1));
-    }
-    t->swizzle = (int)proto_get_int(j, "swizzle", 0);
-    t->l2_promotion = (int)proto_get_int(j, "l2", 0);
-    t->oob_nan = (int)proto_get_int(j, "oob_nan", 0);
     return 0;
 }
 
-static json_t *launches_to_json(const PlanLaunch *l, int n)
-{
-    json_t *arr = json_array();
-    for (int i = 0; i < n; i++) {
-        json_t *args = json_array();
-        for (int a = 0; a < l[i].nargs; a++) {
-            const PlanArg *pa = &l[i].args[a];
-            json_t *ja = json_pack("{s:i}", "k", (int)pa->kind);
-            if (pa->kind == ARG_BUFFER)
-                json_object_set_new(ja, "b", json_integer(pa->buffer));
-            else if (pa->kind == ARG_TMAP)
-                json_object_set_new(ja, "b", json_integer(pa->buffer)), json_object_set_new(ja, "t", tmap_to_json(&pa->tmap));
-            else if (pa->kind == ARG_I32 || pa->kind == ARG_I64)
-                json_object_set_new(ja, "i", json_integer(pa->i));
-            else
-                json_object_set_new(ja, "f", json_real(pa->f));
-            json_array_append_new(args, ja);
-        }
-        json_array_append_new(arr, json_pack("{s:s, s:[I,I,I], s:[I,I,I], s:I, s:o}", "entry", l[i].entry ? l[i].entry : "",
-                                             "grid", (json_int_t)l[i].grid[0], (json_int_t)l[i].grid[1],
-                                             (json_int_t)l[i].grid[2], "block", (json_int_t)l[i].block[0],
-                                             (json_int_t)l[i].block[1], (json_int_t)l[i].block[2], "smem",
-                                             (json_int_t)l[i].smem, "args", args));
-    }
-    return arr;
-}
-
-/* InitSpec on the wire. */
-static const Field init_fields[] = {
-    FJK(InitSpec, "k", kind, F_I32), FJK(InitSpec, "a", a, F_REAL),     FJK(InitSpec, "b", b, F_REAL),
-    FJK(InitSpec, "p", p, F_REAL),   FJK(InitSpec, "c", c, F_REAL),     FJK(InitSpec, "rows", rows, F_I32),
-    FJK(InitSpec, "ra", ra, F_REAL), FJK(InitSpec, "rb", rb, F_REAL),   FJK(InitSpec, "rl", row_len, F_U64),
+/* The arrays of a tensor map hold rank elements (rank comes first). */
+#define TMAP_ARR(key_, m, ty) \
+    {.key = key_, .type = F_ARR, .off = offsetof(PlanTmap, m), .req = 1, .elem = ty, \
+     .size = sizeof(((PlanTmap *)0)->m[0]), .count = offsetof(PlanTmap, rank), .match = 1, .max = TMAP_MAX_RANK}
+static const Field tmap_fields[] = {
+    PF(PlanTmap, "rank", rank, F_I32),
+    TMAP_ARR("dims", dims, F_U64),
+    {.key = "strides", .type = F_CUSTOM, .off = 0, .req = 1, .put = strides_put, .read = strides_read},
+    TMAP_ARR("box", box, F_U32),
+    TMAP_ARR("es", elem_strides, F_U32),
+    PF(PlanTmap, "swizzle", swizzle, F_I32),
+    PF(PlanTmap, "l2", l2_promotion, F_I32),
+    PF(PlanTmap, "oob_nan", oob_nan, F_I32),
 };
 
-static json_t *init_to_json(const InitSpec *s)
+/* An argument writes the member of its kind: b (and t), i or f. */
+static int arg_has_buffer(const void *r)
 {
-    return fld_to_json(init_fields, NFIELDS(init_fields), s);
+    return ((const PlanArg *)r)->kind == ARG_BUFFER || ((const PlanArg *)r)->kind == ARG_TMAP;
+}
+static int arg_is_tmap(const void *r) { return ((const PlanArg *)r)->kind == ARG_TMAP; }
+static int arg_is_int(const void *r) { return ((const PlanArg *)r)->kind == ARG_I32 || ((const PlanArg *)r)->kind == ARG_I64; }
+static int arg_is_real(const void *r) { return ((const PlanArg *)r)->kind == ARG_F32 || ((const PlanArg *)r)->kind == ARG_F64; }
+
+static const Field arg_fields[] = {
+    PF(PlanArg, "k", kind, F_I32),
+    {.key = "b", .type = F_I32, .off = offsetof(PlanArg, buffer), .when = arg_has_buffer},
+    {.key = "t", .type = F_OBJ, .off = offsetof(PlanArg, tmap), .when = arg_is_tmap, .sub = tmap_fields,
+     .nsub = NFIELDS(tmap_fields)},
+    {.key = "i", .type = F_I64, .off = offsetof(PlanArg, i), .when = arg_is_int},
+    {.key = "f", .type = F_REAL, .off = offsetof(PlanArg, f), .when = arg_is_real},
+};
+
+static const Field launch_fields[] = {
+    PF(PlanLaunch, "entry", entry, F_TEXT),
+    PF_ARR(PlanLaunch, "grid", grid, F_U32, FLD_FIXED),
+    PF_ARR(PlanLaunch, "block", block, F_U32, FLD_FIXED),
+    PF(PlanLaunch, "smem", smem, F_U32),
+    PF_TAB(PlanLaunch, "args", args, nargs, arg_fields),
+};
+
+/* A profile on the wire: its generators carry their count, which must be
+ * the plan's number of buffers. */
+typedef struct WireProfile {
+    char     *name;
+    int       timing;
+    InitSpec *init;
+    int       ninit;
+} WireProfile;
+
+static const Field profile_fields[] = {
+    PF(WireProfile, "name", name, F_TEXT),
+    PF(WireProfile, "timing", timing, F_BOOL),
+    PF_TAB(WireProfile, "init", init, ninit, init_fields),
+};
+
+static json_t *profiles_put(const void *at)
+{
+    const Plan *p = at;
+    json_t *a = json_array();
+    for (int k = 0; k < p->nprofiles; k++) {
+        const PlanProfile *pp = &p->profiles[k];
+        WireProfile w = {pp->name, pp->timing, pp->init, p->nbuffers};
+        json_array_append_new(a, fld_to_json(profile_fields, NFIELDS(profile_fields), &w));
+    }
+    return a;
 }
 
-/* -1 when malformed, or the kind or the row scale is out of range. */
-static int init_from_json(const json_t *j, InitSpec *s)
+static int profiles_read(const json_t *v, void *at, EvoErr *err)
 {
-    memset(s, 0, sizeof(*s));
-    s->kind = (InitKind)-1;
-    s->rows = (RowScale)-1;
-    s->row_len = 1;
-    if (fld_from_json(init_fields, NFIELDS(init_fields), j, s, NULL))
-        return -1;
-    return (int)s->kind < INIT_NORMAL || s->kind > INIT_OUTLIER || (int)s->rows < ROWS_NONE || s->rows > ROWS_UNIFORM
+    Plan *p = at;
+    if (!json_is_array(v) || json_array_size(v) > PLAN_MAX_PROFILES)
+        return err_set(err, ": an array of at most %d profiles expected", PLAN_MAX_PROFILES);
+    p->profiles = xcalloc(json_array_size(v) + 1, sizeof(*p->profiles));
+    for (size_t k = 0; k < json_array_size(v); k++) {
+        WireProfile w = {0};
+        EvoErr why = {{0}};
+        int rc = fld_from_json(profile_fields, NFIELDS(profile_fields), json_array_get(v, k), &w, &why);
+        p->profiles[p->nprofiles++] = (PlanProfile){w.name, w.timing, w.init};
+        if (rc)
+            return err_set(err, "[%zu]%s%s", k, why.msg[0] == ':' ? "" : ".", why.msg);
+        if (w.ninit != p->nbuffers)
+            return err_set(err, "[%zu].init: %d elements, one per buffer (%d) expected", k, w.ninit, p->nbuffers);
+    }
+    return 0;
+}
+
+static const Field plan_fields[] = {
+    PF(Plan, "shape", shape_label, F_TEXT),
+    PF(Plan, "is_bench", is_bench, F_BOOL),
+    PF_TAB(Plan, "buffers", buffers, nbuffers, buffer_fields),
+    PF_TAB(Plan, "launches", launches, nlaunches, launch_fields),
+    PF_TAB(Plan, "ref_launches", ref_launches, nref_launches, launch_fields),
+    PF(Plan, "flops", flops, F_REAL),
+    PF(Plan, "bytes", bytes, F_REAL),
+    PF(Plan, "min_ctas", min_ctas, F_I32),
+    {.key = "profiles", .type = F_CUSTOM, .off = 0, .put = profiles_put, .read = profiles_read},
+};
+
+/* A generator's kind and row scale in range. */
+static int init_check(const InitSpec *s, const char *path, EvoErr *err)
+{
+    if ((int)s->kind < INIT_NORMAL || s->kind > INIT_OUTLIER)
+        return err_set(err, "%s.k: %d is not a generator", path, (int)s->kind);
+    if ((int)s->rows < ROWS_NONE || s->rows > ROWS_UNIFORM)
+        return err_set(err, "%s.rows: %d is not a row scale", path, (int)s->rows);
+    return 0;
+}
+
+/* The arguments of launches l[n]: known kinds, buffers that exist, tensor
+ * maps of rank 1..TMAP_MAX_RANK. */
+static int launches_check(const PlanLaunch *l, int n, const char *what, int nbuf, EvoErr *err)
+{
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < l[i].nargs; a++) {
+            const PlanArg *pa = &l[i].args[a];
+            if ((int)pa->kind < ARG_BUFFER || pa->kind > ARG_TMAP)
+                return err_set(err, "%s[%d].args[%d].k: %d is not an argument kind", what, i, a, (int)pa->kind);
+            if (arg_has_buffer(pa) && (pa->buffer < 0 || pa->buffer >= nbuf))
+                return err_set(err, "%s[%d].args[%d].b: buffer index %d out of range", what, i, a, pa->buffer);
+            if (pa->kind == ARG_TMAP && (pa->tmap.rank < 1 || pa->tmap.rank > TMAP_MAX_RANK))
+                return err_set(err, "%s[%d].args[%d].t.rank: %d out of range", what, i, a, pa->tmap.rank);
+        }
+    return 0;
+}
+
+/* What the table cannot say: the enumerations in range, the references
+ * between buffers and launches. */
+static int plan_check(const Plan *p, EvoErr *err)
+{
+    char path[64];
+    for (int i = 0; i < p->nbuffers; i++) {
+        const PlanBuffer *b = &p->buffers[i];
+        if ((int)b->dtype < DT_F16 || b->dtype > DT_I32)
+            return err_set(err, "buffers[%d].dtype: %d is not a dtype", i, (int)b->dtype);
+        if ((int)b->role < ROLE_INPUT || b->role > ROLE_SCRATCH)
+            return err_set(err, "buffers[%d].role: %d is not a role", i, (int)b->role);
+        snprintf(path, sizeof(path), "buffers[%d].init", i);
+        if (init_check(&b->init, path, err))
+            return -1;
+    }
+    for (int k = 0; k < p->nprofiles; k++)
+        for (int i = 0; i < p->nbuffers; i++) {
+            snprintf(path, sizeof(path), "profiles[%d].init[%d]", k, i);
+            if (init_check(&p->profiles[k].init[i], path, err))
+                return -1;
+        }
+    return launches_check(p->launches, p->nlaunches, "launches", p->nbuffers, err) ||
+                   launches_check(p->ref_launches, p->nref_launches, "ref_launches", p->nbuffers, err)
                ? -1
                : 0;
 }
 
+json_t *proto_plan_put(const void *plan)
+{
+    return fld_to_json(plan_fields, NFIELDS(plan_fields), plan);
+}
+
+int proto_plan_read(const json_t *v, void *plan, EvoErr *err)
+{
+    EvoErr why = {{0}};
+    Plan *p = plan;
+    memset(p, 0, sizeof(*p));
+    if (fld_from_json(plan_fields, NFIELDS(plan_fields), v, p, &why) == 0 && plan_check(p, &why) == 0)
+        return 0;
+    plan_free(p);
+    return err_set(err, "%s%s", why.msg[0] == ':' ? "" : ".", why.msg);
+}
+
 json_t *proto_plan_to_json(const Plan *p)
 {
-    json_t *bufs = json_array(), *profs = json_array();
-    for (int i = 0; i < p->nbuffers; i++) {
-        const PlanBuffer *b = &p->buffers[i];
-        json_array_append_new(bufs, json_pack("{s:s, s:i, s:I, s:i, s:o, s:I, s:f, s:f, s:b, s:b}", "name",
-                                              b->name ? b->name : "", "dtype", (int)b->dtype, "count",
-                                              (json_int_t)b->count, "role", (int)b->role, "init",
-                                              init_to_json(&b->init), "salt", (json_int_t)b->seed_salt, "atol",
-                                              b->atol, "rtol", b->rtol, "for_ref", b->for_ref, "for_cand",
-                                              b->for_cand));
-    }
-    for (int k = 0; k < p->nprofiles; k++) {
-        json_t *inits = json_array();
-        for (int i = 0; i < p->nbuffers; i++)
-            json_array_append_new(inits, init_to_json(&p->profiles[k].init[i]));
-        json_array_append_new(profs, json_pack("{s:s, s:b, s:o}", "name", p->profiles[k].name ? p->profiles[k].name : "",
-                                               "timing", p->profiles[k].timing, "init", inits));
-    }
-    return json_pack("{s:s, s:b, s:o, s:o, s:o, s:f, s:f, s:i, s:o}", "shape", p->shape_label ? p->shape_label : "",
-                     "is_bench", p->is_bench, "buffers", bufs, "launches",
-                     launches_to_json(p->launches, p->nlaunches), "ref_launches",
-                     launches_to_json(p->ref_launches, p->nref_launches), "flops", p->flops, "bytes", p->bytes,
-                     "min_ctas", p->min_ctas, "profiles", profs);
-}
-
-/* The plan's profiles (after its buffers); -1 with err when malformed. */
-static int profiles_from_json(const json_t *arr, Plan *out, EvoErr *err)
-{
-    size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
-    if (arr && !json_is_array(arr))
-        return err_set(err, "plan: 'profiles' is not an array");
-    if (n > PLAN_MAX_PROFILES)
-        return err_set(err, "plan: %zu profiles, at most %d", n, PLAN_MAX_PROFILES);
-    out->profiles = xcalloc(n ? n : 1, sizeof(*out->profiles));
-    for (size_t k = 0; k < n; k++) {
-        const json_t *jp = json_array_get(arr, k), *inits = json_object_get(jp, "init");
-        PlanProfile *pp = &out->profiles[out->nprofiles++];
-        pp->name = xstrdup(proto_get_str(jp, "name", ""));
-        pp->timing = (int)proto_get_int(jp, "timing", 0);
-        pp->init = xcalloc((size_t)(out->nbuffers > 0 ? out->nbuffers : 1), sizeof(InitSpec));
-        if (!json_is_array(inits) || json_array_size(inits) != (size_t)out->nbuffers)
-            return err_set(err, "plan: profile %zu ('%s'): needs an init per buffer", k, pp->name);
-        for (int i = 0; i < out->nbuffers; i++)
-            if (init_from_json(json_array_get(inits, (size_t)i), &pp->init[i]) != 0)
-                return err_set(err, "plan: profile %zu ('%s'), buffer %d: bad init", k, pp->name, i);
-    }
-    return 0;
-}
-
-static int launches_from_json(const json_t *arr, const char *what, int nbuf, PlanLaunch **out, int *n,
-                              EvoErr *err)
-{
-    size_t cnt = json_is_array(arr) ? json_array_size(arr) : 0;
-    if (!json_is_array(arr))
-        return err_set(err, "plan: '%s' is not an array", what);
-    *out = xcalloc(cnt ? cnt : 1, sizeof(**out));
-    *n = (int)cnt;
-    for (size_t i = 0; i < cnt; i++) {
-        const json_t *jl = json_array_get(arr, i);
-        PlanLaunch *l = &(*out)[i];
-        const json_t *g = json_object_get(jl, "grid"), *b = json_object_get(jl, "block");
-        const json_t *args = json_object_get(jl, "args");
-        const char *entry = proto_get_str(jl, "entry", NULL);
-        if (!entry || !json_is_array(g) || json_array_size(g) != 3 || !json_is_array(b) ||
-            json_array_size(b) != 3 || !json_is_array(args))
-            return err_set(err, "plan: %s[%zu]: needs entry, grid[3], block[3], args", what, i);
-        l->entry = xstrdup(entry);
-        for (int k = 0; k < 3; k++) {
-            l->grid[k] = (unsigned)json_integer_value(json_array_get(g, (size_t)k));
-            l->block[k] = (unsigned)json_integer_value(json_array_get(b, (size_t)k));
-        }
-        l->smem = (unsigned)proto_get_int(jl, "smem", 0);
-        l->nargs = (int)json_array_size(args);
-        l->args = xcalloc(l->nargs ? (size_t)l->nargs : 1, sizeof(*l->args));
-        for (int a = 0; a < l->nargs; a++) {
-            const json_t *ja = json_array_get(args, (size_t)a);
-            PlanArg *pa = &l->args[a];
-            long long k = proto_get_int(ja, "k", -1);
-            if (k < ARG_BUFFER || k > ARG_TMAP)
-                return err_set(err, "plan: %s[%zu] argument %d: bad kind %lld", what, i, a, k);
-            pa->kind = (ArgKind)k;
-            pa->buffer = (int)proto_get_int(ja, "b", -1);
-            pa->i = (int64_t)proto_get_int(ja, "i", 0);
-            pa->f = proto_get_num(ja, "f", 0);
-            if ((pa->kind == ARG_BUFFER || pa->kind == ARG_TMAP) && (pa->buffer < 0 || pa->buffer >= nbuf))
-                return err_set(err, "plan: %s[%zu] argument %d: buffer index %d out of range", what, i, a,
-                               pa->buffer);
-            if (pa->kind == ARG_TMAP && tmap_from_json(json_object_get(ja, "t"), &pa->tmap) != 0)
-                return err_set(err, "plan: %s[%zu] argument %d: malformed tensor map", what, i, a);
-        }
-    }
-    return 0;
+    return proto_plan_put(p);
 }
 
 int proto_plan_from_json(const json_t *j, Plan *out, EvoErr *err)
 {
-    const json_t *bufs = json_object_get(j, "buffers");
-    memset(out, 0, sizeof(*out));
-    if (!json_is_object(j) || !json_is_array(bufs)) {
-        err_set(err, "plan: not an object with a 'buffers' array");
-        goto fail;
-    }
-    out->shape_label = xstrdup(proto_get_str(j, "shape", ""));
-    out->is_bench = (int)proto_get_int(j, "is_bench", 0);
-    out->flops = proto_get_num(j, "flops", 0);
-    out->bytes = proto_get_num(j, "bytes", 0);
-    out->min_ctas = (int)proto_get_int(j, "min_ctas", 0);
-    out->nbuffers = (int)json_array_size(bufs);
-    out->buffers = xcalloc(out->nbuffers ? (size_t)out->nbuffers : 1, sizeof(*out->buffers));
-    for (int i = 0; i < out->nbuffers; i++) {
-        const json_t *jb = json_array_get(bufs, (size_t)i);
-        PlanBuffer *b = &out->buffers[i];
-        long long dt = proto_get_int(jb, "dtype", -1), role = proto_get_int(jb, "role", -1);
-        b->name = xstrdup(proto_get_str(jb, "name", ""));
-        if (dt < DT_F16 || dt > DT_I32 || role < ROLE_INPUT || role > ROLE_SCRATCH ||
-            init_from_json(json_object_get(jb, "init"), &b->init) != 0) {
-            err_set(err, "plan: buffer %d ('%s'): bad dtype, role or init", i, b->name);
-            goto fail;
-        }
-        b->dtype = (DType)dt;
-        b->role = (BufRole)role;
-        b->count = (uint64_t)proto_get_int(jb, "count", 0);
-        b->seed_salt = (uint64_t)proto_get_int(jb, "salt", 0);
-        b->atol = proto_get_num(jb, "atol", 0);
-        b->rtol = proto_get_num(jb, "rtol", 0);
-        b->for_ref = (int)proto_get_int(jb, "for_ref", 1);
-        b->for_cand = (int)proto_get_int(jb, "for_cand", 1);
-    }
-    if (profiles_from_json(json_object_get(j, "profiles"), out, err) != 0 ||
-        launches_from_json(json_object_get(j, "launches"), "launches", out->nbuffers, &out->launches,
-                           &out->nlaunches, err) != 0 ||
-        launches_from_json(json_object_get(j, "ref_launches"), "ref_launches", out->nbuffers, &out->ref_launches,
-                           &out->nref_launches, err) != 0)
-        goto fail;
-    return 0;
-fail:
-    plan_free(out);
-    return -1;
+    EvoErr why = {{0}};
+    return proto_plan_read(j, out, &why) ? err_set(err, "plan%s", why.msg) : 0;
 }
 
 /* ---- DeviceInfo ------------------------------------------------------- */

@@ -73,22 +73,21 @@ void proto_msg_free(ProtoMsg *m);
 /* Name of a ProtoType ("hello", ...), "?" when unknown. */
 const char *proto_type_name(int type);
 
-/* Plan <-> JSON. to_json returns a new reference. from_json fills *out
- * (zeroed first; plan_free releases it) and returns 0, or -1 with err
- * naming the missing or mistyped field. */
+/* Plan <-> JSON, through the plan's field tables. to_json returns a new
+ * reference. from_json fills *out (zeroed first; plan_free releases it)
+ * and returns 0, or -1 with err naming the JSON path of the bad value
+ * ("plan.launches[0].args[2].b: buffer index 9 out of range"); besides
+ * the types it checks the enumerations, the buffer indices and that each
+ * profile has a generator per buffer. On -1 *out is already released. */
 json_t *proto_plan_to_json(const Plan *p);
 int     proto_plan_from_json(const json_t *j, Plan *out, EvoErr *err);
+/* The same as the hooks of a Field (F_CUSTOM, .put / .read) for a Plan
+ * member of a message: read's err continues the path (".buffers[1]..."). */
+json_t *proto_plan_put(const void *plan);
+int     proto_plan_read(const json_t *v, void *plan, EvoErr *err);
 
 /* DeviceInfo <-> JSON, same conventions. */
 json_t *proto_device_to_json(const DeviceInfo *d);
 int     proto_device_from_json(const json_t *j, DeviceInfo *out, EvoErr *err);
-
-/* Small typed getters for the JSON readers of verdict.c, bench.c and
- * worker.c: a missing key gives the default. */
-double      proto_get_num(const json_t *o, const char *key, double def);
-long long   proto_get_int(const json_t *o, const char *key, long long def);
-const char *proto_get_str(const json_t *o, const char *key, const char *def);
-/* Copy a string field into a fixed buffer (truncating), "" when absent. */
-void        proto_copy_str(const json_t *o, const char *key, char *dst, size_t cap);
 
 #endif

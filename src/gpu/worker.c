@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "compile/spawn.h"
 #include "gpu/cuda_api.h"
 #include "gpu/proto.h"
 
@@ -169,9 +170,22 @@ static int request(Worker *w, int type, const json_t *j, const void *bin, size_t
         return REQ_DEAD;
     }
     w->last_error[0] = 0;
-    if (proto_get_int(reply->json, "fatal", 0))
+    WReply h;
+    if (wmsg_read(WMSG_REPLY, reply->json, &h, NULL) == 0 && h.fatal)
         stop_worker(w, 3000, NULL, 0);
     return REQ_OK;
+}
+
+/* Read reply r as kind into out (a struct starting with its WReply); a
+ * malformed reply reads as a failed one that says why. */
+static void reply_read(WMsgKind kind, const ProtoMsg *r, void *out)
+{
+    EvoErr e = {{0}};
+    if (wmsg_read(kind, r->json, out, &e) != 0) {
+        WReply *h = out;
+        h->ok = 0;
+        snprintf(h->error, sizeof(h->error), "worker reply: %s", e.msg);
+    }
 }
 
 /* Start a worker if none runs: spawn + hello. */
@@ -179,27 +193,29 @@ static int ensure_running(Worker *w, EvoErr *err)
 {
     ProtoMsg r;
     EvalStatus st = EVAL_OK;
+    WHello hello = {w->device};
+    WHelloReply hr;
     json_t *j;
     int rc;
     if (w->pid > 0)
         return 0;
     if (spawn(w, err) != 0)
         return -1;
-    j = json_pack("{s:i}", "device", w->device);
+    j = wmsg_put(WMSG_HELLO, &hello);
     rc = request(w, PROTO_HELLO, j, NULL, 0, w->floor_ms > 30000 ? w->floor_ms : 30000, &r, &st, err);
     json_decref(j);
     if (rc < 0)
         return -1;
     if (rc == REQ_DEAD)
         return err_set(err, "worker (%s %s): hello failed: %s", w->exe, w->entry, w->last_error);
-    if (!proto_get_int(r.json, "ok", 0) ||
-        proto_device_from_json(json_object_get(r.json, "device"), &w->info, err) != 0) {
-        err_set(err, "worker: %s", proto_get_str(r.json, "error", err ? err->msg : "bad hello reply"));
-        proto_msg_free(&r);
+    reply_read(WMSG_HELLO_REPLY, &r, &hr);
+    proto_msg_free(&r);
+    if (!hr.h.ok) {
+        err_set(err, "worker: %s", hr.h.error[0] ? hr.h.error : "bad hello reply");
         stop_worker(w, 1000, NULL, 0);
         return -1;
     }
-    proto_msg_free(&r);
+    w->info = hr.device;
     return 0;
 }
 
@@ -217,17 +233,16 @@ static int ensure_module(Worker *w, Module *m, WorkerFunc *funcs, EvalStatus *st
                          EvoErr *err)
 {
     ProtoMsg r;
-    json_t *j, *ents;
+    WLoad ld = {m->id, m->entries, m->nentries};
+    WLoadReply lr;
+    json_t *j;
     int rc;
     *st = EVAL_OK;
     if (m->loaded_gen == w->gen && w->pid > 0 && !funcs)
         return 0;
     if (ensure_running(w, err) != 0)
         return -1;
-    ents = json_array();
-    for (int i = 0; i < m->nentries; i++)
-        json_array_append_new(ents, json_string(m->entries[i]));
-    j = json_pack("{s:i, s:o}", "module", m->id, "entries", ents);
+    j = wmsg_put(WMSG_LOAD, &ld);
     rc = request(w, PROTO_LOAD, j, m->cubin, m->len, w->floor_ms, &r, st, err);
     json_decref(j);
     if (rc < 0)
@@ -236,27 +251,23 @@ static int ensure_module(Worker *w, Module *m, WorkerFunc *funcs, EvalStatus *st
         snprintf(msg, cap, "%s", w->last_error);
         return 0;
     }
-    if (!proto_get_int(r.json, "ok", 0)) {
-        int s = gate_status_parse(proto_get_str(r.json, "status", ""));
+    reply_read(WMSG_LOAD_REPLY, &r, &lr);
+    proto_msg_free(&r);
+    if (!lr.h.ok) {
+        int s = gate_status_parse(lr.h.status);
         *st = s < 0 ? EVAL_INVALID : (EvalStatus)s;
-        snprintf(msg, cap, "%s", proto_get_str(r.json, "error", "module load failed"));
-        proto_msg_free(&r);
+        snprintf(msg, cap, "%s", lr.h.error[0] ? lr.h.error : "module load failed");
+        wmsg_free(WMSG_LOAD_REPLY, &lr);
         return 0;
     }
     m->loaded_gen = w->gen;
-    if (funcs) {
-        const json_t *fs = json_object_get(r.json, "functions");
-        for (int i = 0; i < m->nentries; i++) {
-            const json_t *f = json_array_get(fs, (size_t)i);
-            memset(&funcs[i], 0, sizeof(funcs[i]));
-            snprintf(funcs[i].name, sizeof(funcs[i].name), "%s", m->entries[i]);
-            funcs[i].registers = (int)proto_get_int(f, "registers", 0);
-            funcs[i].static_smem = (int)proto_get_int(f, "static_smem", 0);
-            funcs[i].local_bytes = (int)proto_get_int(f, "local_bytes", 0);
-            funcs[i].max_threads = (int)proto_get_int(f, "max_threads", 0);
-        }
+    for (int i = 0; funcs && i < m->nentries; i++) {
+        memset(&funcs[i], 0, sizeof(funcs[i]));
+        if (i < lr.nfunctions)
+            funcs[i] = lr.functions[i];
+        snprintf(funcs[i].name, sizeof(funcs[i].name), "%s", m->entries[i]);
     }
-    proto_msg_free(&r);
+    wmsg_free(WMSG_LOAD_REPLY, &lr);
     return 0;
 }
 
@@ -398,7 +409,8 @@ int worker_unload(Worker *w, int id, EvoErr *err)
         if (m->loaded_gen == w->gen && w->pid > 0) {
             ProtoMsg r;
             EvalStatus st;
-            json_t *j = json_pack("{s:i}", "module", id);
+            WLoad u = {.module = id};
+            json_t *j = wmsg_put(WMSG_UNLOAD, &u);
             if (request(w, PROTO_UNLOAD, j, NULL, 0, w->floor_ms, &r, &st, err) == REQ_OK)
                 proto_msg_free(&r);
             json_decref(j);
@@ -442,8 +454,10 @@ int worker_gate(Worker *w, const Plan *plan, int cand, int ref, const GateOption
     int ids[2] = {cand, ref};
     EvalStatus st;
     ProtoMsg r;
-    json_t *j, *seeds;
-    int rc, nseeds;
+    WGate g = {.plan = *plan, .cand = cand, .ref = ref};
+    WGateReply gr;
+    json_t *j;
+    int rc;
 
     memset(rep, 0, sizeof(*rep));
     rep->first_bad = -1;
@@ -458,12 +472,11 @@ int worker_gate(Worker *w, const Plan *plan, int cand, int ref, const GateOption
         rep->status = st;
         return 0;
     }
-    nseeds = opt->nseeds > 0 ? (opt->nseeds > 16 ? 16 : opt->nseeds) : 3;
-    seeds = json_array();
-    for (int i = 0; i < nseeds; i++)
-        json_array_append_new(seeds, json_integer((json_int_t)(opt->seeds_given ? opt->seeds[i] : (uint64_t)i + 1)));
-    j = json_pack("{s:o, s:i, s:i, s:o}", "plan", proto_plan_to_json(plan), "cand", cand, "ref", ref, "seeds", seeds);
-    rc = request(w, PROTO_GATE, j, NULL, 0, timeout_for_runs(w, 3.0 * nseeds * plan_nprofiles(plan)), &r, &st, err);
+    g.nseeds = opt->nseeds > 0 ? (opt->nseeds > WMSG_MAX_SEEDS ? WMSG_MAX_SEEDS : opt->nseeds) : 3;
+    for (int i = 0; i < g.nseeds; i++)
+        g.seeds[i] = opt->seeds_given ? opt->seeds[i] : (uint64_t)i + 1;
+    j = wmsg_put(WMSG_GATE, &g);
+    rc = request(w, PROTO_GATE, j, NULL, 0, timeout_for_runs(w, 3.0 * g.nseeds * plan_nprofiles(plan)), &r, &st, err);
     json_decref(j);
     if (rc < 0)
         return -1;
@@ -473,37 +486,39 @@ int worker_gate(Worker *w, const Plan *plan, int cand, int ref, const GateOption
         snprintf(rep->error, sizeof(rep->error), "%s", w->last_error);
         return 0;
     }
-    if (!proto_get_int(r.json, "ok", 0)) {
+    reply_read(WMSG_GATE_REPLY, &r, &gr);
+    proto_msg_free(&r);
+    if (!gr.h.ok) {
         rep->status = EVAL_INVALID;
-        snprintf(rep->error, sizeof(rep->error), "%s", proto_get_str(r.json, "error", "gate request failed"));
+        snprintf(rep->error, sizeof(rep->error), "%s", gr.h.error[0] ? gr.h.error : "gate request failed");
     } else {
-        gate_report_from_json(json_object_get(r.json, "report"), rep);
+        *rep = gr.report;
         if (rep->ref_ms > 0)
             worker_note_ref_ms(w, rep->ref_ms);
     }
-    proto_msg_free(&r);
     return 0;
 }
 
-/* Shared by time / metrics / compare: send j, parse "result" with parse(). */
-static int bench_request(Worker *w, int type, json_t *j, double timeout_ms, json_t **result, EvalStatus *st,
-                         char *msg, size_t cap, ProtoMsg *r, EvoErr *err)
+/* Shared by time / metrics / compare: send j (taken), read the reply as
+ * kind into out (zeroed by the caller: not ok when the worker died). */
+static int bench_request(Worker *w, int type, json_t *j, double timeout_ms, WMsgKind kind, void *out,
+                         EvalStatus *st, char *msg, size_t cap, EvoErr *err)
 {
-    int rc = request(w, type, j, NULL, 0, timeout_ms, r, st, err);
-    *result = NULL;
+    ProtoMsg r;
+    WReply *h = out;
+    int rc = request(w, type, j, NULL, 0, timeout_ms, &r, st, err);
+    json_decref(j);
     if (rc < 0)
         return -1;
     if (rc == REQ_DEAD) {
         snprintf(msg, cap, "%s", w->last_error);
         return 0;
     }
-    if (!proto_get_int(r->json, "ok", 0)) {
-        *st = EVAL_INVALID;
-        snprintf(msg, cap, "%s", proto_get_str(r->json, "error", "request failed"));
-        return 0;
-    }
-    *st = EVAL_OK;
-    *result = json_object_get(r->json, "result");
+    reply_read(kind, &r, out);
+    proto_msg_free(&r);
+    *st = h->ok ? EVAL_OK : EVAL_INVALID;
+    if (!h->ok)
+        snprintf(msg, cap, "%s", h->error[0] ? h->error : "request failed");
     return 0;
 }
 
@@ -512,8 +527,8 @@ static int time_or_metrics(Worker *w, int type, const Plan *plan, int module, in
 {
     BenchOptions def;
     EvalStatus st;
-    ProtoMsg r = {0};
-    json_t *j, *result;
+    WTime t = {.plan = *plan, .module = module, .which_ref = which_ref};
+    WTimeReply tr = {.h.ok = 0};
     int rc;
     memset(res, 0, sizeof(*res));
     if (!opt) {
@@ -526,21 +541,17 @@ static int time_or_metrics(Worker *w, int type, const Plan *plan, int module, in
         res->status = st;
         return 0;
     }
-    j = json_pack("{s:o, s:i, s:s, s:o}", "plan", proto_plan_to_json(plan), "module", module, "which",
-                  which_ref ? "ref" : "cand", "bench", bench_options_to_json(opt));
-    rc = bench_request(w, type, j, timeout_for_runs(w, (opt->warmup + opt->samples + 25.0) * plan_nprofiles(plan)),
-                       &result, &st, res->error, sizeof(res->error), &r, err);
-    json_decref(j);
-    if (rc == 0) {
-        if (result) {
-            bench_result_from_json(result, res);
-            bench_fill_throughput(res, plan, &w->info);
-        } else {
-            res->status = st;
-            res->fatal = st == EVAL_TIMEOUT || st == EVAL_CRASHED;
-        }
+    t.bench = *opt;
+    rc = bench_request(w, type, wmsg_put(WMSG_TIME, &t),
+                       timeout_for_runs(w, (opt->warmup + opt->samples + 25.0) * plan_nprofiles(plan)),
+                       WMSG_TIME_REPLY, &tr, &st, res->error, sizeof(res->error), err);
+    if (rc == 0 && tr.h.ok) {
+        *res = tr.result;
+        bench_fill_throughput(res, plan, &w->info);
+    } else if (rc == 0) {
+        res->status = st;
+        res->fatal = st == EVAL_TIMEOUT || st == EVAL_CRASHED;
     }
-    proto_msg_free(&r);
     return rc;
 }
 
@@ -561,8 +572,8 @@ int worker_compare(Worker *w, const Plan *plan_a, int module_a, const Plan *plan
     BenchOptions def;
     int ids[2] = {module_a, module_b};
     EvalStatus st;
-    ProtoMsg r = {0};
-    json_t *j, *result;
+    WCompare q = {.plan_a = *plan_a, .module_a = module_a, .plan_b = *plan_b, .module_b = module_b};
+    WCompareReply cr = {.h.ok = 0};
     int rc;
     memset(res, 0, sizeof(*res));
     if (!opt) {
@@ -575,23 +586,16 @@ int worker_compare(Worker *w, const Plan *plan_a, int module_a, const Plan *plan
         res->status = st;
         return 0;
     }
-    j = json_pack("{s:o, s:i, s:s, s:o, s:i, s:s, s:o}", "plan_a", proto_plan_to_json(plan_a), "module_a", module_a,
-                  "which_a", "cand", "plan_b", proto_plan_to_json(plan_b), "module_b", module_b, "which_b", "cand",
-                  "bench", bench_options_to_json(opt));
-    rc = bench_request(w, PROTO_COMPARE, j,
+    q.bench = *opt;
+    rc = bench_request(w, PROTO_COMPARE, wmsg_put(WMSG_COMPARE, &q),
                        timeout_for_runs(w, (2.0 * opt->pairs * (opt->retries > 0 ? opt->retries : 1) + 60.0) *
                                                plan_nprofiles(plan_b)),
-                       &result, &st, res->error, sizeof(res->error), &r, err);
-    json_decref(j);
-    if (rc == 0) {
-        if (result) {
-            bench_compare_from_json(result, res);
-        } else {
-            res->status = st;
-            res->fatal = st == EVAL_TIMEOUT || st == EVAL_CRASHED;
-        }
+                       WMSG_COMPARE_REPLY, &cr, &st, res->error, sizeof(res->error), err);
+    if (rc == 0 && cr.h.ok) {
+        *res = cr.result;
+    } else if (rc == 0) {
+        res->status = st;
+        res->fatal = st == EVAL_TIMEOUT || st == EVAL_CRASHED;
     }
-    proto_msg_free(&r);
     return rc;
 }
-

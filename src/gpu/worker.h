@@ -57,6 +57,7 @@
 #include "device.h"
 #include "gpu/bench.h"
 #include "gpu/gate.h"
+#include "gpu/wmsg.h"
 #include "task/plan.h"
 #include "util.h"
 
@@ -70,11 +71,7 @@ typedef struct WorkerOptions {
 
 typedef struct Worker Worker;
 
-/* Function attributes reported by a module load. */
-typedef struct WorkerFunc {
-    char name[96];
-    int  registers, static_smem, local_bytes, max_threads;
-} WorkerFunc;
+/* WorkerFunc, a kernel's attributes reported by a module load: gpu/wmsg.h. */
 
 /* Start a worker (fork + exec, then hello). *out gets the handle, to be
  * released with worker_close(). Returns 0, or -1 with err (exec failure,

@@ -58,41 +58,48 @@ static void wmod_drop(WState *s, int id)
         }
 }
 
-static json_t *reply_error(const char *status, const char *fmt, ...) EVO_PRINTF(2, 3);
-static json_t *reply_error(const char *status, const char *fmt, ...)
+/* An error reply that also says whether the context is dead. */
+static json_t *reply_fatal(int fatal, const char *status, const char *error)
 {
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    return json_pack("{s:b, s:s, s:s}", "ok", 0, "status", status, "error", buf);
+    WReply r = {.fatal = fatal, .has_fatal = 1};
+    snprintf(r.status, sizeof(r.status), "%s", status);
+    snprintf(r.error, sizeof(r.error), "%s", error);
+    return wmsg_put(WMSG_REPLY, &r);
 }
 
 static json_t *w_hello(WState *s, const json_t *req)
 {
     EvoErr e = {{0}};
+    WHello q;
+    WHelloReply r = {.h.ok = 1};
+    if (wmsg_read(WMSG_HELLO, req, &q, &e) != 0)
+        return wmsg_error("invalid", "hello: %s", e.msg);
     if (!s->have_ctx) {
         if (!s->api && cuda_load(&s->api, &e) != 0)
-            return reply_error("invalid", "%s", e.msg);
-        if (cuda_context_open(s->api, (int)proto_get_int(req, "device", 0), &s->ctx, &e) != 0)
-            return reply_error("invalid", "%s", e.msg);
+            return wmsg_error("invalid", "%s", e.msg);
+        if (cuda_context_open(s->api, q.device, &s->ctx, &e) != 0)
+            return wmsg_error("invalid", "%s", e.msg);
         s->have_ctx = 1;
     }
-    return json_pack("{s:b, s:o}", "ok", 1, "device", proto_device_to_json(&s->ctx.info));
+    r.device = s->ctx.info;
+    return wmsg_put(WMSG_HELLO_REPLY, &r);
 }
 
 static json_t *w_load(WState *s, const json_t *req, const ProtoMsg *m)
 {
     EvoErr e = {{0}};
-    int id = (int)proto_get_int(req, "module", -1);
-    const json_t *ents = json_object_get(req, "entries");
+    WLoad q;
+    WLoadReply out = {.h.ok = 1};
     unsigned char *img;
     CUmodule mod = NULL;
     CUresult r;
-    json_t *fs;
-    if (!m->bin || m->bin_len == 0)
-        return reply_error("invalid", "%s", "load: no module image attached");
+    json_t *j;
+    if (wmsg_read(WMSG_LOAD, req, &q, &e) != 0)
+        return wmsg_error("invalid", "load: %s", e.msg);
+    if (!m->bin || m->bin_len == 0) {
+        wmsg_free(WMSG_LOAD, &q);
+        return wmsg_error("invalid", "%s", "load: no module image attached");
+    }
     img = xmalloc(m->bin_len + 1); /* NUL-terminated in case it is PTX */
     memcpy(img, m->bin, m->bin_len);
     img[m->bin_len] = 0;
@@ -101,37 +108,38 @@ static json_t *w_load(WState *s, const json_t *req, const ProtoMsg *m)
     if (r != CUDA_SUCCESS) {
         cuda_check(s->api, r, "cuModuleLoadData", &e);
         s->fatal = cuda_error_is_sticky(r);
-        json_t *j = reply_error("compile_error", "%s", e.msg);
-        json_object_set_new(j, "fatal", json_boolean(s->fatal));
-        return j;
+        wmsg_free(WMSG_LOAD, &q);
+        return reply_fatal(s->fatal, "compile_error", e.msg);
     }
-    fs = json_array();
-    for (size_t i = 0; json_is_array(ents) && i < json_array_size(ents); i++) {
-        const char *name = json_string_value(json_array_get(ents, i));
+    out.functions = xcalloc((size_t)q.nentries + 1, sizeof(*out.functions));
+    for (int i = 0; i < q.nentries; i++) {
+        const char *name = q.entries[i] ? q.entries[i] : "?";
+        WorkerFunc *wf = &out.functions[out.nfunctions++];
         CUfunction f;
-        int regs = 0, smem = 0, local = 0, maxt = 0;
-        if (!name || (r = s->api->cuModuleGetFunction(&f, mod, name)) != CUDA_SUCCESS) {
+        if (!q.entries[i] || (r = s->api->cuModuleGetFunction(&f, mod, name)) != CUDA_SUCCESS) {
             s->api->cuModuleUnload(mod);
-            json_decref(fs);
-            return reply_error("invalid", "load: kernel entry '%s' not found in the module (is it extern \"C\"?)",
-                               name ? name : "?");
+            j = wmsg_error("invalid", "load: kernel entry '%s' not found in the module (is it extern \"C\"?)", name);
+            goto done;
         }
-        s->api->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
-        s->api->cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
-        s->api->cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
-        s->api->cuFuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
-        json_array_append_new(fs, json_pack("{s:s, s:i, s:i, s:i, s:i}", "name", name, "registers", regs,
-                                            "static_smem", smem, "local_bytes", local, "max_threads", maxt));
+        snprintf(wf->name, sizeof(wf->name), "%s", name);
+        s->api->cuFuncGetAttribute(&wf->registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+        s->api->cuFuncGetAttribute(&wf->static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+        s->api->cuFuncGetAttribute(&wf->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+        s->api->cuFuncGetAttribute(&wf->max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
     }
-    wmod_drop(s, id);
+    wmod_drop(s, q.module);
     if (s->nmods == s->capmods) {
         s->capmods = s->capmods ? 2 * s->capmods : 16;
         s->mods = xrealloc(s->mods, (size_t)s->capmods * sizeof(*s->mods));
     }
-    s->mods[s->nmods].id = id;
+    s->mods[s->nmods].id = q.module;
     s->mods[s->nmods].mod = mod;
     s->nmods++;
-    return json_pack("{s:b, s:o}", "ok", 1, "functions", fs);
+    j = wmsg_put(WMSG_LOAD_REPLY, &out);
+done:
+    free(out.functions);
+    wmsg_free(WMSG_LOAD, &q);
+    return j;
 }
 
 /* The resident state, made on the first request that needs it (it
@@ -146,34 +154,31 @@ static Resident *resident(WState *s, EvoErr *err)
 static json_t *w_gate(WState *s, const json_t *req)
 {
     EvoErr e = {{0}};
-    Plan plan;
+    WGate q;
     GateOptions opt;
-    GateReport rep;
-    const json_t *seeds = json_object_get(req, "seeds");
-    int cand = (int)proto_get_int(req, "cand", -1), ref = (int)proto_get_int(req, "ref", -1);
-    CUmodule mc = wmod_find(s, cand), mr = wmod_find(s, ref);
-    json_t *out;
+    WGateReply out = {.h.ok = 1, .h.has_fatal = 1};
     Resident *res;
-    if (!mc || !mr)
-        return reply_error("invalid", "gate: module %s not loaded", !mc ? "cand" : "ref");
-    if (proto_plan_from_json(json_object_get(req, "plan"), &plan, &e) != 0)
-        return reply_error("invalid", "%s", e.msg);
+    if (wmsg_read(WMSG_GATE, req, &q, &e) != 0)
+        return wmsg_error("invalid", "gate: %s", e.msg);
+    CUmodule mc = wmod_find(s, q.cand), mr = wmod_find(s, q.ref);
+    if (!mc || !mr) {
+        wmsg_free(WMSG_GATE, &q);
+        return wmsg_error("invalid", "gate: module %s not loaded", !mc ? "cand" : "ref");
+    }
     gate_options_default(&opt);
-    if (json_is_array(seeds) && json_array_size(seeds) > 0) {
-        opt.nseeds = (int)(json_array_size(seeds) > 16 ? 16 : json_array_size(seeds));
+    if (q.nseeds > 0) {
+        opt.nseeds = q.nseeds;
         opt.seeds_given = 1;
-        for (int i = 0; i < opt.nseeds; i++)
-            opt.seeds[i] = (uint64_t)json_integer_value(json_array_get(seeds, (size_t)i));
+        memcpy(opt.seeds, q.seeds, sizeof(q.seeds[0]) * (size_t)q.nseeds);
     }
     if (!(res = resident(s, &e))) {
-        plan_free(&plan);
-        return reply_error("invalid", "%s", e.msg);
+        wmsg_free(WMSG_GATE, &q);
+        return wmsg_error("invalid", "%s", e.msg);
     }
-    gate_run(&s->ctx, res, &plan, mc, mr, ref, &opt, &rep, &e);
-    plan_free(&plan);
-    s->fatal = rep.fatal;
-    out = json_pack("{s:b, s:o, s:b}", "ok", 1, "report", gate_report_to_json(&rep), "fatal", rep.fatal);
-    return out;
+    gate_run(&s->ctx, res, &q.plan, mc, mr, q.ref, &opt, &out.report, &e);
+    wmsg_free(WMSG_GATE, &q);
+    s->fatal = out.h.fatal = out.report.fatal;
+    return wmsg_put(WMSG_GATE_REPLY, &out);
 }
 
 /* One side of a timing request: its plan and, for every profile timed,
@@ -212,28 +217,27 @@ static int timed_profiles(const Plan *plan, unsigned mask, int *prof)
     return n;
 }
 
-/* Set up a side: for each profile k timed, working set k of its bay
- * (second = 1: set nprofiles + k, a side on buffers of its own). Returns
- * NULL on success, or an error reply. */
-static json_t *side_open(WState *s, Side *sd, const json_t *plan_json, int module, const char *which, uint64_t seed,
-                         unsigned mask, int second)
+/* Set up a side (taking *plan, which is zeroed): for each profile k
+ * timed, working set k of its bay (second = 1: set nprofiles + k, a side
+ * on buffers of its own). Returns NULL on success, or an error reply. */
+static json_t *side_open(WState *s, Side *sd, Plan *plan, int module, int ref, uint64_t seed, unsigned mask,
+                         int second)
 {
     EvoErr e = {{0}};
     CUresult cu = CUDA_SUCCESS;
     CUmodule m = wmod_find(s, module);
-    int ref = which && strcmp(which, "ref") == 0;
     Resident *res;
     memset(sd, 0, sizeof(*sd));
-    if (!m)
-        return reply_error("invalid", "timing: module %d not loaded", module);
-    if (proto_plan_from_json(plan_json, &sd->plan, &e) != 0)
-        return reply_error("invalid", "%s", e.msg);
+    sd->plan = *plan;
     sd->have_plan = 1;
+    memset(plan, 0, sizeof(*plan));
+    if (!m)
+        return wmsg_error("invalid", "timing: module %d not loaded", module);
     if (!(sd->n = timed_profiles(&sd->plan, mask, sd->prof)))
-        return reply_error("invalid", "timing: profiles 0x%x: the plan has %d profile%s", mask,
+        return wmsg_error("invalid", "timing: profiles 0x%x: the plan has %d profile%s", mask,
                            plan_nprofiles(&sd->plan), plan_nprofiles(&sd->plan) == 1 ? "" : "s");
     if (!(res = resident(s, &e)))
-        return reply_error("invalid", "%s", e.msg);
+        return wmsg_error("invalid", "%s", e.msg);
     for (int k = 0; k < sd->n; k++) {
         Bay *bay = NULL;
         int p = sd->prof[k], set = p + (second ? plan_nprofiles(&sd->plan) : 0);
@@ -246,19 +250,17 @@ static json_t *side_open(WState *s, Side *sd, const json_t *plan_json, int modul
             goto fail;
     }
     return NULL;
-fail:;
-    json_t *j = reply_error(cu == CUDA_SUCCESS ? "invalid" : gate_status_name(gate_status_from_cuda(cu)), "%s", e.msg);
+fail:
     s->fatal = cuda_error_is_sticky(cu);
-    json_object_set_new(j, "fatal", json_boolean(s->fatal));
-    return j;
+    return reply_fatal(s->fatal, cu == CUDA_SUCCESS ? "invalid" : gate_status_name(gate_status_from_cuda(cu)), e.msg);
 }
 
 /* The calibration cache: a side's batch size is measured once per
  * (module, which launches, shape, sample length) and reused, so repeated
  * timings of a parent cost no calibration and sample the same batch. */
-static char *calib_key(const Side *sd, int module, const char *which, const BenchOptions *o)
+static char *calib_key(const Side *sd, int module, int ref, const BenchOptions *o)
 {
-    return xasprintf("%d|%s|%s|%.6g|%d", module, which, sd->plan.shape_label ? sd->plan.shape_label : "",
+    return xasprintf("%d|%s|%s|%.6g|%d", module, ref ? "ref" : "cand", sd->plan.shape_label ? sd->plan.shape_label : "",
                      o->min_sample_ms, o->cold);
 }
 
@@ -340,69 +342,70 @@ static void time_profiles(WState *s, Side *sd, const char *key, const BenchOptio
 static json_t *w_time(WState *s, const json_t *req, int metrics_only)
 {
     EvoErr e = {{0}};
-    BenchOptions o;
-    BenchResult res;
+    WTime q;
+    WTimeReply out = {.h.ok = 1, .h.has_fatal = 1};
+    BenchResult *res = &out.result;
     Side sd;
     json_t *bad;
-    if (bench_options_from_json(json_object_get(req, "bench"), &o, &e))
-        return reply_error("invalid", "bench options: %s", e.msg);
-    memset(&res, 0, sizeof(res));
+    if (wmsg_read(WMSG_TIME, req, &q, &e))
+        return wmsg_error("invalid", "%s: %s", metrics_only ? "metrics" : "time", e.msg);
+    BenchOptions *o = &q.bench;
     if (s->res)
         resident_begin(s->res);
-    bad = side_open(s, &sd, json_object_get(req, "plan"), (int)proto_get_int(req, "module", -1),
-                    proto_get_str(req, "which", "cand"), o.seed, metrics_only ? 1u : o.profiles, 0);
+    bad = side_open(s, &sd, &q.plan, q.module, q.which_ref, o->seed, metrics_only ? 1u : o->profiles, 0);
     if (bad) {
         side_free(&sd);
         return bad;
     }
-    if (bench_metrics(&s->ctx, &sd.cl[0], &res, &e) != 0) {
+    if (bench_metrics(&s->ctx, &sd.cl[0], res, &e) != 0) {
         side_free(&sd);
-        return reply_error("launch_error", "%s", e.msg);
+        return wmsg_error("launch_error", "%s", e.msg);
     }
     if (!metrics_only) {
-        char *key = calib_key(&sd, (int)proto_get_int(req, "module", -1), proto_get_str(req, "which", "cand"), &o);
-        res.status = EVAL_OK;
-        time_profiles(s, &sd, key, &o, &res, &e);
+        char *key = calib_key(&sd, q.module, q.which_ref, o);
+        res->status = EVAL_OK;
+        time_profiles(s, &sd, key, o, res, &e);
         free(key);
-        if (res.status == EVAL_OK)
-            timing_verify(s, &res.status, res.error, sizeof(res.error));
+        if (res->status == EVAL_OK)
+            timing_verify(s, &res->status, res->error, sizeof(res->error));
     }
-    bench_fill_throughput(&res, &sd.plan, &s->ctx.info);
+    bench_fill_throughput(res, &sd.plan, &s->ctx.info);
     side_free(&sd);
-    s->fatal = res.fatal;
-    return json_pack("{s:b, s:o, s:b}", "ok", 1, "result", bench_result_to_json(&res), "fatal", res.fatal);
+    s->fatal = out.h.fatal = res->fatal;
+    return wmsg_put(WMSG_TIME_REPLY, &out);
 }
 
 static json_t *w_compare(WState *s, const json_t *req)
 {
     EvoErr e = {{0}};
-    BenchOptions o;
-    CompareResult res;
+    WCompare q;
+    WCompareReply out = {.h.ok = 1, .h.has_fatal = 1};
+    CompareResult *res = &out.result;
     Side a, b;
     json_t *bad;
-    if (bench_options_from_json(json_object_get(req, "bench"), &o, &e))
-        return reply_error("invalid", "bench options: %s", e.msg);
+    if (wmsg_read(WMSG_COMPARE, req, &q, &e))
+        return wmsg_error("invalid", "compare: %s", e.msg);
+    BenchOptions *o = &q.bench;
     memset(&b, 0, sizeof(b));
     if (s->res)
         resident_begin(s->res);
     /* shared (the default): both sides on profile k's working set of their
      * bay, so the same buffers when their inputs match; else B on a set of
      * its own */
-    bad = side_open(s, &a, json_object_get(req, "plan_a"), (int)proto_get_int(req, "module_a", -1),
-                    proto_get_str(req, "which_a", "cand"), o.seed, o.profiles, 0);
+    bad = side_open(s, &a, &q.plan_a, q.module_a, q.which_a, o->seed, o->profiles, 0);
     if (!bad)
-        bad = side_open(s, &b, json_object_get(req, "plan_b"), (int)proto_get_int(req, "module_b", -1),
-                        proto_get_str(req, "which_b", "cand"), o.seed, o.profiles, !o.shared);
+        bad = side_open(s, &b, &q.plan_b, q.module_b, q.which_b, o->seed, o->profiles, !o->shared);
     if (!bad && (a.n != b.n || memcmp(a.prof, b.prof, sizeof(a.prof)) != 0))
-        bad = reply_error("invalid", "compare: the two plans time different input profiles");
+        bad = wmsg_error("invalid", "compare: the two plans time different input profiles");
     if (bad) {
         side_free(&a);
         side_free(&b);
+        wmsg_free(WMSG_COMPARE, &q);
         return bad;
     }
     {
-        char *ka = calib_key(&a, (int)proto_get_int(req, "module_a", -1), proto_get_str(req, "which_a", "cand"), &o);
-        char *kb = calib_key(&b, (int)proto_get_int(req, "module_b", -1), proto_get_str(req, "which_b", "cand"), &o);
+        char *ka = calib_key(&a, q.module_a, q.which_a, o);
+        char *kb = calib_key(&b, q.module_b, q.which_b, o);
         int known[2] = {calib_get(s, ka), calib_get(s, kb)};
         const CudaLaunches *la[PLAN_MAX_PROFILES], *lb[PLAN_MAX_PROFILES];
         const char *names[PLAN_MAX_PROFILES];
@@ -411,16 +414,16 @@ static json_t *w_compare(WState *s, const json_t *req)
             lb[k] = &b.cl[k];
             names[k] = plan_profile_name(&b.plan, b.prof[k]);
         }
-        bench_compare_multi(&s->ctx, a.n, la, lb, names, &o, known, &res, &e);
-        calib_put(s, ka, res.status == EVAL_OK ? res.batch_a : 0);
-        calib_put(s, kb, res.status == EVAL_OK ? res.batch_b : 0);
+        bench_compare_multi(&s->ctx, a.n, la, lb, names, o, known, res, &e);
+        calib_put(s, ka, res->status == EVAL_OK ? res->batch_a : 0);
+        calib_put(s, kb, res->status == EVAL_OK ? res->batch_b : 0);
     }
-    if (res.status == EVAL_OK)
-        timing_verify(s, &res.status, res.error, sizeof(res.error));
+    if (res->status == EVAL_OK)
+        timing_verify(s, &res->status, res->error, sizeof(res->error));
     side_free(&a);
     side_free(&b);
-    s->fatal = res.fatal;
-    return json_pack("{s:b, s:o, s:b}", "ok", 1, "result", bench_compare_to_json(&res), "fatal", res.fatal);
+    s->fatal = out.h.fatal = res->fatal;
+    return wmsg_put(WMSG_COMPARE_REPLY, &out);
 }
 
 int worker_main(int in_fd, int out_fd)
@@ -432,6 +435,7 @@ int worker_main(int in_fd, int out_fd)
         ProtoMsg m;
         EvoErr e = {{0}};
         json_t *reply = NULL;
+        WReply ok = {.ok = 1};
         int rc = proto_read(in_fd, &m, -1, &e);
         if (rc == PROTO_EOF)
             break;
@@ -441,7 +445,7 @@ int worker_main(int in_fd, int out_fd)
             break;
         }
         if (m.type == PROTO_QUIT) {
-            reply = json_pack("{s:b}", "ok", 1);
+            reply = wmsg_put(WMSG_REPLY, &ok);
             proto_write(out_fd, PROTO_REPLY, reply, NULL, 0, &e);
             json_decref(reply);
             proto_msg_free(&m);
@@ -450,7 +454,7 @@ int worker_main(int in_fd, int out_fd)
         if (m.type == PROTO_HELLO)
             reply = w_hello(&s, m.json);
         else if (!s.have_ctx)
-            reply = reply_error("invalid", "%s", "no CUDA context: send hello first");
+            reply = wmsg_error("invalid", "%s", "no CUDA context: send hello first");
         else if (m.type == PROTO_LOAD)
             reply = w_load(&s, m.json, &m);
         else if (m.type == PROTO_GATE)
@@ -462,10 +466,12 @@ int worker_main(int in_fd, int out_fd)
         else if (m.type == PROTO_COMPARE)
             reply = w_compare(&s, m.json);
         else if (m.type == PROTO_UNLOAD) {
-            wmod_drop(&s, (int)proto_get_int(m.json, "module", -1));
-            reply = json_pack("{s:b}", "ok", 1);
+            WLoad q;
+            if (wmsg_read(WMSG_UNLOAD, m.json, &q, &e) == 0)
+                wmod_drop(&s, q.module);
+            reply = wmsg_put(WMSG_REPLY, &ok);
         } else {
-            reply = reply_error("invalid", "unknown request type %s", proto_type_name(m.type));
+            reply = wmsg_error("invalid", "unknown request type %s", proto_type_name(m.type));
         }
         proto_msg_free(&m);
         if (s.fatal)

@@ -28,9 +28,7 @@ void fld_init(const Field *f, int n, void *rec)
 
 void fld_free(const Field *f, int n, void *rec)
 {
-    for (int i = 0; i < n; i++)
-        if (f[i].type == F_TEXT)
-            free(*(char **)((char *)rec + f[i].off));
+    fld_release(f, n, rec);
     fld_init(f, n, rec);
 }
 
