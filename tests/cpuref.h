@@ -47,6 +47,79 @@ static inline void cpu_attention(const double *q, const double *k, const double 
     free(p);
 }
 
+/* x rounded to nearest even with `bits` significant bits, the exponent
+ * of frexp at least emin (below it: the subnormals' fixed step) and
+ * magnitudes of max or more (0: no limit) to infinity: cpu_round_f16 and
+ * cpu_round_bf16 are fp16 and bf16 as the kernels and the gate round. */
+static inline double cpu_round_bits(double x, int bits, int emin, double max)
+{
+    int e;
+    if (x == 0 || !isfinite(x))
+        return x;
+    frexp(x, &e);
+    double q = ldexp(1.0, (e < emin ? emin : e) - bits), r = nearbyint(x / q) * q;
+    return max > 0 && fabs(r) >= max ? copysign(INFINITY, r) : r;
+}
+
+static inline double cpu_round_f16(double x)
+{
+    return cpu_round_bits(x, 11, -13, 65520);   /* 65520 and up round to inf */
+}
+
+static inline double cpu_round_bf16(double x)
+{
+    return cpu_round_bits(x, 8, -125, 0);       /* fp32's range */
+}
+
+/* What a tiled 16-bit kernel computes, in double otherwise: inputs as
+ * given (already rounded to the dtype), an online softmax over tiles of
+ * `tile` keys (running max, rescaled sum and accumulators), P rounded with
+ * round() before P V (as the kernels pack it for the tensor cores), the
+ * row sum l over the unrounded P, O rounded at the end. Layout and causal
+ * as cpu_attention. The tolerance of the attention task is checked
+ * against this model (test_cpuref.c). */
+static inline void cpu_attention_tiled(const double *q, const double *k, const double *v, double *o, int B, int H,
+                                       int S, int D, int causal, int tile, double (*round)(double))
+{
+    double *s = malloc((size_t)S * sizeof(double)), *acc = malloc((size_t)D * sizeof(double));
+    double scale = 1.0 / sqrt((double)D);
+    for (int bh = 0; bh < B * H; bh++) {
+        const double *Q = q + (size_t)bh * S * D, *K = k + (size_t)bh * S * D, *V = v + (size_t)bh * S * D;
+        for (int i = 0; i < S; i++) {
+            int n = causal ? i + 1 : S;
+            double m = -INFINITY, l = 0;
+            for (int d = 0; d < D; d++)
+                acc[d] = 0;
+            for (int j0 = 0; j0 < n; j0 += tile) {
+                int j1 = j0 + tile < n ? j0 + tile : n;
+                double mt = m;
+                for (int j = j0; j < j1; j++) {
+                    double x = 0;
+                    for (int d = 0; d < D; d++)
+                        x += Q[(size_t)i * D + d] * K[(size_t)j * D + d];
+                    s[j] = x * scale;
+                    mt = s[j] > mt ? s[j] : mt;
+                }
+                double alpha = exp(m - mt);   /* 0 on the first tile */
+                l *= alpha;
+                for (int d = 0; d < D; d++)
+                    acc[d] *= alpha;
+                m = mt;
+                for (int j = j0; j < j1; j++) {
+                    double p = exp(s[j] - m), pr = round(p);
+                    l += p;
+                    for (int d = 0; d < D; d++)
+                        acc[d] += pr * V[(size_t)j * D + d];
+                }
+            }
+            for (int d = 0; d < D; d++)
+                o[((size_t)bh * S + i) * D + d] = round(acc[d] / l);
+        }
+    }
+    free(s);
+    free(acc);
+}
+
 /* Y[r,:] = exp(X[r,:] - max) / sum, rows of `cols` elements. */
 static inline void cpu_softmax(const double *x, double *y, int rows, int cols)
 {

@@ -1,5 +1,6 @@
 /* Unit tests of the CPU implementations in cpuref.h on cases whose answer
- * is known by hand. */
+ * is known by hand, and of the attention task's tolerances against the
+ * rounding its kernels do (fp16 and bf16). */
 #include "testhelp.h"
 #include "cpuref.h"
 
@@ -34,6 +35,82 @@ static void test_attention_cases(void)
     CHECK_NEAR(o2[0], 0.25 * 4 + 0.75 * 8, 1e-12);
 }
 
+static void test_round_cases(void)
+{
+    CHECK(cpu_round_bf16(1 + ldexp(1, -8)) == 1);                       /* a tie: to even */
+    CHECK(cpu_round_bf16(1 + 3 * ldexp(1, -8)) == 1 + ldexp(1, -6));    /* a tie: to even, up */
+    CHECK(cpu_round_bf16(1 + ldexp(1, -8) + ldexp(1, -20)) == 1 + ldexp(1, -7));
+    CHECK(cpu_round_bf16(-3.0) == -3.0);
+    CHECK(cpu_round_bf16(1e38) == ldexp(75, 120));                       /* 1e38 = 74.98.. * 2^120 */
+    CHECK(cpu_round_bf16(ldexp(1.5, -130)) == ldexp(1.5, -130));        /* a subnormal */
+    CHECK(cpu_round_f16(1 + ldexp(1, -11)) == 1);
+    CHECK(cpu_round_f16(2049) == 2048);
+    CHECK(cpu_round_f16(65519) == 65504);
+    CHECK(isinf(cpu_round_f16(65520)));
+    CHECK(cpu_round_f16(ldexp(3, -26)) == ldexp(1, -24));               /* subnormal step 2^-24, tie to even */
+}
+
+/* N(0, std^2), a rare wide component with probability p: the task's
+ * normal, large and outlier profiles (xorshift and Box-Muller). */
+static double draw(unsigned long long *st, double std, double p)
+{
+    double u[3];
+    for (int i = 0; i < 3; i++) {
+        *st ^= *st << 13;
+        *st ^= *st >> 7;
+        *st ^= *st << 17;
+        u[i] = ((double)(*st >> 11) + 0.5) / 9007199254740992.0;
+    }
+    double z = sqrt(-2 * log(u[0])) * cos(2 * M_PI * u[1]);
+    return std * z + (u[2] < p ? 10 * sqrt(-2 * log(u[1])) * sin(2 * M_PI * u[0]) : 0);
+}
+
+/* The attention task's tolerances (task.json "tolerance", by DTYPE) hold
+ * for what the kernels' rounding does: the tiled model with P and O
+ * rounded to the dtype against the exact result rounded to it (as the
+ * reference writes O), with inputs in the dtype, on the normal, large
+ * (Q, K of std 4), outlier and peaky (query rows scaled by exp(N(0, 1)))
+ * profiles, causal and not: at most half the tolerance (task.json's
+ * comment quotes the figures). */
+static void test_attention_rounding(void)
+{
+    enum { B = 1, H = 2, S = 300, D = 64, N = B * H * S * D };
+    static const struct { const char *name; double (*round)(double); double tol; } dt[2] = {
+        {"fp16", cpu_round_f16, 0.01}, {"bf16", cpu_round_bf16, 0.02}};
+    double *q = malloc(N * sizeof(double)), *k = malloc(N * sizeof(double)), *v = malloc(N * sizeof(double));
+    double *want = malloc(N * sizeof(double)), *got = malloc(N * sizeof(double));
+    for (int t = 0; t < 2; t++) {
+        double worst = 0;
+        for (int prof = 0; prof < 4; prof++)
+            for (int causal = 0; causal < 2; causal++) {
+                unsigned long long st = 0x9E3779B97F4A7C15ull + (unsigned long long)(prof * 2 + causal);
+                double qk = prof == 1 ? 4 : 1, p = prof == 2 ? 0.001 : 0;
+                double row = 1;   /* peaky: a factor per query row */
+                for (int i = 0; i < N; i++) {
+                    if (prof == 3 && i % D == 0)
+                        row = exp(draw(&st, 1, 0));
+                    q[i] = dt[t].round(draw(&st, qk, p) * row);
+                    k[i] = dt[t].round(draw(&st, qk, p));
+                    v[i] = dt[t].round(draw(&st, 1, p));
+                }
+                cpu_attention(q, k, v, want, B, H, S, D, causal);
+                cpu_attention_tiled(q, k, v, got, B, H, S, D, causal, 128, dt[t].round);
+                for (int i = 0; i < N; i++) {
+                    double r = dt[t].round(want[i]), e = fabs(got[i] - r) / (dt[t].tol + dt[t].tol * fabs(r));
+                    worst = e > worst || e != e ? e : worst;
+                }
+            }
+        printf("     %s: P and O rounded, worst error %.3f of the tolerance %g + %g |O|\n", dt[t].name, worst,
+               dt[t].tol, dt[t].tol);
+        CHECK_MSG(worst <= 0.5, "%s: %.3f of the tolerance", dt[t].name, worst);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(want);
+    free(got);
+}
+
 static void test_softmax_cases(void)
 {
     double x[6] = {0, 0, 0, 1, 2, 3}, y[6];
@@ -60,6 +137,8 @@ static void test_triad_cases(void)
 int main(void)
 {
     RUN(test_attention_cases);
+    RUN(test_round_cases);
+    RUN(test_attention_rounding);
     RUN(test_softmax_cases);
     RUN(test_triad_cases);
     return test_report();

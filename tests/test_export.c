@@ -205,7 +205,7 @@ static void export_all(const char *db, int64_t id)
     CHECK_CONTAINS(hs_text, "int main(int argc, char **argv)");
     CHECK_CONTAINS(hs_text, "cudaLaunchKernel((const void *)::attn_fwd,");
     CHECK_CONTAINS(hs_text, "cudaLaunchKernel((const void *)::evo_ref::attn_ref,");
-    CHECK_CONTAINS(hs_text, "// shape:    B=4 H=8 S=512 D=64 CAUSAL=0\n");
+    CHECK_CONTAINS(hs_text, "// shape:    B=4 H=8 S=512 D=64 CAUSAL=0 DTYPE=0\n");
     CHECK_CONTAINS(hs_text, "pass = inputs_unchanged((u64)seed) && pass;"); /* as the gate, a kernel may not write its inputs */
     char salt[160]; /* the gate's generator and per-buffer salt, so the inputs are the gate's */
     snprintf(salt, sizeof(salt), "{\"Q\", F16, 1048576, INPUT, {GEN_NORMAL, GEN_ROWS_NONE, 0.0, 1.0, 0.0, 0.0, 0.0, "
@@ -349,6 +349,21 @@ static void test_shipped_harnesses(void)
         CHECK_CONTAINS(h, "static CUtensorMap tmap[");
         CHECK_CONTAINS(h, "#include <cuda.h>");
         check_harness(h, "ws_harness.cu", target, 1);
+    }
+    free(h);
+    /* the same path in bf16 (DTYPE=1): bf16 buffers, bf16 tensor maps */
+    const char *bf_dims[] = {"S=300", "CAUSAL=1", "DTYPE=1"};
+    h = harness_of("templates/attention/task.json", "WS=1,BLOCK_M=128", bf_dims, 3, "sm_90", "bf16_harness.cu", target,
+                   &err);
+    CHECK_MSG(h != NULL, "%s", err.msg);
+    if (h) {
+        CHECK_CONTAINS(h, "#define DTYPE 1\n");
+        CHECK_CONTAINS(h, "{\"Q\", BF16, ");
+        CHECK_CONTAINS(h, "{\"O\", BF16, ");
+        CHECK_CONTAINS(h, ", 0.02, 0.02,");   /* bf16's tolerance */
+        CHECK_CONTAINS(h, "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16");
+        CHECK(strstr(h, "CU_TENSOR_MAP_DATA_TYPE_FLOAT16") == NULL);
+        check_harness(h, "bf16_harness.cu", target, 1);
     }
     free(h);
     /* a task without arch-specific code: plain -arch=sm_90 */

@@ -2,7 +2,8 @@
  * of cpuref.h, on every shape of each task small enough for the CPU and
  * every input profile of the task (large logits, outliers, scaled rows:
  * the inputs the gate uses, from gate_fill_host, which the gpu suite
- * checks against the device's generator). The gate trusts the reference;
+ * checks against the device's generator), attention in fp16 and in bf16
+ * (DTYPE=1). The gate trusts the reference;
  * this is what makes that trust earned.
  * Skips (77) without a GPU. */
 #include "testhelp.h"
@@ -89,18 +90,20 @@ done:
     return rc;
 }
 
-/* |gpu - cpu| <= atol + rtol |cpu| everywhere (fp16 output rounding). */
-static void compare(const char *what, const double *gpu, const double *cpu, uint64_t n)
+/* |gpu - cpu| <= 2e-3 + rtol |cpu| everywhere: the output's rounding
+ * (rtol 2e-3 for fp16, whose half ulp is at most 2^-11 of |x|; 5e-3 for
+ * bf16, 2^-8 = 3.9e-3) and fp32 arithmetic. */
+static void compare(const char *what, const double *gpu, const double *cpu, uint64_t n, double rtol)
 {
     double worst = 0, max_abs = 0;
     uint64_t bad = 0;
     for (uint64_t i = 0; i < n; i++) {
         double e = fabs(gpu[i] - cpu[i]);
-        if (!(e <= 2e-3 + 2e-3 * fabs(cpu[i])))
+        if (!(e <= 2e-3 + rtol * fabs(cpu[i])))
             bad++;
         if (e > max_abs || e != e)
             max_abs = e;
-        double rel = e / (2e-3 + 2e-3 * fabs(cpu[i]));
+        double rel = e / (2e-3 + rtol * fabs(cpu[i]));
         if (rel > worst)
             worst = rel;
     }
@@ -123,7 +126,7 @@ static int check_shape(const Task *t, const PrepRef *ref, int s, int prof, int k
             long n = (long)dim(t, s, "N");
             double *want = xmalloc((size_t)n * sizeof(double));
             cpu_triad(in[0], in[1], want, 3.0, n);
-            compare(label, out, want, (uint64_t)n);
+            compare(label, out, want, (uint64_t)n, 2e-3);
             free(want);
             checked++;
         }
@@ -134,7 +137,8 @@ static int check_shape(const Task *t, const PrepRef *ref, int s, int prof, int k
             int B = (int)dim(t, s, "B"), H = (int)dim(t, s, "H"), S = (int)dim(t, s, "S"), D = (int)dim(t, s, "D");
             double *want = xmalloc((size_t)B * H * S * D * sizeof(double));
             cpu_attention(in[0], in[1], in[2], want, B, H, S, D, (int)dim(t, s, "CAUSAL") > 0);
-            compare(label, out, want, (uint64_t)B * H * S * D);
+            int bf16 = plan.buffers[buf_index(&plan, "O")].dtype == DT_BF16;
+            compare(label, out, want, (uint64_t)B * H * S * D, bf16 ? 5e-3 : 2e-3);
             free(want);
             checked++;
         }
@@ -145,7 +149,7 @@ static int check_shape(const Task *t, const PrepRef *ref, int s, int prof, int k
             int R = (int)dim(t, s, "ROWS"), C = (int)dim(t, s, "COLS");
             double *want = xmalloc((size_t)R * C * sizeof(double));
             cpu_softmax(in[0], want, R, C);
-            compare(label, out, want, (uint64_t)R * C);
+            compare(label, out, want, (uint64_t)R * C, 2e-3);
             free(want);
             checked++;
         }
@@ -158,14 +162,18 @@ static int check_shape(const Task *t, const PrepRef *ref, int s, int prof, int k
 }
 
 /* Every shape the CPU can do, on every input profile of the task (kind
- * as check_shape). */
-static void check_task(const char *rel, int kind)
+ * as check_shape), with dim `name` set to v when name is not NULL. */
+static void check_task(const char *rel, int kind, const char *name, int64_t v)
 {
     EvoErr err;
     Task *t = NULL;
     char *p = xasprintf("%s/%s", getenv("EVO_SOURCE_ROOT"), rel);
     CHECK_MSG(task_load(p, &t, &err) == 0, "%s", err.msg);
     free(p);
+    if (t && name && task_set_dim(t, name, v, &err) < 0) {
+        CHECK_MSG(0, "%s", err.msg);
+        task_free(&t);
+    }
     if (!t)
         return;
     PrepRef ref;
@@ -197,17 +205,23 @@ static void check_task(const char *rel, int kind)
 
 static void test_attention_reference(void)
 {
-    check_task("templates/attention/task.json", 1);
+    check_task("templates/attention/task.json", 1, NULL, 0);
+}
+
+/* bf16 Q, K, V and O (DTYPE = 1): the inputs as the gate makes them */
+static void test_attention_bf16_reference(void)
+{
+    check_task("templates/attention/task.json", 1, "DTYPE", 1);
 }
 
 static void test_softmax_reference(void)
 {
-    check_task("templates/softmax/task.json", 0);
+    check_task("templates/softmax/task.json", 0, NULL, 0);
 }
 
 static void test_triad_reference(void)
 {
-    check_task("templates/triad/task.json", 2);
+    check_task("templates/triad/task.json", 2, NULL, 0);
 }
 
 int main(void)
@@ -219,6 +233,7 @@ int main(void)
     }
     printf("device: %s\n", ctx.info.name);
     RUN(test_attention_reference);
+    RUN(test_attention_bf16_reference);
     RUN(test_softmax_reference);
     RUN(test_triad_reference);
     cuda_context_close(&ctx);

@@ -356,6 +356,53 @@ static void test_set_dim(void)
     task_free(&t);
 }
 
+/* A dtype and tolerances picked by a compile dim: shapes that do not set
+ * the dim follow the benchmark's (and --dim), one that sets it keeps it;
+ * a value that picks nothing is refused and leaves the dim as it was. */
+static void test_pick(void)
+{
+    Task *t = NULL;
+    EvoErr err = {{0}};
+    DeviceInfo dev;
+    char *path = data_path("good_pick_task.json");
+    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
+    free(path);
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    if (!t)
+        return;
+    int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
+    task_defaults(t, vals);
+    /* T of the benchmark shape, of shape 1 (inherits) and of shape 3 (sets T = 1) */
+    static const struct { int64_t t; int shape; DType x; double atol, rtol; } want[] = {
+        {0, 0, DT_F32, 0.001, 0.002}, {0, 1, DT_F32, 0.001, 0.002}, {0, 3, DT_BF16, 0.02, 0.01},
+        {1, 0, DT_BF16, 0.02, 0.01},  {1, 1, DT_BF16, 0.02, 0.01},  {1, 3, DT_BF16, 0.02, 0.01},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        Plan p = {0};
+        if (want[i].t && task_set_dim(t, "T", 1, &err) < 0)
+            CHECK_MSG(0, "%s", err.msg);
+        int rc = task_resolve(t, vals, want[i].shape, &dev, &p, &err);
+        CHECK_MSG(rc == 0, "%s", err.msg);
+        if (rc == 0) {
+            CHECK_MSG(p.buffers[0].dtype == want[i].x, "case %zu: X is %s", i, dtype_name(p.buffers[0].dtype));
+            CHECK(p.buffers[2].dtype == DT_F32);   /* a dtype given as one value */
+            CHECK_NEAR(p.buffers[1].atol, want[i].atol, 1e-12);
+            CHECK_NEAR(p.buffers[1].rtol, want[i].rtol, 1e-12);
+        }
+        plan_free(&p);
+    }
+    char *src = NULL;
+    CHECK(task_render(t, vals, 1, 0, &src, &err) == 0);
+    CHECK_CONTAINS(src, "#define T 1\n");
+    free(src);
+    CHECK(task_set_dim(t, "T", 2, &err) < 0);
+    CHECK_CONTAINS(err.msg, "good_pick_task.json: buffers[0].dtype: T = 2 (shape M=3 N=1024 T=2) picks none of its 2 "
+                            "values (T = 0 .. 1)");
+    CHECK(task_dim_value(t, 0, task_ndims(t) - 1) == 1);   /* left as it was */
+    free(vals);
+    task_free(&t);
+}
+
 static void test_render(void)
 {
     Task *t = load_good();
@@ -651,6 +698,7 @@ int main(void)
     RUN(test_check);
     RUN(test_resolve);
     RUN(test_set_dim);
+    RUN(test_pick);
     RUN(test_render);
     RUN(test_load_text);
     RUN(test_tmap);

@@ -369,6 +369,18 @@ static char *json_compact(json_t *v)
     return s ? s : xstrdup("?");
 }
 
+/* A spec value as the prompt shows it: a string as it is, a number with
+ * %g (dflt when absent), anything else (a value a dim picks, {"dim":
+ * "DTYPE", "values": [...]}) as compact JSON. Fresh string. */
+static char *spec_value(json_t *v, double dflt)
+{
+    if (json_is_string(v))
+        return xstrdup(json_string_value(v));
+    if (!v || json_is_number(v))
+        return xasprintf("%g", v ? json_number_value(v) : dflt);
+    return json_compact(v);
+}
+
 /* launch_plan, buffers and tolerance from the spec's JSON. */
 static void set_spec_vars(PromptVars *v, const Task *task)
 {
@@ -399,14 +411,18 @@ static void set_spec_vars(PromptVars *v, const Task *task)
     json_array_foreach(bufs, i, it) {
         char *shape = json_compact(json_object_get(it, "shape"));
         const char *name = json_string_value(json_object_get(it, "name"));
-        const char *dtype = json_string_value(json_object_get(it, "dtype"));
+        char *dtype = spec_value(json_object_get(it, "dtype"), 0);   /* required: never absent */
         const char *role = json_string_value(json_object_get(it, "role"));
-        sb_printf(&sb, "- %s: %s, shape %s, %s", name ? name : "?", dtype ? dtype : "?", shape,
-                  role ? role : "input");
+        sb_printf(&sb, "- %s: %s, shape %s, %s", name ? name : "?", dtype, shape, role ? role : "input");
         json_t *at = json_object_get(it, "atol"), *rt = json_object_get(it, "rtol");
-        if (at || rt)
-            sb_printf(&sb, " (atol %g, rtol %g)", at ? json_number_value(at) : 1e-2, rt ? json_number_value(rt) : 1e-2);
+        if (at || rt) {
+            char *a = spec_value(at, 1e-2), *r = spec_value(rt, 1e-2);
+            sb_printf(&sb, " (atol %s, rtol %s)", a, r);
+            free(a);
+            free(r);
+        }
         sb_putc(&sb, '\n');
+        free(dtype);
         free(shape);
     }
     char *dims = task_shape_label(task, 0);
@@ -414,9 +430,10 @@ static void set_spec_vars(PromptVars *v, const Task *task)
     free(dims);
     prompt_vars_set(v, "buffers", sb.s);
     json_t *tol = json_object_get(root, "tolerance");
-    json_t *at = json_object_get(tol, "atol"), *rt = json_object_get(tol, "rtol");
-    prompt_vars_setf(v, "tolerance", "atol %g, rtol %g", at ? json_number_value(at) : 1e-2,
-                     rt ? json_number_value(rt) : 1e-2);
+    char *at = spec_value(json_object_get(tol, "atol"), 1e-2), *rt = spec_value(json_object_get(tol, "rtol"), 1e-2);
+    prompt_vars_setf(v, "tolerance", "atol %s, rtol %s", at, rt);
+    free(at);
+    free(rt);
     sb_free(&sb);
     json_decref(root);
 }

@@ -249,21 +249,13 @@ static int load_buffers(Loader *L, json_t *root)
         TBuffer *b = &t->bufs[t->nbufs++];
         b->name = s;
         tl_name_add(t, b->name, TN_BUFFER, t->nbufs - 1);
-        b->atol = b->rtol = -1;
+        b->dtype.dim = b->atol.dim = b->rtol.dim = -1;
         b->init.s.kind = INIT_NORMAL;
         b->init.s.b = 1;
         b->init.row_dim = -1;
-        if (tl_get_string(L, v, p, "dtype", 1, &s) < 0)
+        tl_subpath(q, p, "dtype");
+        if (tl_get_field(L, v, p, "dtype", 1, -1, &x) < 0 || tl_load_choice(L, x, q, 1, &b->dtype) < 0)
             return -1;
-        int dt = dtype_parse(s);
-        if (dt < 0) {
-            tl_subpath(q, p, "dtype");
-            tl_err(L, q, "unknown dtype '%s' (known: f16 bf16 f32 i32)", s);
-            free(s);
-            return -1;
-        }
-        free(s);
-        b->dtype = (DType)dt;
         if (tl_get_string(L, v, p, "role", 1, &s) < 0)
             return -1;
         int k;
@@ -303,17 +295,15 @@ static int load_buffers(Loader *L, json_t *root)
             b->init.s.b = 0;
         }
         const char *tk[2] = {"atol", "rtol"};
-        double *td[2] = {&b->atol, &b->rtol};
+        TChoice *td[2] = {&b->atol, &b->rtol};
         for (int m = 0; m < 2; m++) {
             if (!(x = json_object_get(v, tk[m])))
                 continue;
             tl_subpath(q, p, tk[m]);
             if (b->role != ROLE_OUTPUT)
                 return tl_err(L, q, "only outputs have a tolerance");
-            if (tl_get_number(L, x, q, td[m]) < 0)
+            if (tl_load_choice(L, x, q, 0, td[m]) < 0)
                 return -1;
-            if (*td[m] < 0)
-                return tl_err(L, q, "must not be negative");
         }
     }
     return 0;
@@ -397,19 +387,20 @@ static int load_misc(Loader *L, json_t *root)
     static const char *const ckeys[] = {"options", "fast_math", "lineinfo", "max_spill_bytes", "max_stack_bytes",
                                         "arch_specific", NULL};
     static const char *const gkeys[] = {"min_ctas", NULL};
-    t->atol = t->rtol = 1e-2;
     t->max_spill = t->max_stack = -1;
     if (tl_get_field(L, root, "", "tolerance", 0, JSON_OBJECT, &obj) < 0)
         return -1;
-    if (obj) {
-        if (tl_check_keys(L, obj, "tolerance", tkeys) < 0)
+    if (obj && tl_check_keys(L, obj, "tolerance", tkeys) < 0)
+        return -1;
+    TChoice *tc[2] = {&t->atol, &t->rtol};
+    for (int m = 0; m < 2; m++) {
+        json_t *def = json_real(1e-2);
+        tl_subpath(p, "tolerance", tkeys[m]);
+        v = obj ? json_object_get(obj, tkeys[m]) : NULL;
+        int rc = tl_load_choice(L, v ? v : def, p, 0, tc[m]);
+        json_decref(def);
+        if (rc < 0)
             return -1;
-        if ((v = json_object_get(obj, "atol")) && tl_get_number(L, v, "tolerance.atol", &t->atol) < 0)
-            return -1;
-        if ((v = json_object_get(obj, "rtol")) && tl_get_number(L, v, "tolerance.rtol", &t->rtol) < 0)
-            return -1;
-        if (t->atol < 0 || t->rtol < 0)
-            return tl_err(L, "tolerance", "must not be negative");
     }
     if (tl_opt_texpr(L, root, "", "flops", &t->flops) < 0 || tl_opt_texpr(L, root, "", "bytes", &t->bytes) < 0)
         return -1;
@@ -576,6 +567,9 @@ void task_free(Task **pt)
         }
         free(t->bufs[i].shape);
         free(t->bufs[i].shape_src);
+        tl_choice_free(&t->bufs[i].dtype);
+        tl_choice_free(&t->bufs[i].atol);
+        tl_choice_free(&t->bufs[i].rtol);
     }
     free(t->bufs);
     tl_profiles_free(t);
@@ -584,6 +578,8 @@ void task_free(Task **pt)
     tl_texpr_free(&t->flops);
     tl_texpr_free(&t->bytes);
     tl_texpr_free(&t->min_ctas);
+    tl_choice_free(&t->atol);
+    tl_choice_free(&t->rtol);
     strv_free(t->copts, t->ncopts);
     free(t);
     *pt = NULL;

@@ -94,7 +94,8 @@ int64_t     task_dim_value(const Task *t, int shape, int d);
 int         task_nshapes(const Task *t);   /* 1 + number of correctness shapes */
 /* Override dim `name` with v (e.g. --dim S=2048): the benchmark shape and
  * every correctness shape that does not set that dim itself. Returns 0, or
- * -1 with err for an unknown dim (with a suggestion). */
+ * -1 with err for an unknown dim (with a suggestion) or a value that picks
+ * none of a dtype's or tolerance's values (then the dim is left as it was). */
 int   task_set_dim(Task *t, const char *name, int64_t v, EvoErr *err);
 /* "B=4 H=8 S=512 D=64 causal=0": every dim of shape s, in spec order.
  * Fresh string. */

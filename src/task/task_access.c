@@ -86,15 +86,6 @@ int64_t task_dim_value(const Task *t, int shape, int d)
     return t->dims[d];
 }
 
-int task_set_dim(Task *t, const char *name, int64_t v, EvoErr *err)
-{
-    int d = tl_dim_index(t, name, err);
-    if (d < 0)
-        return -1;
-    t->dims[d] = v;
-    return 0;
-}
-
 char *task_shape_label(const Task *t, int shape)
 {
     StrBuf sb = {0};

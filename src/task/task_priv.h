@@ -60,12 +60,21 @@ typedef struct TInit {
     int      row_dim;    /* s.rows: index into the buffer's shape; -1: none */
 } TInit;
 
+/* A value a dim picks (task_choice.c): one value (dim -1), or values[i]
+ * on a shape where the dim's value is i. */
+typedef struct TChoice {
+    int     dim;         /* index into dims; -1: one value */
+    int     n;           /* values; 0: not given */
+    double *v;           /* the values; a dtype's as its DType */
+    char   *path;        /* JSON path, for errors: "buffers[0].dtype" */
+} TChoice;
+
 typedef struct TBuffer {
     char    *name;
-    DType    dtype;
+    TChoice  dtype;
     BufRole  role;
     TInit    init;
-    double   atol, rtol; /* < 0: the task's tolerance */
+    TChoice  atol, rtol; /* n == 0: the task's tolerance */
     TExpr   *shape;
     char   **shape_src;  /* [nshape]: each entry as written when a string, else NULL */
     int      nshape;
@@ -128,7 +137,7 @@ struct Task {
     int       nprofiles;
     TLaunch  *launches, *ref_launches;
     int       nlaunches, nref_launches;
-    double    atol, rtol;
+    TChoice   atol, rtol;
     TExpr     flops, bytes, min_ctas;
     char    **copts;
     int       ncopts;
@@ -286,6 +295,20 @@ int tl_load_init(Loader *L, json_t *init, const char *p, const TBuffer *b, TInit
 /* root.profiles, after the buffers. Returns 0 or -1 (L->err). */
 int tl_load_profiles(Loader *L, json_t *root);
 void tl_profiles_free(Task *t);
+
+/* ---- values a dim picks (task_choice.c) -------------------------------- */
+
+/* v at path p into *out: one value, or {"dim": NAME, "values": [...]}
+ * (dtype: dtype names, and the dim must be a compile dim; else
+ * non-negative numbers), checked on every shape as loaded. Returns 0 or
+ * -1 (L->err); *out is released with tl_choice_free either way. */
+int tl_load_choice(Loader *L, json_t *v, const char *p, int dtype, TChoice *out);
+/* c's value on shape into *out (may be NULL: a check only). Returns 0,
+ * or -1 with err "<spec>: <path>: DTYPE = 2 (shape ...) picks none of
+ * its 2 values ..." when the dim's value indexes no value. */
+int tl_choice_at(const Task *t, const TChoice *c, int shape, double *out, EvoErr *err);
+/* Release c's values and path and mark it not given; safe on a zeroed one. */
+void tl_choice_free(TChoice *c);
 
 /* ---- launch plans (task_launch.c) --------------------------------------- */
 

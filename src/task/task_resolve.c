@@ -461,12 +461,15 @@ int task_resolve(const Task *t, const int64_t *vals, int shape, const DeviceInfo
         for (int k = 0; k < out->nprofiles; k++)
             out->profiles[k].init[i] = t->nprofiles ? resolve_init(&t->profiles[k].init[i], rows) : pb->init;
         free(rows);
-        pb->dtype = b->dtype;
+        double dt;
+        if (tl_choice_at(t, &b->dtype, shape, &dt, err) < 0 ||
+            tl_choice_at(t, b->atol.n ? &b->atol : &t->atol, shape, &pb->atol, err) < 0 ||
+            tl_choice_at(t, b->rtol.n ? &b->rtol : &t->rtol, shape, &pb->rtol, err) < 0)
+            goto fail;
+        pb->dtype = (DType)dt;
         pb->count = count;
         pb->role = b->role;
         pb->seed_salt = task_seed_salt(b->name);
-        pb->atol = b->atol >= 0 ? b->atol : t->atol;
-        pb->rtol = b->rtol >= 0 ? b->rtol : t->rtol;
     }
     if (resolve_launches(&env, t->launches, t->nlaunches, out, 0, &out->launches, &out->nlaunches, err) < 0 ||
         resolve_launches(&env, t->ref_launches, t->nref_launches, out, 1, &out->ref_launches, &out->nref_launches,

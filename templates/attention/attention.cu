@@ -1,7 +1,8 @@
 /*
- * attention.cu -- evoeng template: FlashAttention-2-style fp16 attention
- * forward pass, O = softmax(Q K^T * scale [+ causal mask]) V, with tensors
- * in layout [B, H, S, D] (fp16), fp32 softmax statistics and accumulation.
+ * attention.cu -- evoeng template: FlashAttention-2-style fp16 / bf16
+ * attention forward pass, O = softmax(Q K^T * scale [+ causal mask]) V, with
+ * tensors in layout [B, H, S, D] (fp16, or bf16 with DTYPE = 1), fp32
+ * softmax statistics and accumulation.
  *
  * Structure: one CTA owns BLOCK_M query rows of one (b, h) pair
  * (grid.x = ceil(S / BLOCK_M), grid.y = B*H, grid.z = SPLITS).  Each of the
@@ -9,8 +10,8 @@
  * tiles of BLOCK_N keys stream through shared memory with cp.async
  * (STAGES-deep ring, separate commit groups for K and V so QK^T starts
  * while V is still in flight), are read with ldmatrix (.trans for V), and
- * both products run on tensor cores with mma.sync m16n8k16 (f16 in, f32
- * accumulate).  The softmax is online (running max m and sum l per row);
+ * both products run on tensor cores with mma.sync m16n8k16 (f16 or bf16
+ * in, f32 accumulate).  The softmax is online (running max m and sum l per row);
  * P stays in registers: the QK^T accumulator layout is the A-operand layout
  * of the PV product.  With SPLITS > 1 each CTA handles a contiguous share of
  * the KV tiles and writes unnormalised fp32 partial O plus (m, l) to
@@ -23,11 +24,13 @@
  * (src/task/template.h, template_expand), with #line directives, so a
  * rendered source, an export or a prompt is still one file.  No other
  * includes (NVRTC on the worker has no CUDA headers).
- * All PTX used (cp.async, ldmatrix, mma.sync m16n8k16, cvt f16x2) needs
- * sm_80 or newer.
+ * All PTX used (cp.async, ldmatrix, mma.sync m16n8k16, cvt f16x2 / bf16x2)
+ * needs sm_80 or newer.
  *
- * Compile-time dims: D (head dim, multiple of 16; 64 or 128 with SWIZZLE)
- * and CAUSAL (0/1: key j visible to query i iff j <= i).
+ * Compile-time dims: D (head dim, multiple of 16; 64 or 128 with SWIZZLE),
+ * CAUSAL (0/1: key j visible to query i iff j <= i) and DTYPE (0: Q, K, V
+ * and O in fp16, 1: in bf16; only the MMAs' input type, the f32 -> 16-bit
+ * conversions of P and O and LSUM's ones change, through ATT_T).
  * Entries:
  *   attn_fwd(Q, K, V, O, Opart, ML, S, scale)
  *       Opart: f32 [SPLITS, B*H, S, D], ML: f32 [SPLITS, B*H, S, 2];
@@ -149,6 +152,9 @@
 #ifndef CAUSAL
 #define CAUSAL 0
 #endif
+#ifndef DTYPE
+#define DTYPE 0
+#endif
 #ifndef BLOCK_M
 #define BLOCK_M 64
 #endif
@@ -249,6 +255,15 @@
 #define ATT_MINB ((MIN_BLOCKS * 64 / D) < 1 ? 1 : (MIN_BLOCKS * 64 / D))
 #define ATT_CLUSTER (CLUSTER && SPLITS > 1)
 #define ATT_RED_STRIDE (D + 8)                   /* merge buffer row, floats */
+#if DTYPE == 1
+#define ATT_T "bf16"                             /* PTX type of Q, K, V, P, O */
+#define ATT_ONES 0x3F803F80u                     /* two bf16 1.0 */
+#elif DTYPE == 0
+#define ATT_T "f16"
+#define ATT_ONES 0x3C003C00u                     /* two fp16 1.0 */
+#else
+#error "DTYPE: 0 (fp16) or 1 (bf16)"
+#endif
 
 #if ATT_CLUSTER && defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #error "CLUSTER needs sm_90 or newer"
@@ -321,10 +336,10 @@ static __device__ __forceinline__ void att_ldsm4(att_u32 a, att_u32 &r0, att_u32
                  : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
 }
 
-/* c += a (16x16, row) * b (16x8, col); f16 inputs, f32 accumulators. */
+/* c += a (16x16, row) * b (16x8, col); f16 or bf16 inputs, f32 accumulators. */
 static __device__ __forceinline__ void att_mma(float *c, const att_u32 *a, att_u32 b0, att_u32 b1)
 {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32." ATT_T "." ATT_T ".f32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -339,11 +354,11 @@ static __device__ __forceinline__ void att_ldsm4t(att_u32 a, att_u32 &r0, att_u3
 }
 #endif
 
-/* Pack two floats into f16x2: lo in the low half. */
+/* Pack two floats into f16x2 (bf16x2): lo in the low half. */
 static __device__ __forceinline__ att_u32 att_pack(float lo, float hi)
 {
     att_u32 r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    asm("cvt.rn." ATT_T "x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
     return r;
 }
 
@@ -476,7 +491,7 @@ template <int TRANS> struct AttWg<8, TRANS> {
     {
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, "
+            "wgmma.mma_async.sync.aligned.m64n8k16.f32." ATT_T "." ATT_T " {%0, %1, %2, %3}, "
             "{%4, %5, %6, %7}, %8, p, 1, 1, %10;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
             : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate), "n"(TRANS));
@@ -487,7 +502,7 @@ template <int TRANS> struct AttWg<32, TRANS> {
     {
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+            "wgmma.mma_async.sync.aligned.m64n32k16.f32." ATT_T "." ATT_T " {"
             "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
             "{%16, %17, %18, %19}, %20, p, 1, 1, %22;\n}\n"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
@@ -500,7 +515,7 @@ template <int TRANS> struct AttWg<64, TRANS> {
     {
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+            "wgmma.mma_async.sync.aligned.m64n64k16.f32." ATT_T "." ATT_T " {"
             "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
             "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
             "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
@@ -516,7 +531,7 @@ template <int TRANS> struct AttWg<128, TRANS> {
     {
         asm volatile(
             "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-            "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32." ATT_T "." ATT_T " {"
             "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
             "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
             "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"

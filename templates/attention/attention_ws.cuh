@@ -186,7 +186,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     const att_u32 emptyQ = bars + 8 + 8 * 4 * STAGES;
     static_assert(8 + 8 * 4 * STAGES + 8 <= 128, "WS: the barriers fit below the ones");
 #if LSUM
-    const att_u32 sOnes = bars + 128;           /* 512 bytes of fp16 ones */
+    const att_u32 sOnes = bars + 128;           /* 512 bytes of fp16 (bf16) ones */
 #endif
 
     if (tid == 0) {
@@ -203,7 +203,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     }
 #if LSUM   /* written through the generic proxy, read by wgmma through the async one */
     if (tid >= 128 && tid < 256) {
-        asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(sOnes + (tid - 128) * 4), "r"(0x3C003C00u) : "memory");
+        asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(sOnes + (tid - 128) * 4), "r"(ATT_ONES) : "memory");
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     }
 #endif

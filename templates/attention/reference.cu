@@ -1,15 +1,20 @@
 /*
  * reference.cu -- evoeng reference for the attention task: naive, obviously
- * correct fp16 attention forward in fp32 arithmetic.
+ * correct fp16 or bf16 attention forward in fp32 arithmetic.
  *
- * Layout [B, H, S, D] fp16 for Q, K, V, O.  One CTA per (query row i,
- * b*h pair): grid = [S, B*H], any block size (128 in task.json), dynamic
+ * Layout [B, H, S, D] fp16 (DTYPE 0) or bf16 (DTYPE 1) for Q, K, V, O.
+ * One CTA per (query row i, b*h pair): grid = [S, B*H], any block size (128 in task.json), dynamic
  * shared memory S * 4 bytes for the fp32 score row.  Steps: s_j = q_i . k_j
  * * scale for every visible key j (all j when CAUSAL == 0, j <= i when
  * CAUSAL == 1), row max, p_j = exp(s_j - max), l = sum p_j, then
  * O[i][d] = sum_j p_j V[j][d] / l, one thread per output element d.
- * D and CAUSAL are compile-time macros (compile dims of the task); S and
- * scale are runtime arguments.  No includes (NVRTC without CUDA headers).
+ * Every input is widened to fp32 exactly; P stays fp32 (the candidates
+ * round it to 16 bits before P V: the task's tolerance allows for that).
+ * O is rounded once, to nearest even, to the buffers' dtype: the gate
+ * compares it with the candidate's O in that dtype (one dtype per buffer),
+ * so the reference's own rounding, half an ulp, is part of the tolerance.
+ * D, CAUSAL and DTYPE are compile-time macros (compile dims of the task);
+ * S and scale are runtime arguments.  No includes (NVRTC without CUDA headers).
  */
 
 #ifndef D
@@ -18,9 +23,26 @@
 #ifndef CAUSAL
 #define CAUSAL 0
 #endif
+#ifndef DTYPE
+#define DTYPE 0
+#endif
 
 typedef unsigned short ref_u16;
 
+#if DTYPE == 1
+/* bf16 is the top half of an fp32 */
+static __device__ float ref_h2f(ref_u16 h)
+{
+    return __uint_as_float((unsigned)h << 16);
+}
+
+static __device__ ref_u16 ref_f2h(float f)
+{
+    ref_u16 h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+#else
 static __device__ float ref_h2f(ref_u16 h)
 {
     float f;
@@ -34,6 +56,7 @@ static __device__ ref_u16 ref_f2h(float f)
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+#endif
 
 /* Block-wide reduction (max if is_max, else sum) through red[32]. */
 static __device__ float ref_reduce(float v, float *red, int is_max)
