@@ -383,20 +383,6 @@ char *path_join(const char *dir, const char *rel)
     return xasprintf("%s/%s", dir, rel);
 }
 
-char *path_absolute(const char *path)
-{
-    char *real = realpath(path, NULL);
-    if (real) {
-        char *r = xstrdup(real);
-        free(real);
-        return r;
-    }
-    char cwd[PATH_MAX];
-    if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
-        return xstrdup(path);
-    return path_join(cwd, path);
-}
-
 /* ---- SHA-256 (FIPS 180-4) -------------------------------------------- */
 
 typedef struct Sha256 {

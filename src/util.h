@@ -188,11 +188,6 @@ int file_mkdirs(const char *path, EvoErr *err);
 char *path_dirname(const char *path);
 /* Join dir and rel unless rel is absolute. Fresh string. */
 char *path_join(const char *dir, const char *rel);
-/* path as an absolute path (symbolic links resolved when it exists, else
- * joined to the current directory), so that it still names the same file
- * from another directory. Fresh string; path itself when the current
- * directory cannot be read. */
-char *path_absolute(const char *path);
 
 /* ---- hashing --------------------------------------------------------- */
 
