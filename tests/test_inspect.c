@@ -107,12 +107,21 @@ static void test_readonly_reads_only(void)
     free(p);
 }
 
-static void test_run_list(void)
+/* A new store tmpdir/name, opened for writing. */
+static Store *new_store(const char *name)
 {
-    char *p = xasprintf("%s/list.db", tmpdir);
+    char *p = xasprintf("%s/%s", tmpdir, name);
     Store *s = NULL;
     EvoErr err;
-    CHECK(store_open(&s, p, &err) == 0);
+    CHECK_MSG(store_open(&s, p, &err) == 0, "%s", err.msg);
+    free(p);
+    return s;
+}
+
+static void test_run_list(void)
+{
+    Store *s = new_store("list.db");
+    EvoErr err;
     RunSummary *l = NULL;
     int n = -1;
     CHECK(store_run_list(s, &l, &n, &err) == 0 && n == 0);
@@ -145,7 +154,6 @@ static void test_run_list(void)
     }
     store_run_list_free(l, n);
     store_close(&s);
-    free(p);
 }
 
 /* The keys of object o in order, space-separated (fresh string). */
@@ -164,10 +172,8 @@ static char *keys_of(json_t *o)
  * the tables of the store state them (names, order, omissions, detail). */
 static void test_row_json(void)
 {
-    char *p = xasprintf("%s/json.db", tmpdir);
-    Store *s = NULL;
+    Store *s = new_store("json.db");
     EvoErr err;
-    CHECK(store_open(&s, p, &err) == 0);
     int64_t run = add_run(s, "scale");
     int64_t id = add_cand(s, run, "k1", "ok", "accepted", 8.0, GATE_STAGE_FULL);
     RunRecord r;
@@ -200,7 +206,6 @@ static void test_row_json(void)
     candidate_record_free(&c);
     run_record_free(&r);
     store_close(&s);
-    free(p);
 }
 
 static void test_out_fit(void)
