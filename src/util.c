@@ -383,20 +383,6 @@ char *path_join(const char *dir, const char *rel)
     return xasprintf("%s/%s", dir, rel);
 }
 
-char *path_absolute(const char *path)
-{
-    char *real = realpath(path, NULL);
-    if (real) {
-        char *r = xstrdup(real);
-        free(real);
-        return r;
-    }
-    char cwd[PATH_MAX];
-    if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
-        return xstrdup(path);
-    return path_join(cwd, path);
-}
-
 /* ---- SHA-256 (FIPS 180-4) -------------------------------------------- */
 
 typedef struct Sha256 {
@@ -588,14 +574,43 @@ uint64_t rng_mix(uint64_t a, uint64_t b)
 
 static json_t *fld_value(const Field *f, const char *at);
 
+/* f's JSON key. */
+#define FLD_KEY(f) ((f)->jkey ? (f)->jkey : (f)->key)
+
+/* o[key] = v (stolen); a dotted key "a.b" sets b of the object o["a"]. */
+static void fld_set(json_t *o, const char *key, json_t *v)
+{
+    const char *dot = strchr(key, '.');
+    char head[64];
+    if (dot && dot - key < (ptrdiff_t)sizeof(head)) {
+        snprintf(head, sizeof(head), "%.*s", (int)(dot - key), key);
+        json_t *sub = json_object_get(o, head);
+        if (!json_is_object(sub))
+            json_object_set_new(o, head, sub = json_object());
+        o = sub, key = dot + 1;
+    }
+    json_object_set_new(o, key, v);
+}
+
 /* A table's record as an object. */
-json_t *fld_to_json(const Field *f, int n, const void *rec)
+json_t *fld_to_json_view(const Field *f, int n, const void *rec, int view)
 {
     json_t *o = json_object();
-    for (int i = 0; i < n; i++)
-        if (!f[i].when || f[i].when(rec))
-            json_object_set_new(o, f[i].key, fld_value(&f[i], (const char *)rec + f[i].off));
+    for (int i = 0; i < n; i++) {
+        if ((f[i].show & FLD_HIDE) || (f[i].show & ~view & FLD_MORE) || (f[i].when && !f[i].when(rec)))
+            continue;
+        json_t *v = fld_value(&f[i], (const char *)rec + f[i].off);
+        if ((f[i].show & FLD_OMIT) && json_is_null(v))
+            json_decref(v);
+        else
+            fld_set(o, FLD_KEY(&f[i]), v);
+    }
     return o;
+}
+
+json_t *fld_to_json(const Field *f, int n, const void *rec)
+{
+    return fld_to_json_view(f, n, rec, 0);
 }
 
 /* The pseudo-field of one element of array f. */
@@ -603,6 +618,8 @@ json_t *fld_to_json(const Field *f, int n, const void *rec)
 
 static json_t *fld_value(const Field *f, const char *at)
 {
+    if (f->put)
+        return f->put(at);
     switch (f->type) {
     case F_ID: return *(const int64_t *)at > 0 ? json_integer(*(const int64_t *)at) : json_null();
     case F_INT: return *(const int64_t *)at >= 0 ? json_integer(*(const int64_t *)at) : json_null();
@@ -629,7 +646,7 @@ static json_t *fld_value(const Field *f, const char *at)
             json_array_append_new(a, fld_value(&e, base + (size_t)k * f->size));
         return a;
     }
-    case F_CUSTOM: return f->put(at);
+    case F_CUSTOM: break;   /* put, above */
     }
     return json_null();
 }
@@ -730,9 +747,9 @@ static int fld_get(const Field *f, const json_t *v, char *rec, char *at, const c
             return fld_bad(err, path, "an object", v);
         for (int i = 0; i < f->nsub; i++) {
             const Field *s = &f->sub[i];
-            const json_t *sv = json_object_get(v, s->key);
+            const json_t *sv = s->show & FLD_HIDE ? NULL : json_object_get(v, FLD_KEY(s));
             char p[512];
-            snprintf(p, sizeof(p), "%s%s%s", path, path[0] ? "." : "", s->key);
+            snprintf(p, sizeof(p), "%s%s%s", path, path[0] ? "." : "", FLD_KEY(s));
             if (!sv && s->req)
                 return err_set(err, "%s: missing", p);
             if (sv && fld_get(s, sv, at, at + s->off, p, err))

@@ -80,8 +80,18 @@ typedef enum FieldType {
 
 #define FLD_FIXED ((size_t)-1)
 
+/* Field.show: how fld_to_json writes a field (0: always, as its type says).
+ * The --json views of the store's rows say in their tables what they
+ * print (store/rows.h). */
+#define FLD_HIDE 1   /* never: a member that is no part of the JSON (a column --json does not print) */
+#define FLD_OMIT 2   /* not when its value is null (F_ID 0, F_INT < 0, F_REAL not finite, F_TEXT NULL) */
+#define FLD_MORE 4   /* only in the view FLD_MORE of fld_to_json_view (the detail, e.g. show --json) */
+
 typedef struct Field {
     const char   *key;    /* JSON key, SQL column (pasted into SQL: a constant) */
+    const char   *jkey;   /* JSON key where it is not key (a column's name in --json); written only: a dotted
+                           * "a.b" puts the member under b of the object a */
+    int           show;   /* JSON: FLD_HIDE, FLD_OMIT, FLD_MORE */
     FieldType     type;
     size_t        off;    /* of the member in its record */
     int           req;    /* SQL: NOT NULL; JSON: must be present */
@@ -96,7 +106,9 @@ typedef struct Field {
     int           max;    /* F_ARR: most elements; F_NAME: how many names */
     const char *const *names;                 /* F_NAME */
     int (*when)(const void *rec);             /* JSON: written only when true (NULL: always) */
-    struct json_t *(*put)(const void *at);    /* F_CUSTOM: the value of the member (new reference) */
+    /* F_CUSTOM: the value of the member (new reference); another type: written as put says instead
+     * of as the type says (a text column that holds JSON, an enum's name), read as the type says */
+    struct json_t *(*put)(const void *at);
     int (*get)(const struct json_t *v, void *at); /* F_CUSTOM: 0, or -1 when v is malformed */
     /* F_CUSTOM, instead of get: 0, or -1 with err continuing the path ("[2].init: why", ": why") */
     int (*read)(const struct json_t *v, void *at, EvoErr *err);
@@ -117,8 +129,10 @@ typedef struct Field {
      .nsub = NFIELDS(tab), .elem = F_OBJ, .count = offsetof(T, cnt), .max = FLD_MEMBER_LEN(T, m)}
 
 /* rec as a JSON object (new reference): every field in table order, but a
- * field whose `when` is false. */
+ * field whose `when` is false and those `show` leaves out (FLD_HIDE; a
+ * null FLD_OMIT; FLD_MORE unless view has FLD_MORE). fld_to_json: view 0. */
 struct json_t *fld_to_json(const Field *f, int n, const void *rec);
+struct json_t *fld_to_json_view(const Field *f, int n, const void *rec, int view);
 
 /* Read the JSON object j into rec. A key that is absent leaves its member
  * as it is (the caller sets the defaults first), unless the field is
@@ -188,11 +202,6 @@ int file_mkdirs(const char *path, EvoErr *err);
 char *path_dirname(const char *path);
 /* Join dir and rel unless rel is absolute. Fresh string. */
 char *path_join(const char *dir, const char *rel);
-/* path as an absolute path (symbolic links resolved when it exists, else
- * joined to the current directory), so that it still names the same file
- * from another directory. Fresh string; path itself when the current
- * directory cannot be read. */
-char *path_absolute(const char *path);
 
 /* ---- hashing --------------------------------------------------------- */
 

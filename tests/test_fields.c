@@ -4,7 +4,8 @@
  * crosses the worker pipe (BenchOptions, BenchResult, CompareResult,
  * GateReport, DeviceInfo), and malformed input (a wrong type, a required
  * field missing, an array or a string too long, an unknown name) failing
- * with the JSON path of the bad value.
+ * with the JSON path of the bad value; the --json view of a store row
+ * (a key of its own, nested, hidden, omitted when null, detail only).
  */
 #include "gpu/bench.h"
 #include "gpu/gate.h"
@@ -124,6 +125,51 @@ static void test_malformed(void)
     bad("[]", "an object expected, found an array");
 }
 
+/* The --json view of a table (store rows): jkey, a dotted jkey, FLD_HIDE,
+ * FLD_OMIT, FLD_MORE and put on a type that is not F_CUSTOM. */
+typedef struct Row {
+    int64_t run, gen, stage;
+    double  lat;
+    char   *name, *arch, *secret, *log;
+} Row;
+
+static json_t *put_stage(const void *at)
+{
+    return json_string(*(const int64_t *)at == 2 ? "full" : "?");
+}
+
+static const Field row_fields[] = {
+    {.key = "run_id", .jkey = "run", .type = F_ID, .off = offsetof(Row, run)},
+    {.key = "gen", .type = F_INT, .off = offsetof(Row, gen), .show = FLD_OMIT},
+    {.key = "stage", .type = F_INT, .off = offsetof(Row, stage), .put = put_stage},
+    {.key = "lat", .type = F_REAL, .off = offsetof(Row, lat), .show = FLD_OMIT},
+    {.key = "device_name", .jkey = "device.name", .type = F_TEXT, .off = offsetof(Row, name)},
+    {.key = "device_arch", .jkey = "device.arch", .type = F_TEXT, .off = offsetof(Row, arch)},
+    {.key = "log", .type = F_TEXT, .off = offsetof(Row, log), .show = FLD_OMIT | FLD_MORE},
+    {.key = "secret", .type = F_TEXT, .off = offsetof(Row, secret), .show = FLD_HIDE},
+};
+
+static void test_views(void)
+{
+    Row r = {.run = 3, .gen = -1, .stage = 2, .lat = NAN, .arch = "sm_90", .secret = "k", .log = "l"};
+    char *s = dump(fld_to_json(row_fields, NFIELDS(row_fields), &r));
+    CHECK_STR(s, "{\"run\":3,\"stage\":\"full\",\"device\":{\"name\":null,\"arch\":\"sm_90\"}}");
+    free(s);
+    r.gen = 4;
+    r.lat = 1.5;
+    s = dump(fld_to_json_view(row_fields, NFIELDS(row_fields), &r, FLD_MORE));
+    CHECK_STR(s, "{\"run\":3,\"gen\":4,\"stage\":\"full\",\"lat\":1.5,\"device\":{\"name\":null,"
+                 "\"arch\":\"sm_90\"},\"log\":\"l\"}");
+    free(s);
+    /* the reader takes the JSON key and never a hidden member */
+    Row b = {.secret = "kept"};
+    json_t *j = json_loads("{\"run\":7,\"run_id\":8,\"secret\":\"x\"}", 0, NULL);
+    EvoErr err = {{0}};
+    CHECK(fld_from_json(row_fields, 1, j, &b, &err) == 0 && b.run == 7);
+    CHECK(fld_from_json(&row_fields[7], 1, j, &b, &err) == 0 && strcmp(b.secret, "kept") == 0);
+    json_decref(j);
+}
+
 /* A record's JSON survives from_json + to_json unchanged. */
 #define ROUND_TRIP(T, put, get, rec)                                                                             \
     do {                                                                                                         \
@@ -236,6 +282,7 @@ int main(void)
 {
     RUN(test_types);
     RUN(test_malformed);
+    RUN(test_views);
     RUN(test_records);
     RUN(test_records_malformed);
     return test_report();

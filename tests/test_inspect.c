@@ -1,14 +1,18 @@
 /* Unit tests for issue 14's pieces below the commands: store_open_readonly
  * (a missing store creates nothing; nothing can write through it),
  * store_run_list (counts and the best survivor per run), the time_limit
- * run status, and msg.h's out_* (lines cut to a width, UTF-8 aware; the width
- * rules for a stream that is not a terminal). The commands themselves are
+ * run status, the --json objects of a run and a candidate row
+ * (store_run_json, store_candidate_json; issue 36), and msg.h's out_*
+ * (lines cut to a width, UTF-8 aware; the width rules for a stream that
+ * is not a terminal). The commands themselves are
  * tested end to end by test_json_cli.py. */
 #include "testhelp.h"
 
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "msg.h"
 #include "store/store.h"
@@ -103,12 +107,21 @@ static void test_readonly_reads_only(void)
     free(p);
 }
 
-static void test_run_list(void)
+/* A new store tmpdir/name, opened for writing. */
+static Store *new_store(const char *name)
 {
-    char *p = xasprintf("%s/list.db", tmpdir);
+    char *p = xasprintf("%s/%s", tmpdir, name);
     Store *s = NULL;
     EvoErr err;
-    CHECK(store_open(&s, p, &err) == 0);
+    CHECK_MSG(store_open(&s, p, &err) == 0, "%s", err.msg);
+    free(p);
+    return s;
+}
+
+static void test_run_list(void)
+{
+    Store *s = new_store("list.db");
+    EvoErr err;
     RunSummary *l = NULL;
     int n = -1;
     CHECK(store_run_list(s, &l, &n, &err) == 0 && n == 0);
@@ -141,7 +154,58 @@ static void test_run_list(void)
     }
     store_run_list_free(l, n);
     store_close(&s);
-    free(p);
+}
+
+/* The keys of object o in order, space-separated (fresh string). */
+static char *keys_of(json_t *o)
+{
+    StrBuf sb = {0};
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        sb_printf(&sb, "%s%s", sb.len ? " " : "", k);
+    }
+    return sb_take(&sb);
+}
+
+/* store_run_json, store_candidate_json: the --json objects of the rows, as
+ * the tables of the store state them (names, order, omissions, detail). */
+static void test_row_json(void)
+{
+    Store *s = new_store("json.db");
+    EvoErr err;
+    int64_t run = add_run(s, "scale");
+    int64_t id = add_cand(s, run, "k1", "ok", "accepted", 8.0, GATE_STAGE_FULL);
+    RunRecord r;
+    CandidateRecord c;
+    CHECK(store_run_get(s, run, &r, &err) == 1 && store_candidate_get(s, id, &c, &err) == 1);
+    json_t *o = store_run_json(&r);
+    char *k = keys_of(o);
+    CHECK_STR(k, "id task task_path status strategy seed generations_done started_at finished_at device "
+                 "nvrtc_version driver_version evoeng_version baseline_id config");
+    CHECK(json_integer_value(json_object_get(o, "id")) == run);
+    CHECK_STR(json_string_value(json_object_get(o, "task")), "scale");
+    CHECK(json_is_null(json_object_get(json_object_get(o, "device"), "name")));
+    CHECK(json_integer_value(json_object_get(json_object_get(json_object_get(o, "config"), "dims"), "N")) == 4096);
+    free(k);
+    json_decref(o);
+    o = store_candidate_json(&c, 0);
+    k = keys_of(o);
+    /* NULL metrics left out; params_key, compile_id, llm_request_id never printed */
+    CHECK_STR(k, "id run generation operator status decision gate_stage params latency_us speedup");
+    CHECK_STR(json_string_value(json_object_get(o, "gate_stage")), "full");
+    CHECK(json_is_object(json_object_get(o, "params")) && json_integer_value(json_object_get(o, "run")) == run);
+    free(k);
+    json_decref(o);
+    o = store_candidate_json(&c, 1);
+    k = keys_of(o);
+    CHECK_STR(k, "id run generation operator status decision gate_stage params latency_us speedup created_at "
+                 "decided_at");
+    free(k);
+    json_decref(o);
+    candidate_record_free(&c);
+    run_record_free(&r);
+    store_close(&s);
 }
 
 static void test_out_fit(void)
@@ -188,6 +252,7 @@ int main(void)
     RUN(test_readonly_missing);
     RUN(test_readonly_reads_only);
     RUN(test_run_list);
+    RUN(test_row_json);
     RUN(test_out_fit);
     RUN(test_out_width);
     char *cmd = xasprintf("rm -rf '%s'", tmpdir);

@@ -1,5 +1,6 @@
 /* Unit tests for util: strings, SHA-256, strict number parsing, paths;
  * and device_cores, the compile farm's default size. */
+#include "cli/cli.h"
 #include "device.h"
 #include "testhelp.h"
 #include "testdata.h"
@@ -73,7 +74,7 @@ static void test_paths(void)
     d = path_dirname("task.json");
     CHECK_STR(d, ".");
     free(d);
-    /* path_absolute: a missing relative path is joined to the cwd, an
+    /* path_absolute (cli/cli.h): a missing relative path is joined to the cwd, an
      * existing one resolved, an absolute missing one kept as it is. */
     char cwd[4096];
     CHECK(getcwd(cwd, sizeof(cwd)) != NULL);

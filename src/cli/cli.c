@@ -4,8 +4,10 @@
 #include "cli/cli.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define BIT(c) (1u << (c))
 #define C_ALL  0xffffffffu
@@ -610,4 +612,20 @@ void cli_usage(FILE *f, CmdId cmd)
     }
     fprintf(f, "usage: evoeng %s %s\n\n%s\n\noptions:\n", ci->name, ci->synopsis, ci->details);
     usage_options(f, cmd);
+}
+
+/* ---- paths ---------------------------------------------------------- */
+
+char *path_absolute(const char *path)
+{
+    char *real = realpath(path, NULL);
+    if (real) {
+        char *r = xstrdup(real);
+        free(real);
+        return r;
+    }
+    char cwd[PATH_MAX];
+    if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+        return xstrdup(path);
+    return path_join(cwd, path);
 }

@@ -107,4 +107,11 @@ const char *cli_command_name(CmdId cmd);
  * description and options. */
 void cli_usage(FILE *f, CmdId cmd);
 
+/* path (a task, a kernel, an output directory from the command line) as
+ * an absolute path (symbolic links resolved when it exists, else joined
+ * to the current directory), so that it still names the same file from
+ * another directory: what a run records. Fresh string; path itself when
+ * the current directory cannot be read. */
+char *path_absolute(const char *path);
+
 #endif

@@ -182,34 +182,15 @@ char *inspect_shape_text(const RunRecord *r)
 
 /* ---- JSON ------------------------------------------------------------ */
 
-void inspect_set_text(json_t *o, const char *key, const char *text)
-{
-    if (!text)
-        return;
-    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
-    json_object_set_new(o, key, v ? v : json_string(text));
-}
-
 void inspect_set_real(json_t *o, const char *key, double v)
 {
     if (isfinite(v))
         json_object_set_new(o, key, json_real(v));
 }
 
-void inspect_set_int(json_t *o, const char *key, int64_t v)
-{
-    if (v >= 0)
-        json_object_set_new(o, key, json_integer((json_int_t)v));
-}
-
 json_t *inspect_real_or_null(double v)
 {
     return isfinite(v) ? json_real(v) : json_null();
-}
-
-static json_t *string_or_null(const char *s)
-{
-    return s ? json_string(s) : json_null();
 }
 
 json_t *inspect_gpu_json(const CandidateRecord *c)
@@ -260,72 +241,24 @@ json_t *inspect_profiles_json(const CandidateRecord *c)
 
 json_t *inspect_candidate_json(const CandidateRecord *c, int full)
 {
-    json_t *o = json_pack("{s:I, s:I, s:I, s:s, s:s, s:s, s:s}", "id", (json_int_t)c->id, "run",
-                          (json_int_t)c->run_id, "generation", (json_int_t)c->generation, "operator",
-                          c->operator ? c->operator : "", "status", c->status ? c->status : "", "decision",
-                          c->decision ? c->decision : "", "gate_stage", gate_stage_name(c->gate_stage));
-    if (c->parent_id)
-        json_object_set_new(o, "parent", json_integer((json_int_t)c->parent_id));
-    if (c->parent2_id)
-        json_object_set_new(o, "parent2", json_integer((json_int_t)c->parent2_id));
-    inspect_set_text(o, "params", c->params_json);
-    if (c->error)
-        json_object_set_new(o, "error", json_string(c->error));
-    inspect_set_real(o, "latency_us", c->latency_us);
-    inspect_set_real(o, "p90_us", c->p90_us);
-    inspect_set_real(o, "cv", c->cv);
-    inspect_set_real(o, "ratio_to_parent", c->ratio_to_parent);
-    inspect_set_real(o, "speedup", c->speedup);
-    inspect_set_int(o, "ctas", c->ctas);
-    inspect_set_int(o, "threads", c->threads);
-    inspect_set_int(o, "registers", c->registers);
-    inspect_set_int(o, "occupancy", c->occupancy);
+    json_t *o = store_candidate_json(c, 0);
     json_t *gpu = inspect_gpu_json(c), *profs = inspect_profiles_json(c);
     if (gpu)
         json_object_set_new(o, "gpu", gpu);
     if (profs)
         json_object_set_new(o, "profiles", profs);
-    if (!full)
-        return o;
-    inspect_set_real(o, "ratio_spread", c->ratio_spread);
-    inspect_set_int(o, "ctas_total", c->ctas_total);
-    inspect_set_int(o, "smem_static", c->smem_static);
-    inspect_set_int(o, "smem_dynamic", c->smem_dynamic);
-    inspect_set_real(o, "waves", c->waves);
-    inspect_set_real(o, "tflops", c->tflops);
-    inspect_set_real(o, "gbps", c->gbps);
-    inspect_set_real(o, "compile_ms", c->compile_ms);
-    inspect_set_real(o, "gate_ms", c->gate_ms);
-    inspect_set_real(o, "time_ms", c->time_ms);
-    if (c->source_hash)
-        json_object_set_new(o, "source_hash", json_string(c->source_hash));
-    inspect_set_text(o, "gate", c->gate_json);
-    inspect_set_text(o, "metrics", c->metrics_json);
-    if (c->rationale)
-        json_object_set_new(o, "rationale", json_string(c->rationale));
-    if (c->log)
-        json_object_set_new(o, "log", json_string(c->log));
-    json_object_set_new(o, "created_at", json_string(c->created_at ? c->created_at : ""));
-    json_object_set_new(o, "decided_at", json_string(c->decided_at ? c->decided_at : ""));
+    if (full) {   /* the detail after what is computed here, as show has always printed it */
+        json_t *more = store_candidate_json(c, 1);
+        json_object_update_missing(o, more);
+        json_decref(more);
+    }
     return o;
 }
 
 json_t *inspect_run_json(const RunRecord *r)
 {
-    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:o}", "id", (json_int_t)r->id, "task",
-                          r->task_name ? r->task_name : "", "task_path", r->task_path ? r->task_path : "",
-                          "status", r->status ? r->status : "", "strategy", r->strategy ? r->strategy : "",
-                          "seed", (json_int_t)r->seed, "generations_done", (json_int_t)r->generations_done,
-                          "started_at", r->started_at ? r->started_at : "", "finished_at",
-                          string_or_null(r->finished_at));
-    json_object_set_new(o, "device", json_pack("{s:o, s:o}", "name", string_or_null(r->device_name), "arch",
-                                               string_or_null(r->device_arch)));
-    json_object_set_new(o, "nvrtc_version", string_or_null(r->nvrtc_version));
-    json_object_set_new(o, "driver_version", string_or_null(r->driver_version));
-    json_object_set_new(o, "evoeng_version", string_or_null(r->evoeng_version));
-    json_object_set_new(o, "baseline_id", r->baseline_id ? json_integer((json_int_t)r->baseline_id) : json_null());
+    json_t *o = store_run_json(r);
     json_object_set_new(o, "shape", inspect_shape_json(r));
-    inspect_set_text(o, "config", r->config_json);
     return o;
 }
 

@@ -63,19 +63,20 @@ json_t *inspect_gpu_json(const CandidateRecord *c);
 int     inspect_profiles(const CandidateRecord *c, ProfileStat *out);
 json_t *inspect_profiles_json(const CandidateRecord *c);
 
-/* A candidate as JSON (new reference): gate_stage as "none" | "bench" |
- * "full". full: also gate and metrics details, logs and dates (show). */
+/* A candidate as JSON (new reference): the row as the store prints it
+ * (store_candidate_json), then "gpu" and "profiles" where it has them.
+ * full: then also the detail of show (timings, gate and metrics, logs,
+ * dates). */
 json_t *inspect_candidate_json(const CandidateRecord *c, int full);
-/* A run as JSON (new reference): id, task, task_path, status, strategy,
- * seed, generations_done, started_at, finished_at, device {name, arch},
- * nvrtc_version, driver_version, evoeng_version, shape, config. */
+/* A run as JSON (new reference): the row as the store prints it
+ * (store_run_json: id, task, task_path, status, strategy, seed,
+ * generations_done, started_at, finished_at, device {name, arch},
+ * nvrtc_version, driver_version, evoeng_version, baseline_id, config),
+ * then "shape". */
 json_t *inspect_run_json(const RunRecord *r);
 
-/* Put text parsed as JSON under key (a string when it does not parse);
- * reals only when finite; integers only when >= 0. */
-void inspect_set_text(json_t *o, const char *key, const char *text);
+/* Put v under key when it is finite. */
 void inspect_set_real(json_t *o, const char *key, double v);
-void inspect_set_int(json_t *o, const char *key, int64_t v);
 /* A finite real, else null (new reference). */
 json_t *inspect_real_or_null(double v);
 

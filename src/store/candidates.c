@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "store/rows.h"
 
 /* ---- field tables ---------------------------------------------------- */
@@ -23,29 +25,45 @@ static const Field compile_fields[] = {
     FLDR(CompileRecord, created_at, F_TEXT),
 };
 
+/* A gate stage by name in --json ("none", "bench", "full"). */
+static json_t *put_gate_stage(const void *at)
+{
+    return json_string(gate_stage_name(*(const int64_t *)at));
+}
+
+/* The --json candidate object (docs/json-output.md) in the order it
+ * prints: what every view has, the detail of show (FLD_MORE), then the
+ * columns it never prints. A NULL metric is left out (FLD_OMIT). */
+#define CJ(name, ty, ...) FLDJ(CandidateRecord, name, ty, __VA_ARGS__)
+#define OMIT .show = FLD_OMIT
+#define DETAIL .show = FLD_OMIT | FLD_MORE
 static const Field candidate_fields[] = {
-    FLDR(CandidateRecord, run_id, F_ID), FLDR(CandidateRecord, generation, F_INT),
-    FLD(CandidateRecord, parent_id, F_ID), FLD(CandidateRecord, parent2_id, F_ID),
-    FLDR(CandidateRecord, operator, F_TEXT), FLDR(CandidateRecord, params_json, F_TEXT),
-    FLDR(CandidateRecord, params_key, F_TEXT), FLD(CandidateRecord, source_hash, F_TEXT),
-    FLD(CandidateRecord, compile_id, F_ID), FLDR(CandidateRecord, status, F_TEXT),
-    FLDR(CandidateRecord, decision, F_TEXT), FLD(CandidateRecord, error, F_TEXT),
-    FLD(CandidateRecord, gate_json, F_TEXT), FLD(CandidateRecord, log, F_TEXT),
-    FLD(CandidateRecord, latency_us, F_REAL), FLD(CandidateRecord, p90_us, F_REAL),
-    FLD(CandidateRecord, cv, F_REAL), FLD(CandidateRecord, ratio_to_parent, F_REAL),
-    FLD(CandidateRecord, ratio_spread, F_REAL), FLD(CandidateRecord, speedup, F_REAL),
-    FLD(CandidateRecord, ctas, F_INT), FLD(CandidateRecord, ctas_total, F_INT),
-    FLD(CandidateRecord, threads, F_INT), FLD(CandidateRecord, registers, F_INT),
-    FLD(CandidateRecord, smem_static, F_INT), FLD(CandidateRecord, smem_dynamic, F_INT),
-    FLD(CandidateRecord, occupancy, F_INT), FLD(CandidateRecord, waves, F_REAL),
-    FLD(CandidateRecord, tflops, F_REAL), FLD(CandidateRecord, gbps, F_REAL),
-    FLD(CandidateRecord, pct_peak_flops, F_REAL), FLD(CandidateRecord, pct_peak_bw, F_REAL),
-    FLD(CandidateRecord, metrics_json, F_TEXT), FLD(CandidateRecord, compile_ms, F_REAL),
-    FLD(CandidateRecord, gate_ms, F_REAL), FLD(CandidateRecord, time_ms, F_REAL),
-    FLD(CandidateRecord, llm_request_id, F_ID), FLD(CandidateRecord, rationale, F_TEXT),
-    FLDR(CandidateRecord, created_at, F_TEXT), FLDR(CandidateRecord, decided_at, F_TEXT),
-    FLDR(CandidateRecord, gate_stage, F_INT),
+    CJ(run_id, F_ID, .req = 1, .jkey = "run"),       FLDR(CandidateRecord, generation, F_INT),
+    FLDR(CandidateRecord, operator, F_TEXT),          FLDR(CandidateRecord, status, F_TEXT),
+    FLDR(CandidateRecord, decision, F_TEXT),          CJ(gate_stage, F_INT, .req = 1, .put = put_gate_stage),
+    CJ(parent_id, F_ID, .jkey = "parent", OMIT),     CJ(parent2_id, F_ID, .jkey = "parent2", OMIT),
+    CJ(params_json, F_TEXT, .req = 1, .jkey = "params", .put = fld_put_json_text, OMIT),
+    CJ(error, F_TEXT, OMIT),
+    CJ(latency_us, F_REAL, OMIT), CJ(p90_us, F_REAL, OMIT), CJ(cv, F_REAL, OMIT),
+    CJ(ratio_to_parent, F_REAL, OMIT), CJ(speedup, F_REAL, OMIT),
+    CJ(ctas, F_INT, OMIT), CJ(threads, F_INT, OMIT), CJ(registers, F_INT, OMIT), CJ(occupancy, F_INT, OMIT),
+    /* show only: the detail */
+    CJ(ratio_spread, F_REAL, DETAIL), CJ(ctas_total, F_INT, DETAIL), CJ(smem_static, F_INT, DETAIL),
+    CJ(smem_dynamic, F_INT, DETAIL), CJ(waves, F_REAL, DETAIL), CJ(tflops, F_REAL, DETAIL),
+    CJ(gbps, F_REAL, DETAIL), CJ(compile_ms, F_REAL, DETAIL), CJ(gate_ms, F_REAL, DETAIL),
+    CJ(time_ms, F_REAL, DETAIL), CJ(source_hash, F_TEXT, DETAIL),
+    CJ(gate_json, F_TEXT, .jkey = "gate", .put = fld_put_json_text, DETAIL),
+    CJ(metrics_json, F_TEXT, .jkey = "metrics", .put = fld_put_json_text, DETAIL),
+    CJ(rationale, F_TEXT, DETAIL), CJ(log, F_TEXT, DETAIL),
+    CJ(created_at, F_TEXT, .req = 1, .show = FLD_MORE), CJ(decided_at, F_TEXT, .req = 1, .show = FLD_MORE),
+    /* not in --json */
+    CJ(params_key, F_TEXT, .req = 1, .show = FLD_HIDE), CJ(compile_id, F_ID, .show = FLD_HIDE),
+    CJ(pct_peak_flops, F_REAL, .show = FLD_HIDE), CJ(pct_peak_bw, F_REAL, .show = FLD_HIDE),
+    CJ(llm_request_id, F_ID, .show = FLD_HIDE),
 };
+#undef CJ
+#undef OMIT
+#undef DETAIL
 
 static const Field generation_fields[] = {
     FLDR(GenerationRecord, run_id, F_ID), FLDR(GenerationRecord, generation, F_INT),
@@ -80,6 +98,11 @@ void candidate_record_free(CandidateRecord *c)
 {
     fld_free(candidate_fields, NFIELDS(candidate_fields), c);
     c->id = 0;
+}
+
+json_t *store_candidate_json(const CandidateRecord *c, int detail)
+{
+    return fld_row_json(c->id, candidate_fields, NFIELDS(candidate_fields), c, detail ? FLD_MORE : 0);
 }
 
 static void free_candidate(void *r)

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 void fld_init(const Field *f, int n, void *rec)
 {
     for (int i = 0; i < n; i++) {
@@ -303,4 +305,23 @@ int sdb_read_rows(Store *s, sqlite3_stmt *st, const Field *f, int nf, size_t siz
     sqlite3_finalize(st);
     *out = list;
     return 0;
+}
+
+/* ---- --json views ---------------------------------------------------- */
+
+json_t *fld_put_json_text(const void *at)
+{
+    const char *text = *(char *const *)at;
+    if (!text)
+        return json_null();
+    json_t *v = json_loads(text, JSON_DECODE_ANY, NULL);
+    return v ? v : json_string(text);
+}
+
+json_t *fld_row_json(int64_t id, const Field *f, int n, const void *rec, int view)
+{
+    json_t *o = json_pack("{s:I}", "id", (json_int_t)id), *cols = fld_to_json_view(f, n, rec, view);
+    json_object_update(o, cols);
+    json_decref(cols);
+    return o;
 }

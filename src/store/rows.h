@@ -28,6 +28,21 @@ struct Store {
  * F_TEXT only; `key` is the column, `req` NOT NULL. */
 #define FLD(T, name, ty) {.key = #name, .type = ty, .off = offsetof(T, name)}
 #define FLDR(T, name, ty) {.key = #name, .type = ty, .off = offsetof(T, name), .req = 1}
+/* A column with more to say, chiefly how --json prints it:
+ * FLDJ(T, run_id, F_ID, .req = 1, .jkey = "run", .show = FLD_OMIT). */
+#define FLDJ(T, name, ty, ...) {.key = #name, .type = ty, .off = offsetof(T, name), __VA_ARGS__}
+
+/* The --json views of the rows (store.h, "--json views"): a table's order
+ * is the order of its object's keys; a column prints under its name, or
+ * jkey; FLD_HIDE leaves it out, FLD_OMIT leaves it out when NULL, FLD_MORE
+ * keeps it for the detail view (show). */
+
+/* put hook of a text column that holds JSON (params, config, gate,
+ * metrics): the value parsed, a string when it does not parse, null for
+ * NULL. */
+struct json_t *fld_put_json_text(const void *at);
+/* {"id": id, then the columns of rec that view prints} (new reference). */
+struct json_t *fld_row_json(int64_t id, const Field *f, int n, const void *rec, int view);
 
 /* Set every field of rec to its NULL value (see FieldType). */
 void fld_init(const Field *f, int n, void *rec);

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "config.h"
 #include "store/rows.h"
 #include "store/store_schema.h"
@@ -20,17 +22,23 @@
 /* 'EVOE': marks the file as an evoeng database. */
 #define EVO_APPLICATION_ID 0x45564f45
 
+/* The --json run object (docs/json-output.md) in the order it prints,
+ * then the columns it never prints. */
 static const Field run_fields[] = {
-    FLDR(RunRecord, task_name, F_TEXT), FLDR(RunRecord, task_path, F_TEXT),
-    FLDR(RunRecord, task_json, F_TEXT), FLDR(RunRecord, config_json, F_TEXT),
-    FLD(RunRecord, device_name, F_TEXT), FLD(RunRecord, device_arch, F_TEXT),
-    FLD(RunRecord, device_json, F_TEXT), FLD(RunRecord, nvrtc_version, F_TEXT),
-    FLD(RunRecord, driver_version, F_TEXT), FLDR(RunRecord, evoeng_version, F_TEXT),
-    FLDR(RunRecord, seed, F_INT), FLDR(RunRecord, strategy, F_TEXT),
-    FLDR(RunRecord, status, F_TEXT), FLDR(RunRecord, generations_done, F_INT),
-    FLD(RunRecord, baseline_id, F_ID), FLDR(RunRecord, started_at, F_TEXT),
-    FLD(RunRecord, finished_at, F_TEXT),
+    FLDJ(RunRecord, task_name, F_TEXT, .req = 1, .jkey = "task"), FLDR(RunRecord, task_path, F_TEXT),
+    FLDR(RunRecord, status, F_TEXT),           FLDR(RunRecord, strategy, F_TEXT),
+    FLDR(RunRecord, seed, F_INT),              FLDR(RunRecord, generations_done, F_INT),
+    FLDR(RunRecord, started_at, F_TEXT),       FLD(RunRecord, finished_at, F_TEXT),
+    FLDJ(RunRecord, device_name, F_TEXT, .jkey = "device.name"),
+    FLDJ(RunRecord, device_arch, F_TEXT, .jkey = "device.arch"),
+    FLD(RunRecord, nvrtc_version, F_TEXT),     FLD(RunRecord, driver_version, F_TEXT),
+    FLDR(RunRecord, evoeng_version, F_TEXT),   FLD(RunRecord, baseline_id, F_ID),
+    FLDJ(RunRecord, config_json, F_TEXT, .req = 1, .jkey = "config", .put = fld_put_json_text, .show = FLD_OMIT),
+    /* not in --json */
+    FLDJ(RunRecord, task_json, F_TEXT, .req = 1, .show = FLD_HIDE),
+    FLDJ(RunRecord, device_json, F_TEXT, .show = FLD_HIDE),
 };
+
 
 /* ---- open and migrate ------------------------------------------------ */
 
@@ -318,6 +326,11 @@ void run_record_free(RunRecord *r)
 }
 
 /* ---- runs ------------------------------------------------------------ */
+
+json_t *store_run_json(const RunRecord *r)
+{
+    return fld_row_json(r->id, run_fields, NFIELDS(run_fields), r, 0);
+}
 
 int store_run_insert(Store *s, RunRecord *r, EvoErr *err)
 {

@@ -104,6 +104,20 @@ typedef struct LlmRequestRecord {
  * refused (README.md, "Trust model"). */
 #define STORE_VALUE_MAX (64 << 20)
 
+/* ---- --json views (docs/json-output.md) ----------------------------- */
+
+/* A run and a candidate as the --json of status, top, lineage, show and
+ * runs print them (new references): "id", then the row's columns, in the
+ * order, under the names and with the omissions that the tables of
+ * store.c and candidates.c state (rows.h): a candidate's run_id as "run",
+ * params_json as the object "params", gate_stage by name, a NULL metric
+ * left out; a run's device as {"name", "arch"}, config as an object. The
+ * caller adds what it computes (a run's shape, a candidate's GPU and
+ * profiles). detail: also the columns only show prints (timings, logs,
+ * the gate and metrics, dates). */
+struct json_t *store_run_json(const RunRecord *r);
+struct json_t *store_candidate_json(const CandidateRecord *c, int detail);
+
 /* Schema version this build writes (number of embedded migrations). */
 int store_schema_latest(void);
 
