@@ -8,6 +8,7 @@
  * tested end to end by test_json_cli.py. */
 #include "testhelp.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -202,6 +203,21 @@ static void test_row_json(void)
     CHECK_STR(k, "id run generation operator status decision gate_stage params latency_us speedup created_at "
                  "decided_at");
     free(k);
+    json_decref(o);
+    /* run --json's per-generation event: the row in print order, without
+     * failed, wall_ms and finished_at; a generation with no valid child
+     * (NaN best) prints null, not a broken object */
+    GenerationRecord g = {.run_id = run, .generation = 3, .evaluated = 8, .valid = 7, .accepted = 2, .reverted = 5,
+                          .failed = 1, .best_id = id, .best_latency_us = 8.0, .wall_ms = 12.5};
+    o = store_generation_json(&g);
+    k = keys_of(o);
+    CHECK_STR(k, "run generation evaluated valid accepted reverted best_id best_latency_us");
+    CHECK(json_integer_value(json_object_get(o, "run")) == run && json_integer_value(json_object_get(o, "valid")) == 7);
+    free(k);
+    json_decref(o);
+    g.best_latency_us = NAN;
+    o = store_generation_json(&g);
+    CHECK(o && json_is_null(json_object_get(o, "best_latency_us")));
     json_decref(o);
     candidate_record_free(&c);
     run_record_free(&r);

@@ -61,12 +61,9 @@ static void report_generation(Loop *L, const GenerationRecord *g, int total_gens
     double eta = g->generation > 0 ? el / (double)(g->generation + 1) * left : NAN;
     loop_live_clear(L);
     if (L->cfg->json) {
-        json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f}", "run", (json_int_t)L->run.id,
-                              "generation", (json_int_t)g->generation, "evaluated", (json_int_t)g->evaluated,
-                              "valid", (json_int_t)g->valid, "accepted", (json_int_t)g->accepted,
-                              "reverted", (json_int_t)g->reverted, "best_id", (json_int_t)g->best_id,
-                              "best_latency_us", g->best_latency_us, "speedup", isnan(speed) ? 0.0 : speed,
-                              "elapsed_s", el);
+        json_t *o = store_generation_json(g);   /* the row, from the store's table; then what is computed */
+        json_object_set_new(o, "speedup", json_real(isnan(speed) ? 0.0 : speed));
+        json_object_set_new(o, "elapsed_s", json_real(el));
         char *s = json_dumps(o, JSON_COMPACT);
         printf("%s\n", s);
         free(s);

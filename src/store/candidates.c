@@ -65,13 +65,16 @@ static const Field candidate_fields[] = {
 #undef OMIT
 #undef DETAIL
 
+/* A generation's row, in the order `run --json` prints its per-generation
+ * event (docs/json-output.md); the last three columns are not in it. */
 static const Field generation_fields[] = {
-    FLDR(GenerationRecord, run_id, F_ID), FLDR(GenerationRecord, generation, F_INT),
-    FLD(GenerationRecord, best_id, F_ID), FLD(GenerationRecord, best_latency_us, F_REAL),
+    FLDJ(GenerationRecord, run_id, F_ID, .req = 1, .jkey = "run"), FLDR(GenerationRecord, generation, F_INT),
     FLDR(GenerationRecord, evaluated, F_INT), FLDR(GenerationRecord, valid, F_INT),
     FLDR(GenerationRecord, accepted, F_INT), FLDR(GenerationRecord, reverted, F_INT),
-    FLDR(GenerationRecord, failed, F_INT), FLD(GenerationRecord, wall_ms, F_REAL),
-    FLDR(GenerationRecord, finished_at, F_TEXT),
+    FLD(GenerationRecord, best_id, F_ID), FLD(GenerationRecord, best_latency_us, F_REAL),
+    FLDJ(GenerationRecord, failed, F_INT, .req = 1, .show = FLD_HIDE),
+    FLDJ(GenerationRecord, wall_ms, F_REAL, .show = FLD_HIDE),
+    FLDJ(GenerationRecord, finished_at, F_TEXT, .req = 1, .show = FLD_HIDE),
 };
 
 /* ---- records --------------------------------------------------------- */
@@ -98,6 +101,11 @@ void candidate_record_free(CandidateRecord *c)
 {
     fld_free(candidate_fields, NFIELDS(candidate_fields), c);
     c->id = 0;
+}
+
+json_t *store_generation_json(const GenerationRecord *g)
+{
+    return fld_to_json_view(generation_fields, NFIELDS(generation_fields), g, 0);
 }
 
 json_t *store_candidate_json(const CandidateRecord *c, int detail)

@@ -117,6 +117,10 @@ typedef struct LlmRequestRecord {
  * the gate and metrics, dates). */
 struct json_t *store_run_json(const RunRecord *r);
 struct json_t *store_candidate_json(const CandidateRecord *c, int detail);
+/* A generation's row as the object of `run --json`'s per-generation event
+ * (run, generation, counts, best_id, best_latency_us: a NULL one is null);
+ * the caller adds what it computes. New reference. */
+struct json_t *store_generation_json(const GenerationRecord *g);
 
 /* Schema version this build writes (number of embedded migrations). */
 int store_schema_latest(void);
