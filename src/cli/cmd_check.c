@@ -22,6 +22,7 @@
 #include "cli/runctx.h"
 #include "compile/clog.h"
 #include "compile/prep.h"
+#include "device.h"
 #include "gpu/gpueval.h"
 #include "msg.h"
 #include "search/evolve.h"
@@ -503,7 +504,7 @@ static void print_table(const Settings *s, char **keys, const Prepared *out, int
     }
     printf("\n  %d configurations + the reference: %d sources, %d compiled by NVRTC, %d from the cache, "
            "%.1f s wall on %d threads\n", n, sources, compiles, sources - compiles, wall / 1000.0,
-           s->jobs ? s->jobs : runctx_cores());
+           s->jobs ? s->jobs : device_cores());
 }
 
 EvoExit cmd_check(const Settings *s)
@@ -600,7 +601,7 @@ EvoExit cmd_check(const Settings *s)
         rc = EVO_EXIT_FAIL;
     if (doc) {
         CheckCompile cc = {.configurations = n, .sources = sources, .compiled = compiles,
-                           .wall_s = wall / 1000.0, .threads = s->jobs ? s->jobs : runctx_cores()};
+                           .wall_s = wall / 1000.0, .threads = s->jobs ? s->jobs : device_cores()};
         check_json_tail(doc, s, keys, out, n, &cc, swept ? gate : NULL, swept ? &sum : NULL, rc);
         out_json_doc(json_incref(doc));
     }

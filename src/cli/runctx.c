@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "compile/nvrtc.h"
-#include "device.h"
 #include "task/datadir.h"
 
 char *runctx_task_file(const char *path)
@@ -71,9 +70,4 @@ void runctx_set_cache(const Settings *s)
     else
         notef("no compile cache: neither EVOENG_CACHE_DIR, XDG_CACHE_HOME nor HOME is set");
     free(dir);
-}
-
-int runctx_cores(void)
-{
-    return device_cores();
 }

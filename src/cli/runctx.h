@@ -30,7 +30,5 @@ char *runctx_cache_dir(void);
  * The folder is made on the first compile, not before. s is unused. */
 void runctx_set_cache(const Settings *s);
 
-/* The cores this process may use (device_cores()). */
-int runctx_cores(void);
 
 #endif

@@ -36,44 +36,31 @@ static int can_take(const Steady *S, const Flight *x, int slot)
     return !ev->home ? 1 : ev->home(S->L->ev_ctx, &x->kid, slot, x->stage);
 }
 
-/* Under S->lock: a ready child that slot can take at little cost (MPI:
- * homed on another agent of its compile cache), stage B first, else the
- * oldest; NULL when none. */
-static Flight *pick_other(Steady *S, int slot)
-{
-    const EvaluatorOps *ev = S->L->ev;
-    Flight *a = NULL;
-    if (!ev->home)
-        return NULL;
-    for (int i = 0; i < S->nf; i++) {
-        Flight *x = S->f[i];
-        int queued_b = x->state == F_QUEUED_B && S->draining < 2, queued_a = x->state == F_QUEUED_A && !S->draining;
-        if ((!queued_a && !queued_b) || can_take(S, x, slot) != 2)
-            continue;
-        if (queued_b)
-            return x;
-        if (!a)
-            a = x;
-    }
-    return a;
-}
-
 /* Under S->lock: the job for a free GPU on slot: the oldest child in
  * stage B whose units are built, else the oldest in stage A whose unit
- * is built (none while draining); else one another slot's agent built
- * (pick_other). NULL when none is ready; then the oldest of each kind
- * that waits has its units moved up (once). */
+ * is built (none while draining); else, in the same order, one that
+ * slot takes at little cost (MPI: built by another agent of its compile
+ * cache). NULL when none is ready; then the oldest of each kind that
+ * waits has its units moved up (once). */
 static Flight *pick(Steady *S, int slot)
 {
     const EvaluatorOps *ev = S->L->ev;
     void *ctx = S->L->ev_ctx;
-    Flight *a = NULL, *wait_a = NULL, *wait_b = NULL;
+    Flight *a = NULL, *wait_a = NULL, *wait_b = NULL, *other_a = NULL, *other_b = NULL;
     for (int i = 0; i < S->nf; i++) {
         Flight *x = S->f[i];
         int queued_b = x->state == F_QUEUED_B && S->draining < 2, queued_a = x->state == F_QUEUED_A && !S->draining;
-        if ((!queued_a && !queued_b) || can_take(S, x, slot) != 1)
+        if (!queued_a && !queued_b)
             continue;
-        if (!ev->ready || ev->ready(ctx, &x->kid, x->stage)) {
+        int take = can_take(S, x, slot);
+        if (take == 2) {   /* ready where it was built, by can_take's contract */
+            if (queued_b && !other_b)
+                other_b = x;
+            else if (queued_a && !other_a)
+                other_a = x;
+        } else if (take != 1) {
+            continue;
+        } else if (!ev->ready || ev->ready(ctx, &x->kid, x->stage)) {
             if (queued_b)
                 return x;
             if (!a)
@@ -84,10 +71,8 @@ static Flight *pick(Steady *S, int slot)
             wait_a = x;
         }
     }
-    if (a)
-        return a;
-    if ((a = pick_other(S, slot)) != NULL)
-        return a;
+    if (a || other_b || other_a)
+        return a ? a : other_b ? other_b : other_a;
     /* nothing ready: what this GPU would take first is built first */
     Flight *w[2] = {wait_b, wait_a};
     for (int k = 0; k < 2; k++)
