@@ -67,41 +67,11 @@ void cserver_enable(const char *exe)
 
 /* ---- messages: a 4-byte length, then JSON text ---------------------------- */
 
-static int write_all(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n > 0) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 static int send_json(int fd, json_t *o)
 {
     char *s = json_dumps(o, JSON_COMPACT);
     uint32_t n = s ? (uint32_t)strlen(s) : 0;
-    int rc = s && write_all(fd, &n, sizeof(n)) == 0 && write_all(fd, s, n) == 0 ? 0 : -1;
+    int rc = s && spawn_write_all(fd, &n, sizeof(n)) == 0 && spawn_write_all(fd, s, n) == 0 ? 0 : -1;
     free(s);
     return rc;
 }
@@ -111,11 +81,11 @@ static int send_json(int fd, json_t *o)
 static json_t *recv_json(int fd)
 {
     uint32_t n;
-    if (read_all(fd, &n, sizeof(n)) != 0 || n > MSG_MAX)
+    if (spawn_read_all(fd, &n, sizeof(n), -1) != 0 || n > MSG_MAX)
         return NULL;
     char *s = xmalloc((size_t)n + 1);
     json_t *o = NULL;
-    if (read_all(fd, s, n) == 0) {
+    if (spawn_read_all(fd, s, n, -1) == 0) {
         s[n] = 0;
         o = json_loads(s, 0, NULL);
     }

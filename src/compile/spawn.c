@@ -1,13 +1,18 @@
 /*
- * spawn: fork + exec of a helper process over two pipes. See spawn.h.
+ * spawn: fork + exec of a helper process over two pipes, and whole-buffer
+ * reads and writes on them. See spawn.h.
  */
 #include "compile/spawn.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+#include "util.h"
 
 int spawn_piped(const char *exe, const char *entry, int *pid, int *to_fd, int *from_fd)
 {
@@ -46,4 +51,51 @@ fail:
             close(from[i]);
     }
     return -1;
+}
+
+int spawn_write_all(int fd, const void *buf, size_t n)
+{
+    const unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int spawn_read_all(int fd, void *buf, size_t n, double deadline_ms)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        if (deadline_ms >= 0) {
+            struct pollfd pfd = {.fd = fd, .events = POLLIN};
+            double left = deadline_ms - time_now_ms();
+            if (left <= 0)
+                return SPAWN_TIMEOUT;
+            int pr = poll(&pfd, 1, left > 2e9 ? 2000000000 : (int)left + 1);
+            if (pr < 0 && errno != EINTR)
+                return -1;
+            if (pr <= 0)
+                continue;   /* the loop re-checks the deadline */
+        }
+        ssize_t r = read(fd, p, n);
+        if (r < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            return -1;
+        }
+        if (r == 0)
+            return SPAWN_EOF;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
 }

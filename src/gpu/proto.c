@@ -6,12 +6,13 @@
 
 #include <errno.h>
 #include <stddef.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "compile/spawn.h"
 
 /* ---- framing ---------------------------------------------------------- */
 
@@ -21,18 +22,7 @@ typedef struct Header {
 
 static int write_all(int fd, const void *buf, size_t n, EvoErr *err)
 {
-    const unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return err_set(err, "write(worker pipe): %s", strerror(errno));
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return spawn_write_all(fd, buf, n) ? err_set(err, "write(worker pipe): %s", strerror(errno)) : 0;
 }
 
 int proto_write(int fd, int type, const json_t *json, const void *bin, size_t bin_len, EvoErr *err)
@@ -79,34 +69,10 @@ fail_nomask:
  * < 0: none). Returns 0, PROTO_EOF, PROTO_TIMEOUT or -1. */
 static int read_all(int fd, void *buf, size_t n, double deadline, EvoErr *err)
 {
-    unsigned char *p = buf;
-    while (n > 0) {
-        if (deadline >= 0) {
-            struct pollfd pfd = {.fd = fd, .events = POLLIN};
-            double left = deadline - time_now_ms();
-            if (left <= 0)
-                return PROTO_TIMEOUT;
-            int pr = poll(&pfd, 1, left > 2e9 ? 2000000000 : (int)left + 1);
-            if (pr < 0) {
-                if (errno == EINTR)
-                    continue;
-                return err_set(err, "poll(worker pipe): %s", strerror(errno));
-            }
-            if (pr == 0)
-                continue; /* loop re-checks the deadline */
-        }
-        ssize_t r = read(fd, p, n);
-        if (r < 0) {
-            if (errno == EINTR || errno == EAGAIN)
-                continue;
-            return err_set(err, "read(worker pipe): %s", strerror(errno));
-        }
-        if (r == 0)
-            return PROTO_EOF;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
+    int rc = spawn_read_all(fd, buf, n, deadline);
+    if (rc < 0)
+        return err_set(err, "read(worker pipe): %s", strerror(errno));
+    return rc == SPAWN_EOF ? PROTO_EOF : rc == SPAWN_TIMEOUT ? PROTO_TIMEOUT : 0;
 }
 
 int proto_read(int fd, ProtoMsg *out, int timeout_ms, EvoErr *err)
