@@ -7,6 +7,7 @@
  * is not a terminal). The commands themselves are
  * tested end to end by test_json_cli.py. */
 #include "testhelp.h"
+#include "store_fixture.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -22,18 +23,7 @@ static char tmpdir[256];
 
 static int64_t add_run(Store *s, const char *task)
 {
-    RunRecord r = {0};
-    r.task_name = xstrdup(task);
-    r.task_path = xstrdup("t.json");
-    r.task_json = xstrdup("{\"dims\":{\"N\":1024,\"M\":3}}");
-    r.config_json = xstrdup("{\"dims\":{\"N\":4096}}");
-    r.strategy = xstrdup("evolve");
-    r.seed = 1;
-    EvoErr err;
-    CHECK(store_run_insert(s, &r, &err) == 0);
-    int64_t id = r.id;
-    run_record_free(&r);
-    return id;
+    return fixture_run(s, task, "t.json", "{\"dims\":{\"N\":1024,\"M\":3}}", "{\"dims\":{\"N\":4096}}", 1);
 }
 
 static int64_t add_cand(Store *s, int64_t run, const char *key, const char *status, const char *decision,

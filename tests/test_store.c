@@ -3,6 +3,7 @@
  * 11): the version 4 migration of an older store, and survivors, bests and
  * views that only ever hold candidates gated on every shape. */
 #include "testhelp.h"
+#include "store_fixture.h"
 #include "store/store.h"
 #include "store/store_schema.h"
 
@@ -21,20 +22,7 @@ static char *tmp_path(const char *name)
 
 static int64_t add_run(Store *s)
 {
-    RunRecord r = {0};
-    r.task_name = xstrdup("attention");
-    r.task_path = xstrdup("templates/attention/task.json");
-    r.task_json = xstrdup("{}");
-    r.config_json = xstrdup("{\"generations\":20}");
-    r.strategy = xstrdup("evolve");
-    r.seed = 7;
-    r.baseline_id = 0;
-    r.generations_done = 0;
-    EvoErr err;
-    CHECK(store_run_insert(s, &r, &err) == 0);
-    int64_t id = r.id;
-    run_record_free(&r);
-    return id;
+    return fixture_run(s, "attention", "templates/attention/task.json", "{}", "{\"generations\":20}", 7);
 }
 
 /* A new store under tmpdir with one run: *path is a fresh string. */

@@ -8,6 +8,7 @@
  * holds it.
  */
 #include "testhelp.h"
+#include "store_fixture.h"
 #include "testdata.h"
 #include "store/store.h"
 
@@ -25,18 +26,7 @@ static char *tmp_path(const char *name)
 
 static int64_t add_run(Store *s)
 {
-    RunRecord r = {0};
-    r.task_name = xstrdup("t");
-    r.task_path = xstrdup("t.json");
-    r.task_json = xstrdup("{}");
-    r.config_json = xstrdup("{}");
-    r.strategy = xstrdup("evolve");
-    r.seed = 1;
-    EvoErr err;
-    CHECK_MSG(store_run_insert(s, &r, &err) == 0, "%s", err.msg);
-    int64_t id = r.id;
-    run_record_free(&r);
-    return id;
+    return fixture_run(s, "t", "t.json", "{}", "{}", 1);
 }
 
 static void sql(const char *path, const char *text)
