@@ -137,6 +137,22 @@ static int has_extern_c(const char *s, size_t from, size_t to, int need_brace)
 
 /* ---- entry points and host code --------------------------------------- */
 
+/* The next word `name` at or after *pos in s[0..n) that a '(' follows
+ * (spaces between allowed): its offset, *pos moved past it; -1 when none. */
+static long find_call(const char *s, size_t n, const char *name, size_t *pos)
+{
+    long at;
+    while ((at = find_word(s, *pos, n, name)) >= 0) {
+        size_t i = (size_t)at + strlen(name);
+        *pos = i;
+        while (i < n && isspace((unsigned char)s[i]))
+            i++;
+        if (i < n && s[i] == '(')
+            return at;
+    }
+    return -1;
+}
+
 int extract_has_entry(const char *code, const char *name)
 {
     char *s = strip_comments(code);
@@ -144,13 +160,7 @@ int extract_has_entry(const char *code, const char *name)
     size_t pos = 0;
     long at;
     int found = 0;
-    while (!found && (at = find_word(s, pos, n, name)) >= 0) {
-        size_t i = (size_t)at + strlen(name);
-        pos = i;
-        while (i < n && isspace((unsigned char)s[i]))
-            i++;
-        if (i >= n || s[i] != '(')
-            continue;
+    while (!found && (at = find_call(s, n, name, &pos)) >= 0) {
         /* The declaration runs back to the previous ; { or }. */
         size_t b = (size_t)at;
         while (b > 0 && s[b - 1] != ';' && s[b - 1] != '{' && s[b - 1] != '}')
@@ -171,13 +181,7 @@ static int has_main(const char *code)
     size_t n = strlen(s), pos = 0;
     long at;
     int found = 0;
-    while (!found && (at = find_word(s, pos, n, "main")) >= 0) {
-        size_t i = (size_t)at + 4;
-        pos = i;
-        while (i < n && isspace((unsigned char)s[i]))
-            i++;
-        if (i >= n || s[i] != '(')
-            continue;
+    while (!found && (at = find_call(s, n, "main", &pos)) >= 0) {
         size_t b = (size_t)at;
         while (b > 0 && isspace((unsigned char)s[b - 1]))
             b--;
