@@ -34,6 +34,7 @@ typedef struct AgentInfo {
     int        rank, first, nslots;
     int        lanes;         /* its compile threads (hello) */
     char      *cache;         /* "host:dir" of its compile cache (hello), or NULL: none */
+    int        cache_group;   /* the first agent with the same cache, or -1 without one (start) */
     int        load;          /* children homed there, not yet released */
     int        hello, lost;
     char      *error;         /* the agent's refusal, or NULL */
@@ -477,7 +478,7 @@ static int me_home(void *ctx, const Child *kid, int slot, int stage)
     int home = __atomic_load_n(&mc->home, __ATOMIC_ACQUIRE), here = m->slot_ag[slot];
     if (home == here)
         return 1;
-    if (home < 0 || !m->ag[home].cache || !m->ag[here].cache || strcmp(m->ag[home].cache, m->ag[here].cache) != 0)
+    if (home < 0 || m->ag[home].cache_group < 0 || m->ag[home].cache_group != m->ag[here].cache_group)
         return 0;
     return (__atomic_load_n(&mc->ready, __ATOMIC_ACQUIRE) >> (stage == 2 ? 2 : 1)) & 1 ? 2 : 0;
 }
@@ -588,6 +589,12 @@ int mpieval_start(MpiEval *m, const char *setup_json, int nparams, EvoErr *err)
                 m->slot_ag[s] = a;
                 m->slot_local[s] = i;
             }
+        for (int a = 0; a < m->nag; a++) {   /* agents that share a compile cache, once */
+            m->ag[a].cache_group = -1;
+            for (int b = 0; b <= a && m->ag[a].cache && m->ag[a].cache_group < 0; b++)
+                if (m->ag[b].cache && strcmp(m->ag[a].cache, m->ag[b].cache) == 0)
+                    m->ag[a].cache_group = b;
+        }
     }
     pthread_mutex_unlock(&m->lock);
     return rc;
