@@ -4,10 +4,13 @@
  * finishes with every configuration valid and none twice, sampling draws
  * distinct valid configurations reproducibly, a tiny node budget and a
  * space too large to search (tests/data/space_large.json) give
- * TASK_SPACE_TOO_LARGE, and an expression that fails is an error. */
+ * TASK_SPACE_TOO_LARGE, an expression that fails is an error, and the
+ * index's distances (space_index_near), packed and not, equal a plain
+ * param-by-param count. */
 #include "testhelp.h"
 #include "task/task.h"
 #include "task/task_space.h"
+#include "task/space_index.h"
 #include "search/ops.h"
 
 #include <stdlib.h>
@@ -231,6 +234,68 @@ static void test_attention(void)
     task_free(&t);
 }
 
+/* space_index_near against a plain count over the value indices, packed
+ * and unpacked, for random queries (some holding a value that is none of
+ * its param's) over a stride of the attention space. */
+static void test_near(void)
+{
+    DeviceInfo dev;
+    EvoErr err;
+    TaskSpace s;
+    Task *t = load("templates/attention/task.json", &dev);
+    if (!t || task_space_enumerate(t, &dev, 0, &s, &err) != 0) {
+        CHECK(0);
+        task_free(&t);
+        return;
+    }
+    SpaceIndex *packed = NULL, *plain = NULL;
+    CHECK(space_index_build(&packed, t, &s, 0, &err) == 0);
+    CHECK(space_index_build(&plain, t, &s, SPACE_INDEX_UNPACKED, &err) == 0);
+    int np = task_nparams(t), *at = xcalloc((size_t)np, sizeof(int));
+    unsigned char *fix = xcalloc((size_t)np, 1);
+    Rng rng;
+    rng_seed(&rng, 5);
+    long checked = 0, near = 0, wrong = 0;
+    for (int qn = 0; qn < 300 && packed && plain; qn++) {
+        /* a configuration of the space with a few params moved */
+        const uint16_t *base = space_index_vidx(packed, (size_t)rng_below(&rng, s.count));
+        for (int i = 0; i < np; i++) {
+            at[i] = base[i];
+            if (rng_below(&rng, 6) == 0)
+                at[i] = (int)rng_below(&rng, (uint64_t)task_param_nvalues(t, i));
+            if (rng_below(&rng, 150) == 0)
+                at[i] = -1;
+            fix[i] = rng_below(&rng, 8) == 0;
+        }
+        SpaceNear qp, qu;
+        space_index_near_init(packed, at, fix, &qp);
+        space_index_near_init(plain, at, fix, &qu);
+        int maxd = (int)rng_below(&rng, 6);
+        for (size_t k = (size_t)qn; k < s.count; k += 97) {
+            const uint16_t *vi = space_index_vidx(packed, k);
+            int d = 0, off = 0;
+            for (int i = 0; i < np; i++)
+                if (at[i] < 0 || vi[i] != at[i]) {
+                    off |= fix[i];
+                    d++;
+                }
+            int want = off || d > maxd ? -1 : d;
+            int a = space_index_near(packed, &qp, k, maxd), b = space_index_near(plain, &qu, k, maxd);
+            wrong += a != want || b != want;
+            near += want >= 0;
+            checked++;
+        }
+    }
+    printf("     space_index_near: %ld checks, %ld within reach, %ld wrong\n", checked, near, wrong);
+    CHECK(wrong == 0 && near > 100 && checked > 100000);
+    free(at);
+    free(fix);
+    space_index_free(&packed);
+    space_index_free(&plain);
+    task_space_free(&s);
+    task_free(&t);
+}
+
 static void test_budget(void)
 {
     /* a tiny budget on the small spec (it needs 127 nodes) */
@@ -284,6 +349,7 @@ int main(void)
     RUN(test_brute_force);
     RUN(test_sample_small);
     RUN(test_attention);
+    RUN(test_near);
     RUN(test_budget);
     RUN(test_eval_error);
     return test_report();

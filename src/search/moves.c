@@ -63,7 +63,7 @@ static int have_space(Loop *L, EvoErr *err)
         if (e < 0)
             return -1;
         L->space_state = e == 0 && L->space.count > 0 ? 1 : -1;
-        if (L->space_state > 0 && space_index_build(&L->sidx, L->task, &L->space, err))
+        if (L->space_state > 0 && space_index_build(&L->sidx, L->task, &L->space, 0, err))
             return -1;
     }
     return L->space_state > 0;
@@ -240,38 +240,43 @@ static int repair_wide(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, 
     int have = have_space(L, err);
     if (have <= 0)
         return have;
-    int np = L->np, *moved = xcalloc((size_t)np + 1, sizeof(int)), *rest = xcalloc((size_t)np + 1, sizeof(int));
-    int *at = xcalloc((size_t)np + 1, sizeof(int));   /* vals[i]'s index among param i's values */
-    int nm = 0, nr = 0, bestd = REPAIR_WIDE + 1;
+    int np = L->np, *moved = xcalloc((size_t)np + 1, sizeof(int)), *at = xcalloc((size_t)np + 1, sizeof(int));
+    unsigned char *fix = xcalloc((size_t)np + 1, 1);
+    int nm = 0, bestd = REPAIR_WIDE + 1;
     for (int i = 0; i < np; i++) {
-        if (vals[i] != parent[i])
+        if (vals[i] != parent[i]) {
             moved[nm++] = i;
-        else
-            rest[nr++] = i;
+            fix[i] = 1;
+        }
         at[i] = task_param_find(L->task, i, vals[i]);
     }
+    SpaceNear q;
+    space_index_near_init(L->sidx, at, fix, &q);
     long beststep = 0;
     size_t pick = 0, ties = 0, n = L->space.count;
-    /* only the configurations holding the move's first param's value, in
-     * space order: the same as scanning them all */
-    const uint32_t *bucket = nm > 0 ? space_index_bucket(L->sidx, moved[0], at[moved[0]], &n) : NULL;
+    /* only the configurations holding one moved param's value (the
+     * fewest), in space order: the same as scanning them all */
+    const uint32_t *bucket = NULL;
+    for (int m = 0; m < nm && !q.none; m++) {
+        size_t nb;
+        const uint32_t *bk = space_index_bucket(L->sidx, moved[m], at[moved[m]], &nb);
+        if (!bucket || nb < n) {
+            bucket = bk;
+            n = nb;
+        }
+    }
+    if (q.none)   /* a moved param holds none of its values: nothing keeps it */
+        n = 0;
     for (size_t b = 0; b < n; b++) {
         size_t k = bucket ? bucket[b] : b;
-        const int64_t *cfg = task_space_config(&L->space, k);
-        const uint16_t *vi = space_index_vidx(L->sidx, k);
-        int ok = 1, d = 0;
-        long step = 0;
-        for (int m = 0; m < nm && ok; m++)   /* the move's own params first: the strongest filter */
-            ok = cfg[moved[m]] == vals[moved[m]];
-        for (int r = 0; r < nr && ok; r++) {
-            int i = rest[r];
-            if (cfg[i] == vals[i])
-                continue;
-            ok = ++d <= bestd;
-            step += labs((long)vi[i] - at[i]);
-        }
-        if (!ok || d == 0)
+        int d = space_index_near(L->sidx, &q, k, bestd);   /* the move's params kept, d others changed */
+        if (d <= 0)
             continue;
+        const uint16_t *vi = space_index_vidx(L->sidx, k);
+        long step = 0;
+        for (int i = 0; i < np; i++)
+            if (!fix[i] && vi[i] != at[i])
+                step += labs((long)vi[i] - at[i]);
         if (d < bestd || step < beststep) {
             bestd = d;
             beststep = step;
@@ -282,7 +287,7 @@ static int repair_wide(Loop *L, Rng *rng, const int64_t *parent, int64_t *vals, 
         }
     }
     free(moved);
-    free(rest);
+    free(fix);
     free(at);
     if (bestd > REPAIR_WIDE)
         return 0;
