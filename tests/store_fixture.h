@@ -8,14 +8,14 @@
 #include "store/store.h"
 #include "testhelp.h"
 
-/* Insert a run of task `task` (spec at task_path, task_json, the run's
+/* Insert a run of task `task_name` (spec at task_path, task_json, the run's
  * config_json and seed; strategy evolve) into s; returns its id (a failed
  * insert fails the test's check and returns 0). */
-static inline int64_t fixture_run(Store *s, const char *task, const char *task_path, const char *task_json,
+static inline int64_t fixture_run(Store *s, const char *task_name, const char *task_path, const char *task_json,
                                   const char *config_json, int64_t seed)
 {
     RunRecord r = {0};
-    r.task_name = xstrdup(task);
+    r.task_name = xstrdup(task_name);
     r.task_path = xstrdup(task_path);
     r.task_json = xstrdup(task_json);
     r.config_json = xstrdup(config_json);

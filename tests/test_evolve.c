@@ -10,6 +10,9 @@
 #include "device.h"
 #include "compile/nvrtc.h"
 #include "msg.h"
+#include "search/loop.h"
+#include "search/population.h"
+#include "store_fixture.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -533,6 +536,74 @@ static void test_slots(void)
     fake_eval_free(fd);
     restore_task(saved);
 }
+/* loop_survivors keeps the survivors in memory and merges in those
+ * committed since: after each batch of commits (latencies with ties,
+ * reverted and stage-A-only rows that never survive, params that do not
+ * parse) it must list what the store's query lists, in its order, with
+ * the same parsed params. */
+static void test_survivors(void)
+{
+    Store *s = fresh_store("surv.db");
+    if (!s)
+        return;
+    Loop L = {.st = s, .task = task, .np = task_nparams(task)};
+    L.run.id = fixture_run(s, "t", "t.json", "{}", "{}", 1);
+    static const char *const decisions[] = {"accepted", "reverted", "accepted", "baseline", "accepted"};
+    static const double lat[] = {7.0, 5.0, 6.0, 5.0, 9.5, 6.0, 7.0};
+    EvoErr err;
+    int batches = 0, compared = 0;
+    for (int i = 0; i < 70; i++) {
+        CandidateRecord r;
+        candidate_record_init(&r);
+        r.run_id = L.run.id;
+        r.generation = i / 7;
+        r.params_json = i % 11 == 5 ? xstrdup("{\"BLOCK\": \"x\"}")
+                                    : xasprintf("{\"BLOCK\":%d,\"UNROLL\":%d}", 64 << (i % 4), 1 << (i % 3));
+        r.params_key = xasprintf("k%d", i);
+        r.operator = xstrdup("mutate");
+        r.status = xstrdup("ok");
+        r.decision = xstrdup(decisions[i % 5]);
+        r.gate_stage = i % 6 == 4 ? GATE_STAGE_BENCH : GATE_STAGE_FULL;
+        r.latency_us = lat[i % 7];
+        CHECK_MSG(store_candidate_insert(s, &r, NULL, NULL, &err) == 0, "%s", err.msg);
+        candidate_record_free(&r);
+        if (i % 9 != 8 && i != 69)
+            continue;
+        batches++;
+        const LoopSurvivors *S = NULL;
+        CandidateRecord *want = NULL;
+        int nw = 0;
+        CHECK_MSG(loop_survivors(&L, &S, &err) == 0, "%s", err.msg);
+        CHECK(store_candidate_list(s, L.run.id, STORE_SURVIVORS_BY_LATENCY, 0, &want, &nw, &err) == 0);
+        CHECK_MSG(S && S->n == nw, "%d survivors in memory, %d in the store", S ? S->n : -1, nw);
+        char *ok = NULL;
+        int64_t *v = loop_parse_all(&L, want, nw, &ok);
+        for (int k = 0; S && k < nw && k < S->n; k++, compared++) {
+            CHECK_MSG(S->rec[k].id == want[k].id, "survivor %d: id %lld, the store's %lld", k,
+                      (long long)S->rec[k].id, (long long)want[k].id);
+            CHECK(S->ok[k] == ok[k]);
+            CHECK(memcmp(S->vals + (size_t)k * (size_t)L.np, v + (size_t)k * (size_t)L.np,
+                         (size_t)L.np * sizeof(int64_t)) == 0);
+            CHECK_STR(S->rec[k].params_json, want[k].params_json);
+        }
+        free(v);
+        free(ok);
+        store_candidates_free(want, nw);
+    }
+    CHECK(batches == 8 && compared > 100);
+    /* the population is made of copies: freeing it leaves the cache whole */
+    CandidateRecord *pop = NULL;
+    int npop = 0;
+    EvolveConfig c = config("evolve", 6);
+    L.cfg = &c;
+    CHECK(loop_load_population(&L, 100, &pop, &npop, &err) == 0 && npop == c.population);
+    CHECK(npop > 0 && pop[0].id == L.surv.rec[0].id && pop[0].params_json != L.surv.rec[0].params_json);
+    store_candidates_free(pop, npop);
+    CHECK(L.surv.rec[0].params_json && L.surv.rec[0].params_json[0] == '{');
+    loop_survivors_free(&L);
+    store_close(&s);
+}
+
 int main(void)
 {
     if (evx_setup("evolve"))
@@ -549,6 +620,7 @@ int main(void)
     RUN(test_speculation);
     RUN(test_judge_ahead);
     RUN(test_slots);
+    RUN(test_survivors);
     evx_teardown();
     return test_report();
 }

@@ -292,6 +292,7 @@ out:
     loop_parents_free(&L);
     space_index_free(&L.sidx);
     task_space_free(&L.space);
+    loop_survivors_free(&L);
     loop_spec_free(&L);
     free(L.base_kernel);
     run_record_free(&L.run);

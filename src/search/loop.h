@@ -33,6 +33,15 @@ struct SpaceIndex;
 
 #define PARENT_CACHE 16   /* at least this many parents kept compiled and loaded for their children's A/B */
 
+/* The run's survivors, fastest first, and their params (population.h). */
+typedef struct LoopSurvivors {
+    CandidateRecord *rec;
+    int64_t         *vals;      /* n x np */
+    char            *ok;        /* parsed */
+    int              n;
+    int64_t          last_id;   /* the largest id read */
+} LoopSurvivors;
+
 typedef struct Loop {
     Store              *st;
     Task               *task;
@@ -77,6 +86,7 @@ typedef struct Loop {
     int                 npending;      /* [0, npending_surv) will survive (accepted, or no parent) */
     int                 npending_surv;
     struct Job         *spec_jobs;
+    LoopSurvivors       surv;          /* the survivors in memory (population.c, loop_survivors) */
 } Loop;
 
 typedef struct ParentCache ParentCache;

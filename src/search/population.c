@@ -41,13 +41,12 @@ int64_t *loop_parse_all(Loop *L, const CandidateRecord *recs, int n, char **ok)
  * holds, but some survivor does, gets its best survivor into the
  * population in place of the slowest members (at most half of it; the
  * best niches first). The fastest survivor always stays: elitism holds.
- * all[0..na) are the survivors fastest first, take[] marks the chosen. */
-static void add_niches(Loop *L, CandidateRecord *all, int na, char *take, int *n)
+ * v and ok (loop_parse_all) hold the params of the survivors fastest
+ * first, na of them; take[] marks the chosen. */
+static void add_niches(Loop *L, const int64_t *v, const char *ok, int na, char *take, int *n)
 {
     int np = L->np, *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = loop_niche_knobs(L->task, knobs);
     int *rep = xcalloc((size_t)na + 1, sizeof(int)), nrep = 0;
-    char *ok = NULL;
-    int64_t *v = loop_parse_all(L, all, na, &ok);   /* each survivor's params, parsed once */
     for (int k = 0; k < nk; k++) {
         int i = knobs[k];
         for (int vi = 0; vi < task_param_nvalues(L->task, i); vi++) {
@@ -92,20 +91,29 @@ static void add_niches(Loop *L, CandidateRecord *all, int na, char *take, int *n
         (*n)++;
     }
     free(knobs);
-    free(v);
-    free(ok);
     free(rep);
 }
 
-int loop_population_pick(Loop *L, CandidateRecord *all, int m, CandidateRecord **pop, int *n)
+/* Mark in take[] (m, zeroed) the population among m survivors, fastest
+ * first, whose params are v and ok: the P fastest and the niches. *n: how
+ * many. */
+static void pick_take(Loop *L, const int64_t *v, const char *ok, int m, char *take, int *n)
 {
-    char *take = xcalloc((size_t)m + 1, 1);
     *n = 0;
     for (int i = 0; i < m && *n < L->cfg->population; i++, (*n)++)
         take[i] = 1;
     if (!L->cfg->no_diversity &&
         (strcmp(L->cfg->strategy, "evolve") == 0 || strcmp(L->cfg->strategy, "model") == 0))
-        add_niches(L, all, m, take, n);
+        add_niches(L, v, ok, m, take, n);
+}
+
+int loop_population_pick(Loop *L, CandidateRecord *all, int m, CandidateRecord **pop, int *n)
+{
+    char *take = xcalloc((size_t)m + 1, 1), *ok = NULL;
+    int64_t *v = loop_parse_all(L, all, m, &ok);
+    pick_take(L, v, ok, m, take, n);
+    free(v);
+    free(ok);
     *pop = xcalloc((size_t)L->cfg->population + 1, sizeof(**pop));
     int k = 0;
     for (int i = 0; i < m; i++) {
@@ -120,21 +128,101 @@ int loop_population_pick(Loop *L, CandidateRecord *all, int m, CandidateRecord *
     return 0;
 }
 
+/* a sorts before b in the survivors' order: latency_us, then id */
+static int surv_before(const CandidateRecord *a, const CandidateRecord *b)
+{
+    return a->latency_us != b->latency_us ? a->latency_us < b->latency_us : a->id < b->id;
+}
+
+int loop_survivors(Loop *L, const LoopSurvivors **out, EvoErr *err)
+{
+    LoopSurvivors *S = &L->surv;
+    CandidateRecord *add = NULL;
+    int na = 0, np = L->np;
+    *out = S;
+    if (store_candidate_list_after(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, S->last_id, &add, &na, err))
+        return -1;
+    if (na == 0) {
+        free(add);
+        return 0;
+    }
+    char *aok = NULL;
+    int64_t *av = loop_parse_all(L, add, na, &aok);
+    int n = S->n + na, i = 0, j = 0;
+    CandidateRecord *rec = xcalloc((size_t)n + 1, sizeof(*rec));
+    int64_t *v = xcalloc((size_t)n * (size_t)np + 1, sizeof(int64_t));
+    char *ok = xcalloc((size_t)n + 1, 1);
+    for (int k = 0; k < n; k++) {   /* both are in the order; an old one first on a tie (smaller id) */
+        int old = j >= na || (i < S->n && !surv_before(&add[j], &S->rec[i]));
+        const CandidateRecord *r = old ? &S->rec[i] : &add[j];
+        const int64_t *rv = old ? S->vals + (size_t)i * (size_t)np : av + (size_t)j * (size_t)np;
+        rec[k] = *r;   /* the strings move along */
+        memcpy(v + (size_t)k * (size_t)np, rv, (size_t)np * sizeof(int64_t));
+        ok[k] = old ? S->ok[i++] : aok[j++];
+        if (rec[k].id > S->last_id)
+            S->last_id = rec[k].id;
+    }
+    free(S->rec);
+    free(S->vals);
+    free(S->ok);
+    free(add);
+    free(av);
+    free(aok);
+    S->rec = rec;
+    S->vals = v;
+    S->ok = ok;
+    S->n = n;
+    return 0;
+}
+
+void loop_survivors_free(Loop *L)
+{
+    LoopSurvivors *S = &L->surv;
+    store_candidates_free(S->rec, S->n);
+    free(S->vals);
+    free(S->ok);
+    memset(S, 0, sizeof(*S));
+}
+
 /* The population at the start of generation gen: the P fastest survivors
  * of earlier generations, fastest first, with the niches of add_niches()
  * (strategies evolve and model, unless cfg->no_diversity). */
 int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, EvoErr *err)
 {
-    CandidateRecord *all = NULL;
-    int na = 0, m = 0;
-    if (store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
+    const LoopSurvivors *S;
+    if (loop_survivors(L, &S, err))
         return -1;
-    for (int i = 0; i < na; i++)
-        if (all[i].generation < gen)
-            all[m++] = all[i];
-        else
-            candidate_record_free(&all[i]);
-    return loop_population_pick(L, all, m, pop, n);
+    int np = L->np, m = 0, *idx = xcalloc((size_t)S->n + 1, sizeof(int));
+    for (int i = 0; i < S->n; i++)
+        if (S->rec[i].generation < gen)
+            idx[m++] = i;
+    const int64_t *v = S->vals;
+    const char *ok = S->ok;
+    int64_t *fv = NULL;
+    char *fok = NULL;
+    if (m < S->n) {   /* a resumed generation: only those of the generations before it */
+        fv = xcalloc((size_t)m * (size_t)np + 1, sizeof(int64_t));
+        fok = xcalloc((size_t)m + 1, 1);
+        for (int k = 0; k < m; k++) {
+            memcpy(fv + (size_t)k * (size_t)np, S->vals + (size_t)idx[k] * (size_t)np, (size_t)np * sizeof(int64_t));
+            fok[k] = S->ok[idx[k]];
+        }
+        v = fv;
+        ok = fok;
+    }
+    char *take = xcalloc((size_t)m + 1, 1);
+    pick_take(L, v, ok, m, take, n);
+    *pop = xcalloc((size_t)L->cfg->population + 1, sizeof(**pop));
+    int k = 0;
+    for (int i = 0; i < m; i++)
+        if (take[i])
+            candidate_record_copy(&(*pop)[k++], &S->rec[idx[i]]);
+    *n = k;
+    free(take);
+    free(idx);
+    free(fv);
+    free(fok);
+    return 0;
 }
 
 /* Generations since the population's best was found (0 when it was found

@@ -14,6 +14,13 @@ int loop_population_pick(Loop *L, CandidateRecord *all, int m, CandidateRecord *
  * the best survivor of each unrepresented value of a structural knob
  * (niches). */
 int loop_load_population(Loop *L, int64_t gen, CandidateRecord **pop, int *n, EvoErr *err);
+/* The run's survivors fastest first (the STORE_SURVIVORS_BY_LATENCY
+ * order) with their params parsed, kept in L: read once, then only those
+ * committed since merged in (ids grow and committed rows never change),
+ * so a proposal does not read and parse them all again. *out is borrowed
+ * until the next call. 0 or -1 (err). */
+int loop_survivors(Loop *L, const LoopSurvivors **out, EvoErr *err);
+void loop_survivors_free(Loop *L);
 /* Generations since the population's best was found (steady mode: its
  * commits since then, in generations of L->cfg->children). */
 int loop_stagnation(Loop *L, int64_t gen, const CandidateRecord *pop, int npop);

@@ -27,18 +27,22 @@
 static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int npop, Child *kids, int n,
                            int *done, EvoErr *err)
 {
-    CandidateRecord *all = NULL;
-    int na = 0, np = L->np, rc = 0;
-    if (npop == 0 || store_candidate_list(L->st, L->run.id, STORE_SURVIVORS_BY_LATENCY, 0, &all, &na, err))
+    const LoopSurvivors *S;
+    int np = L->np, rc = 0;
+    if (npop == 0 || loop_survivors(L, &S, err))
         return npop == 0 ? 0 : -1;
+    const CandidateRecord *all = S->rec;
+    const int64_t *v = S->vals;
+    const char *ok = S->ok;
+    int na = S->n;
     int *knobs = xcalloc((size_t)np + 1, sizeof(int)), nk = loop_niche_knobs(L->task, knobs), pairs = 0;
     for (int k = 0; k < nk; k++)
         pairs += task_param_nvalues(L->task, knobs[k]);
     int64_t *base = xcalloc((size_t)np + 1, sizeof(int64_t));
     int *miss_k = xcalloc((size_t)pairs + 1, sizeof(int)), *miss_v = xcalloc((size_t)pairs + 1, sizeof(int));
     int nmiss = 0;
-    char *ok = NULL, *pok = NULL;
-    int64_t *v = loop_parse_all(L, all, na, &ok), *pv = loop_parse_all(L, L->pending, L->npending_surv, &pok);
+    char *pok = NULL;
+    int64_t *pv = loop_parse_all(L, L->pending, L->npending_surv, &pok);
     for (int k = 0; k < nk; k++) {
         int i = knobs[k];
         for (int vi = 0; vi < task_param_nvalues(L->task, i); vi++) {
@@ -87,10 +91,7 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
     } else if (nmiss > 0) {
         rc = -1;
     }
-    store_candidates_free(all, na);
     free(knobs);
-    free(v);
-    free(ok);
     free(pv);
     free(pok);
     free(base);

@@ -255,13 +255,15 @@ int64_t store_candidate_find(Store *s, int64_t run_id, const char *params_key, E
     return id;
 }
 
-int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
-                         CandidateRecord **out, int *n, EvoErr *err)
+/* The candidates of run run_id (0: every run) in order, with ids above
+ * after, at most limit (0: all). */
+static int list_rows(Store *s, int64_t run_id, StoreOrder order, int64_t after, int limit, CandidateRecord **out,
+                     int *n, EvoErr *err)
 {
     *out = NULL;
     *n = 0;
-    /* SELECT id, <cols> FROM candidates WHERE (?1 = 0 OR run_id = ?1) ORDER BY id LIMIT ?2
-     * SELECT id, <cols> FROM survivors WHERE gate_stage = 2 AND (?1 = 0 OR run_id = ?1)
+    /* SELECT id, <cols> FROM candidates WHERE (?1 = 0 OR run_id = ?1) AND id > ?3 ORDER BY id LIMIT ?2
+     * SELECT id, <cols> FROM survivors WHERE gate_stage = 2 AND (?1 = 0 OR run_id = ?1) AND id > ?3
      *   ORDER BY latency_us, id LIMIT ?2
      * The survivors view (db/004_gate_stage.sql) already requires the full
      * gate; the query says so too, so no survivor, parent, best or export
@@ -269,15 +271,34 @@ int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
     int surv = order == STORE_SURVIVORS_BY_LATENCY;
     sqlite3_stmt *st = NULL;
     if (sdb_prepare_select(s, 1, candidate_fields, NFIELDS(candidate_fields), &st, err,
-                           "FROM %s WHERE %s(?1 = 0 OR run_id = ?1) ORDER BY %s LIMIT ?2",
+                           "FROM %s WHERE %s(?1 = 0 OR run_id = ?1) AND id > ?3 ORDER BY %s LIMIT ?2",
                            surv ? "survivors" : "candidates", surv ? "gate_stage = 2 AND " : "",
                            surv ? "latency_us, id" : "id"))
         return -1;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, limit > 0 ? limit : -1);
+    sqlite3_bind_int64(st, 3, after);
     return sdb_read_rows(s, st, candidate_fields, NFIELDS(candidate_fields), sizeof(CandidateRecord),
                          offsetof(CandidateRecord, id), free_candidate, "SELECT FROM candidates", (void **)out,
                          n, err);
+}
+
+int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
+                         CandidateRecord **out, int *n, EvoErr *err)
+{
+    return list_rows(s, run_id, order, 0, limit, out, n, err);
+}
+
+int store_candidate_list_after(Store *s, int64_t run_id, StoreOrder order, int64_t after, CandidateRecord **out,
+                               int *n, EvoErr *err)
+{
+    return list_rows(s, run_id, order, after, 0, out, n, err);
+}
+
+void candidate_record_copy(CandidateRecord *dst, const CandidateRecord *src)
+{
+    *dst = *src;
+    fld_dup_text(candidate_fields, NFIELDS(candidate_fields), dst);
 }
 
 void store_candidates_free(CandidateRecord *list, int n)

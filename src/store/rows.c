@@ -28,6 +28,15 @@ void fld_init(const Field *f, int n, void *rec)
     }
 }
 
+void fld_dup_text(const Field *f, int n, void *rec)
+{
+    for (int i = 0; i < n; i++)
+        if (f[i].type == F_TEXT) {
+            char **p = (char **)((char *)rec + f[i].off);
+            *p = *p ? xstrdup(*p) : NULL;
+        }
+}
+
 void fld_free(const Field *f, int n, void *rec)
 {
     fld_release(f, n, rec);

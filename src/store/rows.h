@@ -46,6 +46,9 @@ struct json_t *fld_row_json(int64_t id, const Field *f, int n, const void *rec, 
 
 /* Set every field of rec to its NULL value (see FieldType). */
 void fld_init(const Field *f, int n, void *rec);
+/* Replace every text field of rec by a fresh copy of it (rec was copied
+ * from a record that keeps its strings). */
+void fld_dup_text(const Field *f, int n, void *rec);
 /* Free the text fields of rec, then fld_init. */
 void fld_free(const Field *f, int n, void *rec);
 /* Bind fields to parameters first..first+n-1. Returns a SQLite code. */

@@ -151,6 +151,8 @@ void llm_request_record_init(LlmRequestRecord *r);
 void run_record_free(RunRecord *r);
 void compile_record_free(CompileRecord *c);
 void candidate_record_free(CandidateRecord *c);
+/* dst: a deep copy of src (its strings fresh). */
+void candidate_record_copy(CandidateRecord *dst, const CandidateRecord *src);
 void llm_request_record_free(LlmRequestRecord *r);
 
 /* Insert a run; started_at and evoeng_version are filled when NULL.
@@ -209,6 +211,11 @@ typedef enum StoreOrder {
  * store_candidates_free. */
 int store_candidate_list(Store *s, int64_t run_id, StoreOrder order, int limit,
                          CandidateRecord **out, int *n, EvoErr *err);
+/* The same, only the candidates whose id is above after (every one that
+ * was committed after it: ids grow, and no committed row changes), with
+ * no limit. */
+int store_candidate_list_after(Store *s, int64_t run_id, StoreOrder order, int64_t after, CandidateRecord **out,
+                               int *n, EvoErr *err);
 void store_candidates_free(CandidateRecord *list, int n);
 
 /* Read a compile row, a source text (fresh string, NULL if absent). */
