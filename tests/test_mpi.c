@@ -123,8 +123,15 @@ static int dump(const char *db)
     int n = 0, dup = 0;
     store_candidate_list(st, r.id, STORE_ALL_BY_ID, 0, &l, &n, &err);
     for (int i = 0; i < n; i++) {
-        printf("%lld %s %s %s %.4f\n", (long long)l[i].generation, l[i].params_key, l[i].status,
-               l[i].decision ? l[i].decision : "-", isfinite(l[i].latency_us) ? l[i].latency_us : -1.0);
+        /* the kernel text committed with it (over MPI: sent once by the agent that judged it) */
+        char *text = l[i].source_hash ? store_source_get(st, l[i].source_hash, &err) : NULL;
+        char *nl = text ? strchr(text, '\n') : NULL;
+        if (nl)
+            *nl = 0;
+        printf("%lld %s %s %s %.4f %s\n", (long long)l[i].generation, l[i].params_key, l[i].status,
+               l[i].decision ? l[i].decision : "-", isfinite(l[i].latency_us) ? l[i].latency_us : -1.0,
+               text ? text : "-");
+        free(text);
         for (int j = 0; j < i; j++)
             dup += strcmp(l[i].params_key, l[j].params_key) == 0;
     }

@@ -14,6 +14,7 @@
 typedef struct Mirror {
     int64_t id;
     Child   c;
+    int     sent;   /* its compile row and text went to rank 0 (they do not change) */
 } Mirror;
 
 typedef struct SlotThread {
@@ -22,6 +23,7 @@ typedef struct SlotThread {
     pthread_t       tid;
     json_t         *req;        /* the request being served, or NULL: idle */
     Child          *kid, *parent; /* its mirrors, resolved by the main thread */
+    int            *sent;       /* the kid's Mirror.sent */
 } SlotThread;
 
 typedef struct Watch {        /* a child's stage whose units rank 0 waits to hear are built */
@@ -142,8 +144,10 @@ static void outbox_push(Agent *a, char *s)
 /* ---- the slot threads: gate, time, compare, calibrate ------------------ */
 
 /* Serve one blocking request on slot t->slot; the mirrors it names were
- * resolved by the main thread into kid and parent. */
-static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *parent)
+ * resolved by the main thread into kid and parent. The kid's compile row
+ * and source text (tens of kB of JSON) go with the first reply only
+ * (*sent): rank 0 keeps what a reply leaves out. */
+static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *parent, int *sent)
 {
     const char *op = json_string_value(json_object_get(req, "op"));
     EvoErr err = {{0}};
@@ -164,7 +168,8 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     } else {   /* calibrate */
         rc = a->ev->calibrate ? a->ev->calibrate(a->ctx, kid, &err) : 0;
     }
-    json_object_set_new(o, "res", wire_result_put(kid, 1));
+    json_object_set_new(o, "res", wire_result_put(kid, !*sent));
+    *sent = 1;
     return reply_text(req, rc, &err, o);
 }
 
@@ -180,7 +185,7 @@ static void *slot_main(void *arg)
             break;
         json_t *req = t->req;
         pthread_mutex_unlock(&a->lock);
-        char *s = serve_slow(a, t->slot, req, t->kid, t->parent);
+        char *s = serve_slow(a, t->slot, req, t->kid, t->parent, t->sent);
         outbox_push(a, s);
         pthread_mutex_lock(&a->lock);
         json_decref(t->req);
@@ -269,6 +274,7 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
     if (!busy) {
         t->req = json_incref(req);
         t->kid = &m->c;
+        t->sent = &m->sent;
         t->parent = pm ? &pm->c : NULL;
         pthread_cond_broadcast(&a->cv);
     }
