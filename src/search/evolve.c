@@ -175,6 +175,16 @@ static void new_run_record(Loop *L)
     L->run.generations_done = 0;
 }
 
+/* What a run keeps for its proposals: the enumerated space and its index,
+ * the survivors in memory, the speculative children. */
+static void free_lookups(Loop *L)
+{
+    space_index_free(&L->sidx);
+    task_space_free(&L->space);
+    loop_survivors_free(L);
+    loop_spec_free(L);
+}
+
 int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps *ev, void *ev_ctx,
                const EvolveConfig *cfg, int64_t resume_run_id, EvolveSummary *summary, EvoErr *err)
 {
@@ -290,10 +300,7 @@ out:
     if (L.baseline.vals)
         loop_child_free(&L, &L.baseline);
     loop_parents_free(&L);
-    space_index_free(&L.sidx);
-    task_space_free(&L.space);
-    loop_survivors_free(&L);
-    loop_spec_free(&L);
+    free_lookups(&L);
     free(L.base_kernel);
     run_record_free(&L.run);
     return rc;
