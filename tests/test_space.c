@@ -42,6 +42,19 @@ static Task *load(const char *rel, DeviceInfo *dev)
     return t;
 }
 
+/* load(), then its space enumerated into *s; NULL (a failed check) when
+ * either fails. */
+static Task *load_enumerated(const char *rel, DeviceInfo *dev, TaskSpace *s)
+{
+    EvoErr err;
+    Task *t = load(rel, dev);
+    if (!t || task_space_enumerate(t, dev, 0, s, &err) != 0) {
+        CHECK(0);
+        task_free(&t);
+    }
+    return t;
+}
+
 /* Every configuration of the raw space that task_check accepts (*n of
  * them, fresh); a task_check error fails the test. */
 static int64_t *brute_force(const Task *t, const DeviceInfo *dev, size_t *n)
@@ -129,14 +142,10 @@ static void test_brute_force(void)
 static void test_sample_small(void)
 {
     DeviceInfo dev;
-    EvoErr err;
     TaskSpace s;
-    Task *t = load("tests/data/space_task.json", &dev);
-    if (!t || task_space_enumerate(t, &dev, 0, &s, &err) != 0) {
-        CHECK(0);
-        task_free(&t);
+    Task *t = load_enumerated("tests/data/space_task.json", &dev, &s);
+    if (!t)
         return;
-    }
     int64_t def[5];
     task_defaults(t, def);
     int64_t at = task_space_find(&s, def);
@@ -242,12 +251,9 @@ static void test_near(void)
     DeviceInfo dev;
     EvoErr err;
     TaskSpace s;
-    Task *t = load("templates/attention/task.json", &dev);
-    if (!t || task_space_enumerate(t, &dev, 0, &s, &err) != 0) {
-        CHECK(0);
-        task_free(&t);
+    Task *t = load_enumerated("templates/attention/task.json", &dev, &s);
+    if (!t)
         return;
-    }
     SpaceIndex *packed = NULL, *plain = NULL;
     CHECK(space_index_build(&packed, t, &s, 0, &err) == 0);
     CHECK(space_index_build(&plain, t, &s, SPACE_INDEX_UNPACKED, &err) == 0);
