@@ -536,6 +536,64 @@ static void test_slots(void)
     fake_eval_free(fd);
     restore_task(saved);
 }
+/* Every generation after the first has one "neighbour" child (room
+ * allowing): the fastest survivor of the generations before it, one param
+ * moved one value step (and any coupled knob the constraints require).
+ * In the synchronous mode that parent is the population's best. */
+static void test_neighbour(void)
+{
+    Task *saved = swap_task("search_task.json");
+    Store *s = fresh_store("neighbour.db");
+    FakeEval *f = fake_new();
+    EvolveConfig c = config("evolve", 6);
+    c.children = 6;
+    c.sync = 1;
+    EvolveSummary sum;
+    EvoErr err;
+    CHECK_MSG(s && evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+    CandidateRecord *l = NULL;
+    int n = 0, np = task_nparams(task), seen = 0;
+    store_candidate_list(s, sum.run_id, STORE_ALL_BY_ID, 0, &l, &n, &err);
+    int64_t *a = xcalloc((size_t)np, sizeof(int64_t)), *b = xcalloc((size_t)np, sizeof(int64_t));
+    for (int i = 0; i < n; i++) {
+        if (!l[i].operator || strcmp(l[i].operator, "neighbour") != 0)
+            continue;
+        seen++;
+        double best = INFINITY;   /* the fastest survivor of earlier generations */
+        int64_t best_id = 0;
+        for (int j = 0; j < n; j++)
+            if (l[j].generation < l[i].generation && strcmp(l[j].status, "ok") == 0 && l[j].gate_stage == 2 &&
+                (strcmp(l[j].decision, "accepted") == 0 || strcmp(l[j].decision, "baseline") == 0) &&
+                l[j].latency_us < best) {
+                best = l[j].latency_us;
+                best_id = l[j].id;
+            }
+        CHECK_MSG(l[i].parent_id == best_id, "neighbour %lld: parent %lld, the best was %lld", (long long)l[i].id,
+                  (long long)l[i].parent_id, (long long)best_id);
+        int k = 0;
+        while (k < n && l[k].id != l[i].parent_id)
+            k++;
+        if (k == n || task_params_parse(task, l[i].params_json, a, &err) ||
+            task_params_parse(task, l[k].params_json, b, &err)) {
+            CHECK(0);
+            continue;
+        }
+        int one_step = 0;
+        for (int p = 0; p < np; p++) {
+            int d = task_param_find(task, p, a[p]) - task_param_find(task, p, b[p]);
+            one_step |= d == 1 || d == -1;
+        }
+        CHECK_MSG(one_step, "neighbour %lld moves no param by one step", (long long)l[i].id);
+    }
+    CHECK_MSG(seen >= 3, "%d neighbour children in 6 generations", seen);
+    free(a);
+    free(b);
+    store_candidates_free(l, n);
+    fake_eval_free(f);
+    store_close(&s);
+    restore_task(saved);
+}
+
 /* loop_survivors keeps the survivors in memory and merges in those
  * committed since: after each batch of commits (latencies with ties,
  * reverted and stage-A-only rows that never survive, params that do not
@@ -621,6 +679,7 @@ int main(void)
     RUN(test_judge_ahead);
     RUN(test_slots);
     RUN(test_survivors);
+    RUN(test_neighbour);
     evx_teardown();
     return test_report();
 }

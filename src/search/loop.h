@@ -87,6 +87,7 @@ typedef struct Loop {
     int                 npending_surv;
     struct Job         *spec_jobs;
     LoopSurvivors       surv;          /* the survivors in memory (population.c, loop_survivors) */
+    int64_t             nb_tried;      /* the best whose every neighbour was tried (propose.c), or 0 */
 } Loop;
 
 typedef struct ParentCache ParentCache;

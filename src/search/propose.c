@@ -100,6 +100,79 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
     return rc;
 }
 
+/* The best member's nearest untried configuration: one param moved one
+ * value step (structural knobs such as WGMMA first, the others after, each
+ * group in random order; a move the constraints refuse takes its coupled
+ * knobs along, loop_repair). A mutation of a tournament winner reaches a
+ * given single step of the best only now and then; this child walks the
+ * best's neighbourhood one step a generation, so a one-knob improvement of
+ * the best is not left to chance. Returns 1 with kids[n] filled, 0 when
+ * every neighbour was tried (or none is valid), -1 on an error. */
+static int propose_neighbour(Loop *L, int64_t gen, const CandidateRecord *pop, int npop, Child *kids, int n,
+                             int *done, EvoErr *err)
+{
+    int np = L->np, rc = 0;
+    int64_t *base = xcalloc((size_t)np + 1, sizeof(int64_t));
+    int *knobs = xcalloc((size_t)np + 1, sizeof(int)), *order = xcalloc((size_t)np + 1, sizeof(int));
+    int tried = npop > 0 && pop[0].id > 0 && pop[0].id == L->nb_tried;   /* (a speculative member has no id) */
+    if (npop == 0 || tried || task_params_parse(L->task, pop[0].params_json, base, err)) {
+        rc = npop == 0 || tried ? 0 : -1;
+        goto out;
+    }
+    Rng rng;
+    rng_seed(&rng, rng_mix(rng_mix(L->cfg->seed, (uint64_t)gen), 0x6e6bu));
+    int ns = loop_niche_knobs(L->task, knobs), no = 0;
+    char *structural = xcalloc((size_t)np + 1, 1);
+    for (int k = 0; k < ns; k++)
+        structural[knobs[k]] = 1;
+    for (int pass = 1; pass >= 0; pass--) {   /* the structural knobs, then the rest, each shuffled */
+        int from = no;
+        for (int i = 0; i < np; i++)
+            if (structural[i] == pass && task_param_nvalues(L->task, i) > 1)
+                order[no++] = i;
+        for (int i = no - 1; i > from; i--) {
+            int k = from + (int)rng_below(&rng, (uint64_t)(i - from + 1)), t = order[i];
+            order[i] = order[k];
+            order[k] = t;
+        }
+    }
+    free(structural);
+    for (int o = 0; o < no && rc == 0; o++) {   /* (what was tried stays tried: the next best starts again) */
+        int i = order[o], cur = task_param_find(L->task, i, base[i]), nv = task_param_nvalues(L->task, i);
+        for (int sgn = -1; sgn <= 1 && rc == 0 && cur >= 0; sgn += 2) {
+            int k = cur + sgn;
+            if (k < 0 || k >= nv)
+                continue;
+            Child c;
+            loop_child_init(L, &c);
+            memcpy(c.vals, base, (size_t)np * sizeof(int64_t));
+            c.vals[i] = task_param_value(L->task, i, k);
+            int v = loop_valid_config(L, c.vals, NULL, err);
+            if (v == 0)
+                v = loop_repair(L, &rng, base, c.vals, err);
+            c.op = "neighbour";
+            c.parent_id = pop[0].id;
+            int state = 0, got = v < 0 ? -1 : v == 0 ? 0 : loop_place(L, gen, kids, n, &c, &pop[0], &state, err);
+            if (got > 0) {
+                done[n] = state == 1;
+                kids[n] = c;
+                rc = 1;
+            } else {
+                loop_child_free(L, &c);
+                if (got < 0)
+                    rc = -1;
+            }
+        }
+    }
+    if (rc == 0 && pop[0].id > 0)
+        L->nb_tried = pop[0].id;
+out:
+    free(base);
+    free(knobs);
+    free(order);
+    return rc;
+}
+
 /* Propose up to `want` children for generation gen into kids[]. Children
  * already committed in this generation (a resumed run) are returned with
  * done = 1 and not evaluated again. When stagnation reaches STAGNATION_K,
@@ -119,6 +192,12 @@ int loop_propose(Loop *L, int64_t gen, CandidateRecord *pop, int npop, Child *ki
     int nf = diverse && gen > 0 && want > 1 ? propose_founder(L, gen, pop, npop, kids, 0, done, err) : 0;
     if (nf < 0)
         return -1;
+    if (diverse && gen > 0 && want > nf + 2) {
+        int nn = propose_neighbour(L, gen, pop, npop, kids, nf, done, err);
+        if (nn < 0)
+            return -1;
+        nf += nn;
+    }
     if (strcmp(L->cfg->strategy, "model") == 0 && gen > 0 && npop > 0)
         return loop_model_propose(L, gen, pop, npop, kids, nf, want, done, exhausted, err);
     LoopMoves mv;
