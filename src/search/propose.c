@@ -16,6 +16,22 @@
 
 #define STAGNATION_K    3    /* generations without improvement before immigrants */
 
+/* kids[n] = *c (done[n]: committed before a kill, see loop_place) when v
+ * says c is valid (1; 0 not, -1 an error) and loop_place takes it; else c
+ * is freed. 1 placed, 0 not, -1 on an error. */
+static int place_child(Loop *L, int64_t gen, Child *kids, int n, int *done, Child *c, const CandidateRecord *kparent,
+                       int v, EvoErr *err)
+{
+    int state = 0, got = v < 0 ? -1 : v == 0 ? 0 : loop_place(L, gen, kids, n, c, kparent, &state, err);
+    if (got > 0) {
+        done[n] = state == 1;
+        kids[n] = *c;
+        return 1;
+    }
+    loop_child_free(L, c);
+    return got < 0 ? -1 : 0;
+}
+
 /* A niche founder: when a value of a structural knob is held by no
  * survivor of the run yet (say WGMMA=1), one child a generation takes the
  * best member's configuration with that value (the missing pairs take
@@ -69,24 +85,12 @@ static int propose_founder(Loop *L, int64_t gen, const CandidateRecord *pop, int
             if (attempt == 0 || ops_perturb(L->task, &rng, base, 1 + attempt / 16, attempt >= 32, c.vals))
                 memcpy(c.vals, base, (size_t)np * sizeof(int64_t));
             c.vals[knob] = val;
-            int v0 = attempt == 0 ? loop_valid_config(L, c.vals, NULL, err) : 1;
-            if (v0 < 0 || (v0 == 0 && loop_repair(L, &rng, base, c.vals, err) < 0)) {
-                loop_child_free(L, &c);
-                rc = -1;
-                break;
-            }
+            int valid = attempt == 0 ? loop_valid_config(L, c.vals, NULL, err) : 1;
+            if (valid == 0)   /* repaired or not, loop_place checks it again */
+                valid = loop_repair(L, &rng, base, c.vals, err) < 0 ? -1 : 1;
             c.op = "niche";
             c.parent_id = L->baseline.rec.id;
-            int state = 0, got = loop_place(L, gen, kids, n, &c, &pop[0], &state, err);
-            if (got > 0) {
-                done[n] = state == 1;
-                kids[n] = c;
-                rc = 1;
-            } else {
-                loop_child_free(L, &c);
-                if (got < 0)
-                    rc = -1;
-            }
+            rc = place_child(L, gen, kids, n, done, &c, &pop[0], valid, err);
         }
     } else if (nmiss > 0) {
         rc = -1;
@@ -152,16 +156,7 @@ static int propose_neighbour(Loop *L, int64_t gen, const CandidateRecord *pop, i
                 v = loop_repair(L, &rng, base, c.vals, err);
             c.op = "neighbour";
             c.parent_id = pop[0].id;
-            int state = 0, got = v < 0 ? -1 : v == 0 ? 0 : loop_place(L, gen, kids, n, &c, &pop[0], &state, err);
-            if (got > 0) {
-                done[n] = state == 1;
-                kids[n] = c;
-                rc = 1;
-            } else {
-                loop_child_free(L, &c);
-                if (got < 0)
-                    rc = -1;
-            }
+            rc = place_child(L, gen, kids, n, done, &c, &pop[0], v, err);
         }
     }
     if (rc == 0 && pop[0].id > 0)
