@@ -30,5 +30,4 @@ char *runctx_cache_dir(void);
  * The folder is made on the first compile, not before. s is unused. */
 void runctx_set_cache(const Settings *s);
 
-
 #endif

@@ -454,6 +454,12 @@ static int me_slots(void *ctx)
     return m->nslots;
 }
 
+/* Whether mc's home announced stage's units built (MChild.ready). */
+static int home_built(const MChild *mc, int stage)
+{
+    return (__atomic_load_n(&mc->ready, __ATOMIC_ACQUIRE) >> (stage == 2 ? 2 : 1)) & 1;
+}
+
 /* Built, as the child's home announced it: a lookup (the steady loop asks
  * it under its lock, for every child in flight). */
 static int me_ready(void *ctx, Child *kid, int stage)
@@ -462,7 +468,7 @@ static int me_ready(void *ctx, Child *kid, int stage)
     MChild *mc = kid->priv;
     if (!mc || (kid->rec.status && strcmp(kid->rec.status, "ok") != 0))
         return 1;
-    return (__atomic_load_n(&mc->ready, __ATOMIC_ACQUIRE) >> (stage == 2 ? 2 : 1)) & 1;
+    return home_built(mc, stage);
 }
 
 /* A slot judges children homed on its agent (1). Another agent would
@@ -480,7 +486,7 @@ static int me_home(void *ctx, const Child *kid, int slot, int stage)
         return 1;
     if (home < 0 || m->ag[home].cache_group < 0 || m->ag[home].cache_group != m->ag[here].cache_group)
         return 0;
-    return (__atomic_load_n(&mc->ready, __ATOMIC_ACQUIRE) >> (stage == 2 ? 2 : 1)) & 1 ? 2 : 0;
+    return home_built(mc, stage) ? 2 : 0;
 }
 
 static void me_pipe_stats(void *ctx, EvalPipeStats *out)

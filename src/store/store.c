@@ -39,7 +39,6 @@ static const Field run_fields[] = {
     FLDJ(RunRecord, device_json, F_TEXT, .show = FLD_HIDE),
 };
 
-
 /* ---- open and migrate ------------------------------------------------ */
 
 int store_schema_latest(void)
