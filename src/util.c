@@ -318,7 +318,7 @@ int file_write_flags(const char *path, const void *data, size_t len, int flags, 
             left -= (size_t)n;
         }
     }
-    if (!e && fsync(fd) != 0 && errno != EINVAL)
+    if (!e && !(flags & FILE_WRITE_NOSYNC) && fsync(fd) != 0 && errno != EINVAL)
         e = errno;
     if (close(fd) != 0 && !e)
         e = errno;
@@ -330,6 +330,8 @@ int file_write_flags(const char *path, const void *data, size_t len, int flags, 
         return err_set(err, "%s: write failed: %s (the file there, if any, is unchanged)", path, strerror(e));
     }
     free(tmp);
+    if (flags & FILE_WRITE_NOSYNC)
+        return 0;
     char *dir = path_dirname(path);   /* the rename itself reaches the disk */
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd >= 0) {

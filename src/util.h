@@ -186,6 +186,11 @@ int file_read_max(const char *path, size_t max, char **out, size_t *len, EvoErr 
 /* file_write_flags: also replace a symbolic link at the target (the link
  * itself; never what it points to). */
 #define FILE_WRITE_FORCE 1
+/* file_write_flags: no fsync of the file or its directory. The write is
+ * still atomic for other processes (rename), but after a power loss the
+ * file may be empty or torn: only for files whose readers verify them
+ * (the compile cache: a sha256 of the cubin in a json written last). */
+#define FILE_WRITE_NOSYNC 2
 
 /* Write a whole file safely: into a fresh temporary file beside path
  * (O_EXCL, an unpredictable name), every write checked, fsync, then

@@ -163,6 +163,13 @@ static void test_file_write_safety(void)
     char *t = slurp(out);
     CHECK_STR(t, "two");
     free(t);
+    /* without fsync (the compile cache): the same whole-file replacement */
+    CHECK(file_write_flags(out, "three", 5, FILE_WRITE_NOSYNC, &e) == 0);
+    t = slurp(out);
+    CHECK_STR(t, "three");
+    free(t);
+    CHECK(file_write_flags(d, "x", 1, FILE_WRITE_NOSYNC, &e) < 0);
+    CHECK_CONTAINS(e.msg, "a directory: not replacing it");
     CHECK(file_write(target, "OLD", 3, &e) == 0);
     CHECK(symlink(target, lnk) == 0);
     CHECK(file_write(lnk, "NEW", 3, &e) < 0);

@@ -11,7 +11,12 @@
  * runs concurrently. The cache directory name is guarded by a mutex and
  * copied per call; each cache file is written whole (util.h's file_write:
  * a fresh temporary file, then rename), the cubin before the json that
- * commits the entry, by any thread or process.
+ * commits the entry, by any thread or process. Entries are not fsynced
+ * (FILE_WRITE_NOSYNC): cache_load verifies each one (the json parses and
+ * names its key and options, the cubin's length and sha256 match), so an
+ * entry torn by a power loss is a miss, compiled and written again. Four
+ * fsyncs a unit cost the compile lanes time off the CPU when 64 of them
+ * write at once.
  */
 #include "compile/nvrtc.h"
 
@@ -457,8 +462,8 @@ static int cache_store(const char *dir, const CompileRequest *req, const Compile
     }
 
     if (file_mkdirs(dir, err) == 0 &&
-        (!res->ok || file_write(cpath, res->cubin, res->cubin_len, err) == 0) &&
-        file_write(jpath, text, strlen(text), err) == 0)
+        (!res->ok || file_write_flags(cpath, res->cubin, res->cubin_len, FILE_WRITE_NOSYNC, err) == 0) &&
+        file_write_flags(jpath, text, strlen(text), FILE_WRITE_NOSYNC, err) == 0)
         rc = 0;
 
 done:
