@@ -304,7 +304,7 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
         json_t *busy = json_array();
         for (int i = 0; i < m->slots && i < 8; i++)
             json_array_append_new(busy, json_real(wall_s > 0 ? m->slot_busy_s[i] / wall_s : 0));
-        json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:I, s:f, s:f, s:i, s:i, s:o, s:f, s:f, s:f, s:i, s:f, "
+        json_t *o = json_pack("{s:I, s:s, s:s, s:i, s:f, s:f, s:I, s:f, s:f, s:i, s:i, s:o, s:f, s:f, s:f, s:f, s:i, s:f, "
                               "s:i, s:i, s:f, s:{s:I, s:I, s:I, s:I}, s:I}",
                               "run", (json_int_t)m->run_id, "event", "summary", "mode", sync ? "sync" : "steady",
                               "evaluated", m->evaluated, "wall_s", wall_s,
@@ -312,7 +312,8 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
                               (json_int_t)m->best_id, "best_latency_us", isnan(m->best_latency_us) ? 0.0 : m->best_latency_us,
                               "baseline_latency_us", m->baseline_latency_us, "in_flight", m->in_flight, "slots",
                               m->slots, "slot_busy", busy, "cpu_s", m->cpu_s, "cpu_s_per_candidate",
-                              m->cpu_s / n, "nvrtc_cpu_s", m->nvrtc_cpu_s, "nvrtc_units", m->nvrtc_units,
+                              m->cpu_s / n, "nvrtc_cpu_s", m->nvrtc_cpu_s, "nvrtc_wall_s", m->nvrtc_wall_s,
+                              "nvrtc_units", m->nvrtc_units,
                               "nvrtc_units_per_candidate", m->nvrtc_units / n, "cache_hits", m->cache_hits,
                               "compile_lanes", m->pipe.lanes, "compile_busy", lanes_busy, "units", "now",
                               (json_int_t)m->pipe.units_now, "next", (json_int_t)m->pipe.units_next, "spec",
@@ -330,11 +331,13 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
         printf(", %d in flight", m->in_flight);
     for (int i = 0; i < m->slots && i < 8; i++)
         printf("%s GPU slot %d busy %.0f%%", i ? "," : ";", i, wall_s > 0 ? 100 * m->slot_busy_s[i] / wall_s : 0);
-    printf("\n  compile: %d threads busy %.0f%%, %d NVRTC units (%.2f a candidate, %.2f CPU-s each; by priority: "
+    printf("\n  compile: %d threads busy %.0f%%, %d NVRTC units (%.2f a candidate, %.2f CPU-s and %.2f s "
+           "in NVRTC each; by priority: "
            "%ld for a waiting GPU or stage B, %ld next, %ld speculative, %ld cancelled), %d cache hits; evoeng %.2f "
            "CPU-s a candidate\n",
            m->pipe.lanes, 100 * lanes_busy, m->nvrtc_units, m->nvrtc_units / n,
-           m->nvrtc_units ? m->nvrtc_cpu_s / m->nvrtc_units : 0.0, m->pipe.units_now, m->pipe.units_next,
+           m->nvrtc_units ? m->nvrtc_cpu_s / m->nvrtc_units : 0.0,
+           m->nvrtc_units ? m->nvrtc_wall_s / m->nvrtc_units : 0.0, m->pipe.units_now, m->pipe.units_next,
            m->pipe.units_spec, m->pipe.units_cancelled, m->cache_hits, m->cpu_s / n);
     if (m->pipe.taken_over > 0)
         printf("  MPI: %ld children judged by an agent of their home's compile cache, their home's GPUs busy\n",

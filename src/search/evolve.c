@@ -88,6 +88,7 @@ static void pipe_figures(Loop *L, double cpu0, const NvrtcStats *nv0, const Eval
     /* this process's CPU and its compile helpers' */
     s->cpu_s = (process_cpu_ms() - cpu0) / 1000.0 + nv.remote_cpu_s - nv0->remote_cpu_s;
     s->nvrtc_cpu_s = nv.cpu_s - nv0->cpu_s;
+    s->nvrtc_wall_s = nv.wall_s - nv0->wall_s;
     s->nvrtc_units = nv.compiles - nv0->compiles;
     s->cache_hits = nv.cache_hits - nv0->cache_hits;
     if (!s->slots)

@@ -57,6 +57,8 @@ typedef struct EvolveSummary {
     double  slot_idle_s;          /* summed over slots: waiting with nothing ready to judge */
     double  cpu_s;                /* CPU seconds of this process (NVRTC included) during the run */
     double  nvrtc_cpu_s;          /* of which in NVRTC */
+    double  nvrtc_wall_s;         /* wall seconds inside NVRTC, summed over lanes (lane time less this: the
+                                     lanes' own overhead: helper round trips, cache files) */
     int     nvrtc_units;          /* NVRTC compilations during the run */
     int     cache_hits;           /* compile cache hits during the run */
     EvalPipeStats pipe;           /* the evaluator's figures (pipe_stats), deltas over the run */
