@@ -37,13 +37,13 @@ static int render(const Task *t, const char *text, const char *file, const int64
     return rc;
 }
 
-/* Add src to units unless an identical source is there; returns its index. */
+/* Add src to units unless an identical source is there; returns its index.
+ * The source's sha256 is left to the compile lane (compile_task): on the
+ * loop thread it was most of a child's submit. */
 static int add_unit(PrepUnit **units, int *n, char *src)
 {
-    char hex[65];
-    template_hash(src, hex);
     for (int i = 0; i < *n; i++) {
-        if (strcmp((*units)[i].hash, hex) == 0) {
+        if (strcmp((*units)[i].source, src) == 0) {
             free(src);
             return i;
         }
@@ -52,8 +52,15 @@ static int add_unit(PrepUnit **units, int *n, char *src)
     PrepUnit *u = &(*units)[*n];
     memset(u, 0, sizeof(*u));
     u->source = src;
-    memcpy(u->hash, hex, sizeof(hex));
     return (*n)++;
+}
+
+void prep_unit_hash(const PrepUnit *u, char hex[65])
+{
+    if (u->hash[0])
+        memcpy(hex, u->hash, 65);
+    else
+        template_hash(u->source, hex);
 }
 
 /* A request for unit u; the task's entries (reference: the reference's)
@@ -151,6 +158,28 @@ void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s)
     }
 }
 
+/* The first shape before s whose compile dims all equal shape s's, or -1.
+ * render() is a function of the params and the compile dims alone, so
+ * such a shape's source is s's: the 10 shapes of the attention task make
+ * 4 sources, and rendering and hashing the other 6 (86 kB each) took the
+ * loop thread about 5 ms a child. */
+static int same_compile_dims(const Task *t, int s)
+{
+    int nc = task_ncompile_dims(t);
+    for (int r = 0; r < s; r++) {
+        int same = 1;
+        for (int i = 0; i < nc && same; i++) {
+            const char *name = task_compile_dim(t, i);
+            for (int d = 0; d < task_ndims(t); d++)
+                if (strcmp(task_dim_name(t, d), name) == 0 && task_dim_value(t, r, d) != task_dim_value(t, s, d))
+                    same = 0;
+        }
+        if (same)
+            return r;
+    }
+    return -1;
+}
+
 int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *p, EvoErr *err)
 {
     int nshapes = task_nshapes(t);
@@ -174,7 +203,16 @@ int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepa
     for (int s = 0; s < nshapes; s++) {
         EvoErr e2;
         char *src = NULL;
-        if (task_resolve(t, in->vals, s, dev, &p->plans[s], &e2) || render(t, text, file, in->vals, s, &src, &e2)) {
+        if (task_resolve(t, in->vals, s, dev, &p->plans[s], &e2)) {
+            set_status(p, "invalid", "%s", e2.msg);
+            break;
+        }
+        int same = same_compile_dims(t, s);
+        if (same >= 0) {   /* the same source as shape `same`: not rendered again */
+            p->shape_unit[s] = p->shape_unit[same];
+            continue;
+        }
+        if (render(t, text, file, in->vals, s, &src, &e2)) {
             set_status(p, "invalid", "%s", e2.msg);
             break;
         }
@@ -192,11 +230,13 @@ struct PrepCompile {
     CompileResult  res;
     EvoErr         err;
     int            rc;
+    char           hash[65];   /* the source's sha256, taken on the lane */
 };
 
 static void compile_task(void *arg)
 {
     PrepCompile *c = arg;
+    template_hash(c->req.source, c->hash);
     c->rc = cserver_compile(&c->req, &c->res, &c->err);   /* in a helper process where enabled */
 }
 
@@ -244,6 +284,8 @@ static int unit_join(PrepUnit *pu, EvoErr *err)
     PrepCompile *c = pu->job;
     pool_job_wait(c->pool, &c->job);
     pu->res = c->res;
+    if (!pu->hash[0] && c->hash[0])
+        memcpy(pu->hash, c->hash, sizeof(pu->hash));
     int rc = c->rc;
     if (rc)
         *err = c->err;
@@ -437,7 +479,9 @@ void prep_compile_record(const PrepUnit *u, CompileRecord *c)
 {
     compile_record_init(c);
     c->cache_key = xstrdup(u->res.key);
-    c->source_hash = xstrdup(u->hash);
+    char hex[65];
+    prep_unit_hash(u, hex);
+    c->source_hash = xstrdup(hex);
     c->arch = xstrdup(u->target);
     c->options = xstrdup(u->res.options ? u->res.options : "");
     int v = nvrtc_version();

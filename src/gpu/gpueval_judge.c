@@ -21,7 +21,9 @@ static void take_bench_unit(Child *c, const Prepared *p)
 {
     const PrepUnit *u = &p->units[p->shape_unit[0]];
     ge_set_str(&c->source_text, u->source);
-    ge_set_str(&c->rec.source_hash, u->hash);
+    char hex[65];
+    prep_unit_hash(u, hex);
+    ge_set_str(&c->rec.source_hash, hex);
     compile_record_free(&c->comp);
     prep_compile_record(u, &c->comp);
 }
