@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpi/mpistat.h"
 #include "mpi/wire.h"
 #include "msg.h"
 
@@ -21,11 +22,13 @@ typedef struct Pending {      /* a request waiting for its reply */
     int             agent;
     int             done, lost;
     json_t         *reply;
+    double          t_sent, t_recv;   /* ms: handed to MPI, reply decoded (EVOENG_MPI_DEBUG) */
     struct Pending *next;
 } Pending;
 
 typedef struct OutMsg {
     int            dest;
+    int64_t        seq;       /* the request's seq, 0: none */
     char          *text;
     struct OutMsg *next;
 } OutMsg;
@@ -70,15 +73,38 @@ struct MpiEval {
     int             notify;    /* a notice came in: call the hook (outside the lock) */
     int             lost_rank, quit;
     long            taken_over; /* children judged away from their home (me_home's 2) */
+    MpiStat        *stat;      /* EVOENG_MPI_DEBUG: where the requests' time goes, or NULL */
 };
 
 /* ---- the communication thread ---------------------------------------- */
+
+/* A request's name for the statistics: its op, and the stage of a gate
+ * or a submit ("gate1"). */
+static const char *stat_name(json_t *req, char *buf, size_t n)
+{
+    const char *op = json_string_value(json_object_get(req, "op"));
+    json_t *st = json_object_get(req, "stage");
+    snprintf(buf, n, "%s", op ? op : "?");
+    if (st && op && (strcmp(op, "gate") == 0 || strcmp(op, "submit") == 0))
+        snprintf(buf, n, "%s%d", op, (int)json_integer_value(st));
+    return buf;
+}
 
 static void enqueue(MpiEval *m, int agent, json_t *o)
 {
     OutMsg *q = xcalloc(1, sizeof(*q));
     q->dest = m->ag[agent].rank;
+    q->seq = (int64_t)json_integer_value(json_object_get(o, "seq"));
+    double t0 = m->stat ? time_now_ms() : 0;
     q->text = json_dumps(o, JSON_COMPACT);
+    if (m->stat) {
+        char name[32];
+        stat_name(o, name, sizeof(name));
+        mpistat_add(m->stat, name, "encode_ms", time_now_ms() - t0);
+        mpistat_add(m->stat, name, "req_bytes", (double)strlen(q->text));
+        if (!q->seq)
+            mpistat_add(m->stat, name, "unanswered", 1);
+    }
     json_decref(o);
     if (m->qtail)
         m->qtail->next = q;
@@ -111,9 +137,12 @@ static void on_message(MpiEval *m, int src, const char *text)
     int a = src - 1;
     if (a < 0 || a >= m->nag)
         return;
+    double t0 = m->stat ? time_now_ms() : 0;
     json_t *o = json_loads(text, 0, NULL);
     if (!o)
         return;
+    mpistat_add(m->stat, "reply", "decode_ms", time_now_ms() - t0);
+    mpistat_add(m->stat, "reply", "bytes", (double)strlen(text));
     json_t *seq = json_object_get(o, "seq");
     const char *op = json_string_value(json_object_get(o, "op"));
     if (!seq && op && strcmp(op, "ready") == 0) {   /* a child's units are built at its home */
@@ -147,6 +176,7 @@ static void on_message(MpiEval *m, int src, const char *text)
         if (p->seq == (int64_t)json_integer_value(seq) && !p->done) {
             p->reply = o;
             p->done = 1;
+            p->t_recv = m->stat ? time_now_ms() : 0;
             pthread_cond_broadcast(&m->cv);
             return;
         }
@@ -164,6 +194,9 @@ static void *comm_main(void *arg)
             m->qhead = q->next;
             if (!m->qhead)
                 m->qtail = NULL;
+            for (Pending *p = m->pending; m->stat && q->seq && p; p = p->next)
+                if (p->seq == q->seq)
+                    p->t_sent = time_now_ms();
             mpilink_send(m->l, q->dest, LINK_TAG_REQ, q->text);   /* takes the text */
             free(q);
         }
@@ -186,7 +219,9 @@ static void *comm_main(void *arg)
             void *fn_arg = m->watch_arg;
             m->notify = 0;
             pthread_mutex_unlock(&m->lock);
+            double t0 = m->stat ? time_now_ms() : 0;
             fn(fn_arg);
+            mpistat_add(m->stat, "ready_hook", "ms", m->stat ? time_now_ms() - t0 : 0);
             pthread_mutex_lock(&m->lock);
         }
         for (int a = 0; a < m->nag; a++)
@@ -204,6 +239,11 @@ static void *comm_main(void *arg)
 
 /* ---- requests --------------------------------------------------------- */
 
+static double num_or_nan(json_t *v)
+{
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
 /* MChild.on[a] bits: a mirror exists there; stage s was submitted there. */
 #define ON_MIRROR  1u
 #define ON_STAGE(s) (2u << (s))
@@ -212,7 +252,7 @@ static void *comm_main(void *arg)
  * was submitted to (an "adopt" with the missing stages, and the kernel
  * text on first contact), and return c's description for a request. With
  * adopt 0 (submit itself) only the description. */
-static json_t *child_at(MpiEval *m, int a, Child *c, int adopt)
+static json_t *child_at(MpiEval *m, int a, const Child *c, int adopt)
 {
     MChild *mc = c->priv;
     int first = !(mc->on[a] & ON_MIRROR);
@@ -234,11 +274,25 @@ static json_t *child_at(MpiEval *m, int a, Child *c, int adopt)
     return wire_child_put(c, mc->id, m->nparams, first);
 }
 
+/* The times of answered request p (name), asked at t0 (ms). */
+static void call_stat(MpiEval *m, const char *name, double t0, const Pending *p)
+{
+    double now = time_now_ms(), agent = num_or_nan(json_object_get(p->reply, "agent_ms"));
+    mpistat_add(m->stat, name, "total_ms", now - t0);
+    mpistat_add(m->stat, name, "queued_ms", p->t_sent - t0);        /* waiting for the comm thread */
+    mpistat_add(m->stat, name, "wire_agent_ms", p->t_recv - p->t_sent);   /* MPI both ways + the agent */
+    mpistat_add(m->stat, name, "wake_ms", now - p->t_recv);         /* reply decoded -> caller running */
+    if (isfinite(agent)) {
+        mpistat_add(m->stat, name, "agent_ms", agent);              /* received -> reply encoded, at the agent */
+        mpistat_add(m->stat, name, "wire_ms", p->t_recv - p->t_sent - agent);
+    }
+}
+
 /* Send op about kid (and parent) to agent a and wait for the reply
  * (*reply, the caller decrefs), or only send it (reply NULL). extra: more
  * fields of the request (taken). Returns the reply's rc: 0, -1 with err,
  * or EVAL_RETRY when the agent is lost. */
-static int call(MpiEval *m, int a, const char *op, Child *kid, Child *parent, json_t *extra, json_t **reply,
+static int call(MpiEval *m, int a, const char *op, Child *kid, const Child *parent, json_t *extra, json_t **reply,
                 EvoErr *err)
 {
     json_t *req = extra ? extra : json_object();
@@ -258,6 +312,9 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, Child *parent, js
         return 0;
     }
     json_object_set_new(req, "res", wire_result_put(kid, 0));
+    char name[32];
+    stat_name(req, name, sizeof(name));
+    double t0 = time_now_ms();
     Pending p = {.seq = ++m->seq, .agent = a};
     json_object_set_new(req, "seq", json_integer((json_int_t)p.seq));
     p.next = m->pending;
@@ -273,6 +330,8 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, Child *parent, js
     int rank = m->ag[a].rank;
     pthread_mutex_unlock(&m->lock);
     *reply = p.reply;
+    if (m->stat && !p.lost)
+        call_stat(m, name, t0, &p);
     if (p.lost)
         return EVAL_RETRY;
     int rc = (int)json_integer_value(json_object_get(p.reply, "rc"));
@@ -387,11 +446,6 @@ static int me_time(void *ctx, Child *kid, EvoErr *err)
     json_t *extra, *reply = NULL;
     int a = slot_agent(m, kid, 1, &extra);
     return take(reply, kid, call(m, a, "time", kid, NULL, extra, &reply, err), err);
-}
-
-static double num_or_nan(json_t *v)
-{
-    return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
 static int me_compare(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err)
@@ -548,6 +602,7 @@ int mpieval_open(MpiEval **out, MpiLink *l, volatile int *stop, EvoErr *err)
     MpiEval *m = xcalloc(1, sizeof(*m));
     m->l = l;
     m->stop = stop;
+    m->stat = mpistat_new("rank0", 0);
     m->nag = mpilink_size(l) - 1;
     m->ag = xcalloc((size_t)m->nag, sizeof(*m->ag));
     for (int a = 0; a < m->nag; a++)
@@ -619,6 +674,7 @@ void mpieval_close(MpiEval **mp)
     pthread_mutex_unlock(&m->lock);
     if (m->thr_started)
         pthread_join(m->thr, NULL);
+    mpistat_close(&m->stat, json_pack("{s:i, s:I}", "agents", m->nag, "taken_over", (json_int_t)m->taken_over));
     for (int a = 0; a < m->nag; a++) {
         free(m->ag[a].error);
         free(m->ag[a].cache);
