@@ -172,7 +172,9 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     if (bad) {
         rc = -1;
     } else if (strcmp(op, "gate") == 0) {
+        kid->judge_parent = parent;   /* stage A: the watchdog scales with the parent's times */
         rc = a->ev->gate(a->ctx, kid, (int)json_integer_value(json_object_get(req, "stage")), &err);
+        kid->judge_parent = NULL;
     } else if (strcmp(op, "time") == 0) {
         rc = a->ev->time(a->ctx, kid, &err);
     } else if (strcmp(op, "compare") == 0) {
@@ -220,14 +222,19 @@ static void *slot_main(void *arg)
 /* ---- the main thread --------------------------------------------------- */
 
 /* Submit the stages a child has reached on rank 0 to its fresh mirror
- * ("stages": [0|1, 2?]), so a child or parent judged here has its units. */
+ * ("stages": [0|1, 2?]), so a child or parent judged here has its units.
+ * A slot of this agent is about to wait for them (a child taken over, a
+ * parent for an A/B): they are built before anything else. */
 static int adopt(Agent *a, Mirror *m, json_t *stages, EvoErr *err)
 {
     size_t i;
     json_t *v;
     json_array_foreach(stages, i, v) {
-        if (a->ev->submit(a->ctx, &m->c, (int)json_integer_value(v), err))
+        int stage = (int)json_integer_value(v);
+        if (a->ev->submit(a->ctx, &m->c, stage, err))
             return -1;
+        if (a->ev->urge && stage >= 1)
+            a->ev->urge(a->ctx, &m->c, stage);
     }
     return 0;
 }

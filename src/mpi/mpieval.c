@@ -249,16 +249,18 @@ static double num_or_nan(json_t *v)
 #define ON_STAGE(s) (2u << (s))
 
 /* Under m->lock: make sure agent a has a mirror of c with every stage c
- * was submitted to (an "adopt" with the missing stages, and the kernel
- * text on first contact), and return c's description for a request. With
- * adopt 0 (submit itself) only the description. */
-static json_t *child_at(MpiEval *m, int a, const Child *c, int adopt)
+ * was submitted to, up to stage upto (an "adopt" with the missing stages,
+ * and the kernel text on first contact), and return c's description for
+ * a request. With upto -1 (submit itself) only the description. A parent
+ * is only compared against: its benchmark unit (upto 1) is all it needs
+ * there, not its gate shapes' units. */
+static json_t *child_at(MpiEval *m, int a, const Child *c, int upto)
 {
     MChild *mc = c->priv;
     int first = !(mc->on[a] & ON_MIRROR);
-    if (adopt) {
+    if (upto >= 0) {
         json_t *st = json_array();
-        for (int s = 0; s <= 2; s++)
+        for (int s = 0; s <= upto; s++)
             if (mc->st[s] && !(mc->on[a] & ON_STAGE(s)) && !(s == 0 && mc->st[1])) {
                 json_array_append_new(st, json_integer(s));
                 mc->on[a] |= ON_STAGE(s);
@@ -303,7 +305,7 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, const Child *pare
         return EVAL_RETRY;
     }
     json_object_set_new(req, "op", json_string(op));
-    json_object_set_new(req, "kid", child_at(m, a, kid, strcmp(op, "submit") != 0));
+    json_object_set_new(req, "kid", child_at(m, a, kid, strcmp(op, "submit") != 0 ? 2 : -1));
     if (parent)
         json_object_set_new(req, "parent", child_at(m, a, parent, 1));
     if (!reply) {
@@ -437,7 +439,12 @@ static int me_gate(void *ctx, Child *kid, int stage, EvoErr *err)
     json_t *extra, *reply = NULL;
     int a = slot_agent(m, kid, 1, &extra);
     json_object_set_new(extra, "stage", json_integer(stage));
-    return take(reply, kid, call(m, a, "gate", kid, NULL, extra, &reply, err), err);
+    /* stage A names the parent: the A/B that follows needs its benchmark
+     * unit there, so a parent new to that agent is sent now and built
+     * while the gate runs (an agent builds what it adopts first), and the
+     * gate's watchdog scales with the parent's times as in one process */
+    const Child *pa = stage == 1 && kid->judge_parent && kid->judge_parent->priv ? kid->judge_parent : NULL;
+    return take(reply, kid, call(m, a, "gate", kid, pa, extra, &reply, err), err);
 }
 
 static int me_time(void *ctx, Child *kid, EvoErr *err)
