@@ -152,6 +152,28 @@ static void outbox_push(Agent *a, char *s)
 
 /* ---- the slot threads: gate, time, compare, calibrate ------------------ */
 
+static json_t *num_json(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* The A/B of kid against parent right after kid's stage-A gate passed,
+ * as one process's GPU thread runs it: what a compare request's reply
+ * would carry ({"rc", "err"?, "ratio", "spread", "res"}), saving rank 0
+ * a round trip while the GPU waits. */
+static json_t *then_compare(Agent *a, Child *kid, Child *parent)
+{
+    EvoErr err = {{0}};
+    double ratio = NAN, spread = NAN, t0 = time_now_ms();
+    int rc = a->ev->compare(a->ctx, parent, kid, &ratio, &spread, &err);
+    mpistat_add(a->stat, "compare", "fused_serve_ms", a->stat ? time_now_ms() - t0 : 0);
+    json_t *o = json_pack("{s:i, s:o, s:o, s:o}", "rc", rc, "ratio", num_json(ratio), "spread", num_json(spread),
+                          "res", wire_result_put(kid, 0));
+    if (rc < 0 && rc != EVAL_RETRY)
+        json_object_set_new(o, "err", json_string(err.msg));
+    return o;
+}
+
 /* Serve one blocking request on slot t->slot; the mirrors it names were
  * resolved by the main thread into kid and parent. The kid's compile row
  * and source text (tens of kB of JSON) go with the first reply only
@@ -179,8 +201,8 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
         rc = a->ev->time(a->ctx, kid, &err);
     } else if (strcmp(op, "compare") == 0) {
         rc = a->ev->compare(a->ctx, parent, kid, &ratio, &spread, &err);
-        json_object_set_new(o, "ratio", isfinite(ratio) ? json_real(ratio) : json_null());
-        json_object_set_new(o, "spread", isfinite(spread) ? json_real(spread) : json_null());
+        json_object_set_new(o, "ratio", num_json(ratio));
+        json_object_set_new(o, "spread", num_json(spread));
     } else {   /* calibrate */
         rc = a->ev->calibrate ? a->ev->calibrate(a->ctx, kid, &err) : 0;
     }
@@ -190,6 +212,10 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     }
     json_object_set_new(o, "res", wire_result_put(kid, !*sent));
     *sent = 1;
+    /* "ab": a stage-A gate that names the parent goes on to the A/B
+     * when it passed, as loop_stage_a would ask next */
+    if (rc == 0 && !kid->rec.status && parent && json_is_true(json_object_get(req, "ab")))
+        json_object_set_new(o, "ab", then_compare(a, kid, parent));
     char *text = reply_text(req, rc, &err, o);
     mpistat_add(a->stat, op, "encode_ms", a->stat ? time_now_ms() - t0 : 0);
     mpistat_add(a->stat, op, "reply_bytes", (double)strlen(text));

@@ -50,6 +50,9 @@ typedef struct MChild {       /* a child's priv on rank 0 */
     int            ready;     /* bit s: its home announced stage s's units built (atomic) */
     int            st[3];     /* the stages submitted */
     unsigned char *on;        /* per agent: it has a mirror there */
+    json_t        *ab;        /* the A/B an agent ran right after the stage-A gate (me_gate), or NULL */
+    int64_t        ab_parent; /* ... against this parent (its MChild id) */
+    int            ab_slot, ab_rank;   /* ... on this slot, of this rank */
 } MChild;
 
 struct MpiEval {
@@ -441,10 +444,23 @@ static int me_gate(void *ctx, Child *kid, int stage, EvoErr *err)
     json_object_set_new(extra, "stage", json_integer(stage));
     /* stage A names the parent: the A/B that follows needs its benchmark
      * unit there, so a parent new to that agent is sent now and built
-     * while the gate runs (an agent builds what it adopts first), and the
-     * gate's watchdog scales with the parent's times as in one process */
+     * while the gate runs (an agent builds what it adopts first), the
+     * gate's watchdog scales with the parent's times as in one process,
+     * and the agent runs the A/B at once when the gate passes ("ab"):
+     * me_compare finds its result, with no round trip in between */
     const Child *pa = stage == 1 && kid->judge_parent && kid->judge_parent->priv ? kid->judge_parent : NULL;
-    return take(reply, kid, call(m, a, "gate", kid, pa, extra, &reply, err), err);
+    if (pa)
+        json_object_set_new(extra, "ab", json_true());
+    int rc = call(m, a, "gate", kid, pa, extra, &reply, err);
+    MChild *mc = kid->priv;
+    if (mc && pa) {
+        json_decref(mc->ab);
+        mc->ab = rc == 0 ? json_incref(json_object_get(reply, "ab")) : NULL;
+        mc->ab_parent = ((const MChild *)pa->priv)->id;
+        mc->ab_slot = kid->gpu;
+        mc->ab_rank = m->ag[a].rank;
+    }
+    return take(reply, kid, rc, err);
 }
 
 static int me_time(void *ctx, Child *kid, EvoErr *err)
@@ -462,6 +478,23 @@ static int me_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
     *ratio = *spread = NAN;
     if (!parent->priv)
         return err_set(err, "compare: the parent was never submitted");
+    MChild *mc = kid->priv;
+    json_t *ab = mc ? mc->ab : NULL;
+    if (ab) {   /* run by the agent after the stage-A gate (me_gate) */
+        mc->ab = NULL;
+        if (mc->ab_parent == ((const MChild *)parent->priv)->id && mc->ab_slot == kid->gpu) {
+            mpistat_add(m->stat, "compare", "fused", 1);
+            int rc = (int)json_integer_value(json_object_get(ab, "rc"));
+            if (rc == -1)
+                err_set(err, "MPI rank %d: %s", mc->ab_rank, json_string_value(json_object_get(ab, "err")));
+            if (rc != EVAL_RETRY) {
+                *ratio = num_or_nan(json_object_get(ab, "ratio"));
+                *spread = num_or_nan(json_object_get(ab, "spread"));
+            }
+            return take(ab, kid, rc, err);
+        }
+        json_decref(ab);
+    }
     int a = slot_agent(m, kid, 1, &extra);
     int rc = call(m, a, "compare", kid, parent, extra, &reply, err);
     if (reply && rc != EVAL_RETRY) {
@@ -499,6 +532,7 @@ static void me_release(void *ctx, Child *kid)
     if (mc->home >= 0)
         m->ag[mc->home].load--;
     pthread_mutex_unlock(&m->lock);
+    json_decref(mc->ab);
     free(mc->on);
     free(mc);
     kid->priv = NULL;
