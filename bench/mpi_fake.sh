@@ -13,14 +13,16 @@
 #      T (the test binary, build/tests/test_mpi).
 set -u
 T=${T:-build/tests/test_mpi}
-export EVO_SOURCE_ROOT=${EVO_SOURCE_ROOT:-$PWD} EVO_TEST_STEADY=1
-export EVO_TEST_GATE_US=${GATE_US:-20000} EVO_TEST_WORK_US=${WORK_US:-10000}
-export EVO_TEST_UNIT_US=${UNIT_US:-30000} EVO_TEST_PROPOSE_US=${PROPOSE_US:-3000} EVO_TEST_GENERATIONS=${GENS:-40}
+export EVO_SOURCE_ROOT="${EVO_SOURCE_ROOT:-$PWD}" EVO_TEST_STEADY=1
+export EVO_TEST_GATE_US="${GATE_US:-20000}" EVO_TEST_WORK_US="${WORK_US:-10000}"
+export EVO_TEST_UNIT_US="${UNIT_US:-30000}" EVO_TEST_PROPOSE_US="${PROPOSE_US:-3000}" EVO_TEST_GENERATIONS="${GENS:-40}"
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --bind-to none --mca btl self,vader,tcp"
 dir=$(mktemp -d /tmp/evo_mpi_fake_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-for n in ${*:-2 3 4}; do
+[ $# -gt 0 ] || set -- 2 3 4
+for n in "$@"; do
     EVO_TEST_SLOTS=$n "$T" single "$dir/single$n.db" | sed -n "s/^bench:/single $n:/p"
+    # shellcheck disable=SC2086  # MPIRUN is a command and its options
     $MPIRUN -np $((n + 1)) -x EVO_SOURCE_ROOT -x EVO_TEST_STEADY -x EVO_TEST_GATE_US -x EVO_TEST_WORK_US -x EVO_TEST_UNIT_US \
         -x EVO_TEST_PROPOSE_US -x EVO_TEST_GENERATIONS ${EVOENG_MPI_DEBUG:+-x EVOENG_MPI_DEBUG} \
         "$T" mpi "$dir/mpi$n.db" > "$dir/mpi$n.log" 2>&1

@@ -212,12 +212,14 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     }
     json_object_set_new(o, "res", wire_result_put(kid, !*sent));
     *sent = 1;
+    double enc = a->stat ? time_now_ms() - t0 : 0;
     /* "ab": a stage-A gate that names the parent goes on to the A/B
      * when it passed, as loop_stage_a would ask next */
     if (rc == 0 && !kid->rec.status && parent && json_is_true(json_object_get(req, "ab")))
         json_object_set_new(o, "ab", then_compare(a, kid, parent));
+    t0 = a->stat ? time_now_ms() : 0;
     char *text = reply_text(req, rc, &err, o);
-    mpistat_add(a->stat, op, "encode_ms", a->stat ? time_now_ms() - t0 : 0);
+    mpistat_add(a->stat, op, "encode_ms", a->stat ? enc + time_now_ms() - t0 : 0);
     mpistat_add(a->stat, op, "reply_bytes", (double)strlen(text));
     return text;
 }
