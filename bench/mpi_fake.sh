@@ -1,7 +1,8 @@
 #!/bin/sh
 # The MPI path's overhead without a GPU (issue 32): the steady loop over
 # the fake evaluator (tests/test_mpi.c) in one process with N slots, then
-# under mpirun with rank 0 and N agents of one slot each, GPU work and the
+# under mpirun with rank 0 and N agents of one slot each (sharing a compile
+# cache folder, as agents of one host do), GPU work and the
 # loop thread's proposals mimicked with sleeps. Prints each run's "bench:"
 # line (candidates a minute, slot time a candidate); with
 # EVOENG_MPI_DEBUG=1 also the MPI runs' "mpi_debug" lines (mpistat.h).
@@ -23,7 +24,7 @@ trap 'rm -rf "$dir"' EXIT
 for n in "$@"; do
     EVO_TEST_SLOTS=$n "$T" single "$dir/single$n.db" | sed -n "s/^bench:/single $n:/p"
     # shellcheck disable=SC2086  # MPIRUN is a command and its options
-    $MPIRUN -np $((n + 1)) -x EVO_SOURCE_ROOT -x EVO_TEST_STEADY -x EVO_TEST_GATE_US -x EVO_TEST_WORK_US -x EVO_TEST_UNIT_US \
+    EVO_TEST_CACHE=$dir/cache$n $MPIRUN -np $((n + 1)) -x EVO_TEST_CACHE -x EVO_SOURCE_ROOT -x EVO_TEST_STEADY -x EVO_TEST_GATE_US -x EVO_TEST_WORK_US -x EVO_TEST_UNIT_US \
         -x EVO_TEST_PROPOSE_US -x EVO_TEST_GENERATIONS ${EVOENG_MPI_DEBUG:+-x EVOENG_MPI_DEBUG} \
         "$T" mpi "$dir/mpi$n.db" > "$dir/mpi$n.log" 2>&1
     sed -n "s/^bench:/mpi    $n:/p" "$dir/mpi$n.log"

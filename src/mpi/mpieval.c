@@ -436,6 +436,22 @@ static int me_submit(void *ctx, Child *kid, int stage, EvoErr *err)
     return rc;
 }
 
+/* Send parent pa, about to be compared against on agent a, to the other
+ * agents that share its home's compile cache (one host): its benchmark
+ * unit is a cache hit there, built at once, so that its other children
+ * judged there find it ready. Agents of other hosts get it when one of
+ * them is judged there (a compile of their own). */
+static void send_parent(MpiEval *m, const Child *pa, int a)
+{
+    const MChild *pm = pa->priv;
+    pthread_mutex_lock(&m->lock);
+    int home = pm->home, group = home >= 0 ? m->ag[home].cache_group : -1;
+    for (int b = 0; b < m->nag && group >= 0; b++)
+        if (b != a && !m->ag[b].lost && m->ag[b].cache_group == group && !(pm->on[b] & ON_MIRROR))
+            json_decref(child_at(m, b, pa, 1));
+    pthread_mutex_unlock(&m->lock);
+}
+
 static int me_gate(void *ctx, Child *kid, int stage, EvoErr *err)
 {
     MpiEval *m = ctx;
@@ -449,8 +465,10 @@ static int me_gate(void *ctx, Child *kid, int stage, EvoErr *err)
      * and the agent runs the A/B at once when the gate passes ("ab"):
      * me_compare finds its result, with no round trip in between */
     const Child *pa = stage == 1 && kid->judge_parent && kid->judge_parent->priv ? kid->judge_parent : NULL;
-    if (pa)
+    if (pa) {
         json_object_set_new(extra, "ab", json_true());
+        send_parent(m, pa, a);
+    }
     int rc = call(m, a, "gate", kid, pa, extra, &reply, err);
     MChild *mc = kid->priv;
     if (mc && pa) {
