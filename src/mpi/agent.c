@@ -185,10 +185,12 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     json_t *o = json_object();
     int rc;
     double ratio = NAN, spread = NAN, t0 = time_now_ms(), t1 = 0;
+    char name[32];
+    mpistat_name(req, name, sizeof(name));
     kid->gpu = slot;
     int bad = wire_result_get(json_object_get(req, "res"), kid, &err);
     if (a->stat) {
-        mpistat_add(a->stat, op, "res_get_ms", (t1 = time_now_ms()) - t0);
+        mpistat_add(a->stat, name, "res_get_ms", (t1 = time_now_ms()) - t0);
         t0 = t1;
     }
     if (bad) {
@@ -207,7 +209,7 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
         rc = a->ev->calibrate ? a->ev->calibrate(a->ctx, kid, &err) : 0;
     }
     if (a->stat) {
-        mpistat_add(a->stat, op, "serve_ms", (t1 = time_now_ms()) - t0);
+        mpistat_add(a->stat, name, "serve_ms", (t1 = time_now_ms()) - t0);
         t0 = t1;
     }
     json_object_set_new(o, "res", wire_result_put(kid, !*sent));
@@ -219,8 +221,8 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
         json_object_set_new(o, "ab", then_compare(a, kid, parent));
     t0 = a->stat ? time_now_ms() : 0;
     char *text = reply_text(req, rc, &err, o);
-    mpistat_add(a->stat, op, "encode_ms", a->stat ? enc + time_now_ms() - t0 : 0);
-    mpistat_add(a->stat, op, "reply_bytes", (double)strlen(text));
+    mpistat_add(a->stat, name, "encode_ms", a->stat ? enc + time_now_ms() - t0 : 0);
+    mpistat_add(a->stat, name, "reply_bytes", (double)strlen(text));
     return text;
 }
 
@@ -467,20 +469,18 @@ int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, cons
         }
         double t0 = a.stat ? time_now_ms() : 0;
         json_t *req = json_loads(msg, 0, NULL);
+        char name[32];
         if (a.stat && req) {
-            const char *op = json_string_value(json_object_get(req, "op"));
-            mpistat_add(a.stat, op ? op : "?", "decode_ms", time_now_ms() - t0);
-            mpistat_add(a.stat, op ? op : "?", "req_bytes", (double)strlen(msg));
+            mpistat_add(a.stat, mpistat_name(req, name, sizeof(name)), "decode_ms", time_now_ms() - t0);
+            mpistat_add(a.stat, name, "req_bytes", (double)strlen(msg));
             if (json_object_get(req, "seq"))
                 json_object_set_new(req, "t_in", json_real(t0));
         }
         free(msg);
         double t1 = a.stat ? time_now_ms() : 0;
         rc = req ? handle(&a, req, err) : err_set(err, "agent: a request that is not JSON");
-        if (a.stat && req) {
-            const char *op = json_string_value(json_object_get(req, "op"));
-            mpistat_add(a.stat, op ? op : "?", "main_ms", time_now_ms() - t1);
-        }
+        if (a.stat && req)
+            mpistat_add(a.stat, name, "main_ms", time_now_ms() - t1);
         json_decref(req);
     }
     *abandon = a.lost || rc != 0;

@@ -81,18 +81,6 @@ struct MpiEval {
 
 /* ---- the communication thread ---------------------------------------- */
 
-/* A request's name for the statistics: its op, and the stage of a gate
- * or a submit ("gate1"). */
-static const char *stat_name(json_t *req, char *buf, size_t n)
-{
-    const char *op = json_string_value(json_object_get(req, "op"));
-    json_t *st = json_object_get(req, "stage");
-    snprintf(buf, n, "%s", op ? op : "?");
-    if (st && op && (strcmp(op, "gate") == 0 || strcmp(op, "submit") == 0))
-        snprintf(buf, n, "%s%d", op, (int)json_integer_value(st));
-    return buf;
-}
-
 static void enqueue(MpiEval *m, int agent, json_t *o)
 {
     OutMsg *q = xcalloc(1, sizeof(*q));
@@ -102,7 +90,7 @@ static void enqueue(MpiEval *m, int agent, json_t *o)
     q->text = json_dumps(o, JSON_COMPACT);
     if (m->stat) {
         char name[32];
-        stat_name(o, name, sizeof(name));
+        mpistat_name(o, name, sizeof(name));
         mpistat_add(m->stat, name, "encode_ms", time_now_ms() - t0);
         mpistat_add(m->stat, name, "req_bytes", (double)strlen(q->text));
         if (!q->seq)
@@ -318,7 +306,7 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, const Child *pare
     }
     json_object_set_new(req, "res", wire_result_put(kid, 0));
     char name[32];
-    stat_name(req, name, sizeof(name));
+    mpistat_name(req, name, sizeof(name));
     double t0 = time_now_ms();
     Pending p = {.seq = ++m->seq, .agent = a};
     json_object_set_new(req, "seq", json_integer((json_int_t)p.seq));

@@ -28,6 +28,16 @@ MpiStat *mpistat_new(const char *who, int rank)
     return s;
 }
 
+const char *mpistat_name(json_t *req, char *buf, size_t n)
+{
+    const char *op = json_string_value(json_object_get(req, "op"));
+    json_t *st = json_object_get(req, "stage");
+    snprintf(buf, n, "%s", op ? op : "?");
+    if (st && op && (strcmp(op, "gate") == 0 || strcmp(op, "submit") == 0))
+        snprintf(buf, n, "%s%d", op, (int)json_integer_value(st));
+    return buf;
+}
+
 void mpistat_add(MpiStat *s, const char *op, const char *measure, double v)
 {
     if (!s)

@@ -18,6 +18,10 @@ typedef struct MpiStat MpiStat;
  * EVOENG_MPI_DEBUG is unset or 0. */
 MpiStat *mpistat_new(const char *who, int rank);
 
+/* A request's row name: its op, and the stage of a gate or a submit
+ * ("gate1"); buf of n bytes, returned. */
+const char *mpistat_name(json_t *req, char *buf, size_t n);
+
 /* Add one value of measure to op's row. NULL s: nothing. */
 void mpistat_add(MpiStat *s, const char *op, const char *measure, double v);
 
