@@ -45,7 +45,7 @@ static int slot_lost(FakeEval *f, const Child *c)
  * (stage 1 or 2), and when stage 2 was. */
 typedef struct FakePriv {
     int    stage;
-    double t2_ms;
+    double t1_ms, t2_ms;
 } FakePriv;
 
 static void fail(Child *c, const char *status, const char *msg)
@@ -69,6 +69,7 @@ static int fake_submit(void *ctx, Child *c, int stage, EvoErr *err)
         c->rec.source_hash = xstrdup(hex);
         FakePriv *p = xcalloc(1, sizeof(*p));   /* non-NULL: release() must be called */
         p->stage = 1;
+        p->t1_ms = time_now_ms();
         c->priv = p;
     } else if (stage == 2) {
         if (!c->priv)
@@ -92,9 +93,25 @@ static double build_left_ms(const FakeEval *f, const Child *c)
     return left > 0 ? left : 0;
 }
 
+/* ms left before a child's stage-1 unit is built (unit_us). */
+static double unit_left_ms(const FakeEval *f, const Child *c)
+{
+    const FakePriv *p = c->priv;
+    if (!p || f->unit_us <= 0)
+        return 0;
+    double left = p->t1_ms + f->unit_us / 1000.0 - time_now_ms();
+    return left > 0 ? left : 0;
+}
+
+static void wait_ms(double ms)
+{
+    if (ms > 0)
+        usleep((useconds_t)(ms * 1000));
+}
+
 static int fake_ready(void *ctx, Child *c, int stage)
 {
-    return stage != 2 || build_left_ms(ctx, c) <= 0;
+    return stage == 2 ? build_left_ms(ctx, c) <= 0 : unit_left_ms(ctx, c) <= 0;
 }
 
 static int fake_gate(void *ctx, Child *c, int stage, EvoErr *err)
@@ -105,13 +122,13 @@ static int fake_gate(void *ctx, Child *c, int stage, EvoErr *err)
     const FakePriv *fp = c->priv;
     if (!fp || fp->stage < stage)
         return err_set(err, "fake gate: stage %d of a child whose stage-%d units were never queued", stage, stage);
-    double left = stage == 2 ? build_left_ms(f, c) : 0;
-    if (left > 0)
-        usleep((useconds_t)(left * 1000));
+    wait_ms(stage == 2 ? build_left_ms(f, c) : unit_left_ms(f, c));
     if (slot_lost(f, c))
         return EVAL_RETRY;
     if (stage == 1 && f->delay_us > 0)
         usleep((useconds_t)f->delay_us);
+    if (stage == 2 && f->work_us > 0)
+        usleep((useconds_t)f->work_us);
     pthread_mutex_lock(&f->lock);
     f->gates[stage]++;
     if (stage == 1) {
@@ -160,6 +177,8 @@ static int fake_time(void *ctx, Child *c, EvoErr *err)
         return err_set(err, "fake time: a child that was not gated");
     if (slot_lost(f, c))
         return EVAL_RETRY;
+    if (f->work_us > 0)
+        usleep((useconds_t)f->work_us);
     pthread_mutex_lock(&f->lock);
     f->times++;
     pthread_mutex_unlock(&f->lock);
@@ -177,6 +196,9 @@ static int fake_compare(void *ctx, Child *parent, Child *kid, double *ratio, dou
         return err_set(err, "fake compare: a candidate that was not gated or prepared");
     if (slot_lost(f, kid))
         return EVAL_RETRY;
+    wait_ms(unit_left_ms(f, parent));   /* a parent just sent to this agent (MPI) */
+    if (f->work_us > 0)
+        usleep((useconds_t)f->work_us);
     pthread_mutex_lock(&f->lock);
     f->compares++;
     pthread_mutex_unlock(&f->lock);

@@ -19,6 +19,9 @@ typedef struct FakeEval {
     const char *(*gate_error)(const Child *c, int stage);  /* a gate failure at this stage, or NULL */
     int nslots;           /* concurrent slots (GPUs); 0: 1 */
     int delay_us;         /* a stage-1 gate takes this long (so slots overlap) */
+    int work_us;          /* a stage-2 gate, a timing and an A/B take this long (0: none) */
+    int unit_us;          /* a child's stage-1 unit builds this long after its submit: ready()
+                           * says 0 until then, its gate and an A/B against it wait */
     int compile_us;       /* a child's stage-2 units build this long after their submit:
                            * ready() says 0 until then and the stage-2 gate waits */
     int die_slot;         /* with die_after > 0: this slot is lost after ... */

@@ -13,7 +13,14 @@
  * EVO_TEST_CACHE=DIR gives every agent that compile cache folder, so that
  * rank 0 lets an idle agent take over another's built children.
  * EVO_TEST_DIE=RANK:N makes agent RANK kill itself (SIGKILL) in its N-th
- * stage-1 gate, mid-request. Exit codes: 0, 8 (a rank was lost), 77 (built
+ * stage-1 gate, mid-request.
+ * A throughput bench of the MPI path (bench/mpi_fake.sh): EVO_TEST_GATE_US
+ * (a stage-1 gate, default 2000), EVO_TEST_WORK_US (a stage-2 gate, a
+ * timing, an A/B; default 0) mimic GPU work with sleeps, EVO_TEST_UNIT_US
+ * the build of a child's stage-1 unit after its submit (default 0),
+ * EVO_TEST_PROPOSE_US the loop thread's cost of a proposal (a sleep in
+ * each stage-1 submit), EVO_TEST_GENERATIONS and EVO_TEST_SLOTS (one
+ * process's slots, default 2) the size; each run prints a "bench:" line. Exit codes: 0, 8 (a rank was lost), 77 (built
  * without MPI, for the mpi mode), 1 (failure). */
 #include <math.h>
 #include <signal.h>
@@ -21,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "device.h"
@@ -35,6 +43,42 @@
 #endif
 
 static int die_after;   /* this agent's gate that kills it, 0: never */
+
+static int env_int(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? atoi(v) : dflt;
+}
+
+/* The loop thread's cost of a proposal (EVO_TEST_PROPOSE_US), paid in
+ * each stage-1 submit of the evaluator it drives. */
+static EvaluatorOps bench_ops;
+static const EvaluatorOps *bench_inner;
+
+static int bench_submit(void *ctx, Child *kid, int stage, EvoErr *err)
+{
+    if (stage == 1)
+        usleep((useconds_t)env_int("EVO_TEST_PROPOSE_US", 0));
+    return bench_inner->submit(ctx, kid, stage, err);
+}
+
+static const EvaluatorOps *bench_wrap(const EvaluatorOps *ev)
+{
+    if (env_int("EVO_TEST_PROPOSE_US", 0) <= 0)
+        return ev;
+    bench_inner = ev;
+    bench_ops = *ev;
+    bench_ops.submit = bench_submit;
+    return &bench_ops;
+}
+
+/* The fake GPU work of a FakeEval (see the header comment). */
+static void fake_work(FakeEval *f)
+{
+    f->delay_us = env_int("EVO_TEST_GATE_US", 2000);
+    f->work_us = env_int("EVO_TEST_WORK_US", 0);
+    f->unit_us = env_int("EVO_TEST_UNIT_US", 0);
+}
 
 static uint64_t key_hash(const Child *c)
 {
@@ -68,7 +112,7 @@ static const char *gate_error(const Child *c, int stage)
 static EvolveConfig config(void)
 {
     EvolveConfig c = {0};
-    c.generations = 6;
+    c.generations = env_int("EVO_TEST_GENERATIONS", 6);
     c.population = c.children = 8;
     c.seed = 23;
     c.strategy = "evolve";
@@ -98,12 +142,19 @@ static int run_into(const char *db, int64_t run, const EvaluatorOps *ev, void *c
     EvolveConfig c = config();
     c.stop = &stop;
     EvolveSummary sum;
-    int rc = evolve_run(st, task, &dev, ev, ctx, &c, run, &sum, &err);
+    double t0 = time_now_ms();
+    int rc = evolve_run(st, task, &dev, bench_wrap(ev), ctx, &c, run, &sum, &err);
+    double wall = (time_now_ms() - t0) / 1000.0, busy = 0;
+    for (int i = 0; i < sum.slots && i < 8; i++)
+        busy += sum.slot_busy_s[i];
     if (rc)
         fprintf(stderr, "evolve_run: %s\n", err.msg);
     rc = stop ? 8 : rc ? 1 : 0;
     printf("run %lld: %d evaluated, interrupted %d, exit %d, taken over %ld\n", (long long)sum.run_id, sum.evaluated,
            sum.interrupted, rc, sum.pipe.taken_over);
+    printf("bench: %d slots, %d candidates in %.2f s: %.0f / min, slot time %.2f ms a candidate, slots busy %.2f\n",
+           sum.slots, sum.evaluated, wall, sum.evaluated * 60.0 / wall, sum.evaluated ? busy * 1000.0 / sum.evaluated : 0,
+           sum.slots ? busy / (wall * sum.slots) : 0);
     store_close(&st);
     return rc;
 }
@@ -170,7 +221,7 @@ static int mpi_main(const char *db, int64_t run, Task *task)
         die_after = atoi(strchr(die, ':') + 1);
     char *setup = NULL;
     FakeEval *f = fake_eval_new(model_us, compile_error, gate_error);
-    f->delay_us = 2000;
+    fake_work(f);
     f->nslots = getenv("EVO_TEST_AGENT_SLOTS") ? atoi(getenv("EVO_TEST_AGENT_SLOTS")) : 1;
     const char *slow = getenv("EVO_TEST_SLOW");   /* RANK:US: that agent's stage-A gates take US */
     if (slow && atoi(slow) == rank && strchr(slow, ':'))
@@ -215,8 +266,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(mode, "single") == 0) {
         FakeEval *f = fake_eval_new(model_us, compile_error, gate_error);
-        f->nslots = 2;
-        f->delay_us = 2000;
+        f->nslots = env_int("EVO_TEST_SLOTS", 2);
+        fake_work(f);
         rc = run_into(db, run, &fake_eval_ops, f, task);
         fake_eval_free(f);
     } else {

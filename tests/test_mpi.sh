@@ -9,7 +9,9 @@
 #      whatever its ranks return, so the test reads rank 0's output), with
 #      no candidate lost or committed twice;
 #   3. resume on fewer ranks (-np 2) completes it, to the same candidates
-#      as the single-process run.
+#      as the single-process run;
+#   4. EVOENG_MPI_DEBUG prints each rank's timing line, and the A/Bs ran
+#      on the agents right after their stage-A gates.
 # Skips (77) without mpirun, or when evoeng was built without MPI.
 set -u
 T=$1
@@ -47,13 +49,18 @@ check "mpirun -np 2, one agent of 2 slots, commits the same" 'cmp -s "$dir/singl
 # nothing committed twice, with one agent a slot and with one agent of 2.
 want=$(grep -c '^[0-9]' "$dir/single.txt")
 for np in 3 2; do
-    EVO_TEST_STEADY=1 EVO_TEST_AGENT_SLOTS=$((4 - np)) timeout 120 $MPIRUN -np $np -x EVO_TEST_STEADY \
-        -x EVO_TEST_AGENT_SLOTS "$T" mpi "$dir/steady$np.db" > "$dir/steady$np.log" 2>&1
+    EVOENG_MPI_DEBUG=1 EVO_TEST_STEADY=1 EVO_TEST_AGENT_SLOTS=$((4 - np)) timeout 120 $MPIRUN -np $np \
+        -x EVO_TEST_STEADY -x EVO_TEST_AGENT_SLOTS -x EVOENG_MPI_DEBUG "$T" mpi "$dir/steady$np.db" > "$dir/steady$np.log" 2>&1
     rc=$?
     "$T" dump "$dir/steady$np.db" > "$dir/steady$np.txt"
     check "steady over mpirun -np $np: exits 0, completed, $want candidates, no duplicates" \
           '[ $rc -eq 0 ] && grep -q "^run 1 completed" "$dir/steady$np.txt" && grep -q "^duplicates 0" "$dir/steady$np.txt" && [ "$(grep -c "^[0-9]" "$dir/steady$np.txt")" -eq "$want" ]' \
         || { cat "$dir/steady$np.log"; tail -3 "$dir/steady$np.txt"; }
+    # EVOENG_MPI_DEBUG: one timing line from rank 0 and from each agent;
+    # A/Bs ran on the agents right after their stage-A gates ("fused")
+    check "steady over mpirun -np $np: EVOENG_MPI_DEBUG lines, the A/Bs fused with the gates" \
+          '[ "$(grep -c "^{\"mpi_debug\":\"agent\"" "$dir/steady$np.log")" -eq $((np - 1)) ] && grep "^{\"mpi_debug\":\"rank0\"" "$dir/steady$np.log" | grep -q "\"fused\":{\"n\":[1-9]"' \
+        || grep mpi_debug "$dir/steady$np.log"
 done
 
 # Agent 1 gates ten times slower than agent 2. Agents that share a compile

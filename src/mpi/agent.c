@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "compile/nvrtc.h"
+#include "mpi/mpistat.h"
 #include "mpi/wire.h"
 
 typedef struct Mirror {
@@ -24,6 +25,7 @@ typedef struct SlotThread {
     json_t         *req;        /* the request being served, or NULL: idle */
     Child          *kid, *parent; /* its mirrors, resolved by the main thread */
     int            *sent;       /* the kid's Mirror.sent */
+    double          t_hand;     /* ms: when the main thread handed req over (EVOENG_MPI_DEBUG) */
 } SlotThread;
 
 typedef struct Watch {        /* a child's stage whose units rank 0 waits to hear are built */
@@ -43,11 +45,13 @@ typedef struct Agent {
     pthread_mutex_t     lock;   /* slots[].req, outbox, quit */
     pthread_cond_t      cv;
     char              **outbox; /* replies waiting for the main thread */
+    double             *out_t;  /* ms: when each was pushed (EVOENG_MPI_DEBUG) */
     int                 nout, capout;
     int                 quit;
     int                 lost;   /* rank 0's quit said a rank was lost */
     Watch              *watch;  /* (main thread) stages to announce once built */
     int                 nwatch, capwatch;
+    MpiStat            *stat;   /* EVOENG_MPI_DEBUG: where the requests' time goes, or NULL */
 } Agent;
 
 /* ---- mirrors ----------------------------------------------------------- */
@@ -123,6 +127,9 @@ static char *reply_text(json_t *req, int rc, const EvoErr *err, json_t *o)
         o = json_object();
     json_object_set(o, "seq", json_object_get(req, "seq"));
     json_object_set_new(o, "rc", json_integer(rc));
+    json_t *t = json_object_get(req, "t_in");   /* EVOENG_MPI_DEBUG: when it came in */
+    if (t)
+        json_object_set_new(o, "agent_ms", json_real(time_now_ms() - json_real_value(t)));
     if (rc < 0 && rc != EVAL_RETRY)
         json_object_set_new(o, "err", json_string(err->msg));
     char *s = json_dumps(o, JSON_COMPACT);
@@ -136,12 +143,36 @@ static void outbox_push(Agent *a, char *s)
     if (a->nout == a->capout) {
         a->capout = a->capout ? a->capout * 2 : 16;
         a->outbox = xrealloc(a->outbox, (size_t)a->capout * sizeof(char *));
+        a->out_t = xrealloc(a->out_t, (size_t)a->capout * sizeof(double));
     }
+    a->out_t[a->nout] = a->stat ? time_now_ms() : 0;
     a->outbox[a->nout++] = s;
     pthread_mutex_unlock(&a->lock);
 }
 
 /* ---- the slot threads: gate, time, compare, calibrate ------------------ */
+
+static json_t *num_json(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+/* The A/B of kid against parent right after kid's stage-A gate passed,
+ * as one process's GPU thread runs it: what a compare request's reply
+ * would carry ({"rc", "err"?, "ratio", "spread", "res"}), saving rank 0
+ * a round trip while the GPU waits. */
+static json_t *then_compare(Agent *a, Child *kid, Child *parent)
+{
+    EvoErr err = {{0}};
+    double ratio = NAN, spread = NAN, t0 = time_now_ms();
+    int rc = a->ev->compare(a->ctx, parent, kid, &ratio, &spread, &err);
+    mpistat_add(a->stat, "compare", "fused_serve_ms", a->stat ? time_now_ms() - t0 : 0);
+    json_t *o = json_pack("{s:i, s:o, s:o, s:o}", "rc", rc, "ratio", num_json(ratio), "spread", num_json(spread),
+                          "res", wire_result_put(kid, 0));
+    if (rc < 0 && rc != EVAL_RETRY)
+        json_object_set_new(o, "err", json_string(err.msg));
+    return o;
+}
 
 /* Serve one blocking request on slot t->slot; the mirrors it names were
  * resolved by the main thread into kid and parent. The kid's compile row
@@ -153,24 +184,46 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     EvoErr err = {{0}};
     json_t *o = json_object();
     int rc;
-    double ratio = NAN, spread = NAN;
+    double ratio = NAN, spread = NAN, t0 = time_now_ms(), t1 = 0;
+    char name[32];
+    mpistat_name(req, name, sizeof(name));
     kid->gpu = slot;
-    if (wire_result_get(json_object_get(req, "res"), kid, &err)) {
+    int bad = wire_result_get(json_object_get(req, "res"), kid, &err);
+    if (a->stat) {
+        mpistat_add(a->stat, name, "res_get_ms", (t1 = time_now_ms()) - t0);
+        t0 = t1;
+    }
+    if (bad) {
         rc = -1;
     } else if (strcmp(op, "gate") == 0) {
+        kid->judge_parent = parent;   /* stage A: the watchdog scales with the parent's times */
         rc = a->ev->gate(a->ctx, kid, (int)json_integer_value(json_object_get(req, "stage")), &err);
+        kid->judge_parent = NULL;
     } else if (strcmp(op, "time") == 0) {
         rc = a->ev->time(a->ctx, kid, &err);
     } else if (strcmp(op, "compare") == 0) {
         rc = a->ev->compare(a->ctx, parent, kid, &ratio, &spread, &err);
-        json_object_set_new(o, "ratio", isfinite(ratio) ? json_real(ratio) : json_null());
-        json_object_set_new(o, "spread", isfinite(spread) ? json_real(spread) : json_null());
+        json_object_set_new(o, "ratio", num_json(ratio));
+        json_object_set_new(o, "spread", num_json(spread));
     } else {   /* calibrate */
         rc = a->ev->calibrate ? a->ev->calibrate(a->ctx, kid, &err) : 0;
     }
+    if (a->stat) {
+        mpistat_add(a->stat, name, "serve_ms", (t1 = time_now_ms()) - t0);
+        t0 = t1;
+    }
     json_object_set_new(o, "res", wire_result_put(kid, !*sent));
     *sent = 1;
-    return reply_text(req, rc, &err, o);
+    double enc = a->stat ? time_now_ms() - t0 : 0;
+    /* "ab": a stage-A gate that names the parent goes on to the A/B
+     * when it passed, as loop_stage_a would ask next */
+    if (rc == 0 && !kid->rec.status && parent && json_is_true(json_object_get(req, "ab")))
+        json_object_set_new(o, "ab", then_compare(a, kid, parent));
+    t0 = a->stat ? time_now_ms() : 0;
+    char *text = reply_text(req, rc, &err, o);
+    mpistat_add(a->stat, name, "encode_ms", a->stat ? enc + time_now_ms() - t0 : 0);
+    mpistat_add(a->stat, name, "reply_bytes", (double)strlen(text));
+    return text;
 }
 
 static void *slot_main(void *arg)
@@ -185,6 +238,7 @@ static void *slot_main(void *arg)
             break;
         json_t *req = t->req;
         pthread_mutex_unlock(&a->lock);
+        mpistat_add(a->stat, "slot", "handover_ms", a->stat ? time_now_ms() - t->t_hand : 0);
         char *s = serve_slow(a, t->slot, req, t->kid, t->parent, t->sent);
         outbox_push(a, s);
         pthread_mutex_lock(&a->lock);
@@ -198,14 +252,19 @@ static void *slot_main(void *arg)
 /* ---- the main thread --------------------------------------------------- */
 
 /* Submit the stages a child has reached on rank 0 to its fresh mirror
- * ("stages": [0|1, 2?]), so a child or parent judged here has its units. */
+ * ("stages": [0|1, 2?]), so a child or parent judged here has its units.
+ * A slot of this agent is about to wait for them (a child taken over, a
+ * parent for an A/B): they are built before anything else. */
 static int adopt(Agent *a, Mirror *m, json_t *stages, EvoErr *err)
 {
     size_t i;
     json_t *v;
     json_array_foreach(stages, i, v) {
-        if (a->ev->submit(a->ctx, &m->c, (int)json_integer_value(v), err))
+        int stage = (int)json_integer_value(v);
+        if (a->ev->submit(a->ctx, &m->c, stage, err))
             return -1;
+        if (a->ev->urge && stage >= 1)
+            a->ev->urge(a->ctx, &m->c, stage);
     }
     return 0;
 }
@@ -276,6 +335,7 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
         t->kid = &m->c;
         t->sent = &m->sent;
         t->parent = pm ? &pm->c : NULL;
+        t->t_hand = a->stat ? time_now_ms() : 0;
         pthread_cond_broadcast(&a->cv);
     }
     pthread_mutex_unlock(&a->lock);
@@ -302,8 +362,10 @@ static void announce(Agent *a)
 static void flush(Agent *a)
 {
     pthread_mutex_lock(&a->lock);
-    for (int i = 0; i < a->nout; i++)
+    for (int i = 0; i < a->nout; i++) {
+        mpistat_add(a->stat, "outbox", "wait_ms", a->stat ? time_now_ms() - a->out_t[i] : 0);
         mpilink_send(a->l, 0, LINK_TAG_REPLY, a->outbox[i]);
+    }
     a->nout = 0;
     pthread_mutex_unlock(&a->lock);
 }
@@ -314,7 +376,9 @@ static int next_message(MpiLink *l, Agent *a, char **msg, EvoErr *err)
 {
     for (;;) {
         if (a) {
+            double t0 = a->stat ? time_now_ms() : 0;
             announce(a);
+            mpistat_add(a->stat, "loop", "announce_ms", a->stat ? time_now_ms() - t0 : 0);
             flush(a);
         }
         int src, tag;
@@ -373,7 +437,7 @@ void agent_refuse(MpiLink *l, const char *msg)
 int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, const char *device_hex, int *abandon,
                 EvoErr *err)
 {
-    Agent a = {.l = l, .ev = ev, .ctx = ctx, .nparams = nparams};
+    Agent a = {.l = l, .ev = ev, .ctx = ctx, .nparams = nparams, .stat = mpistat_new("agent", mpilink_rank(l))};
     a.nslots = ev->slots ? ev->slots(ctx) : 1;
     pthread_mutex_init(&a.lock, NULL);
     pthread_cond_init(&a.cv, NULL);
@@ -403,9 +467,20 @@ int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, cons
             rc = -1;
             break;
         }
+        double t0 = a.stat ? time_now_ms() : 0;
         json_t *req = json_loads(msg, 0, NULL);
+        char name[32];
+        if (a.stat && req) {
+            mpistat_add(a.stat, mpistat_name(req, name, sizeof(name)), "decode_ms", time_now_ms() - t0);
+            mpistat_add(a.stat, name, "req_bytes", (double)strlen(msg));
+            if (json_object_get(req, "seq"))
+                json_object_set_new(req, "t_in", json_real(t0));
+        }
         free(msg);
+        double t1 = a.stat ? time_now_ms() : 0;
         rc = req ? handle(&a, req, err) : err_set(err, "agent: a request that is not JSON");
+        if (a.stat && req)
+            mpistat_add(a.stat, name, "main_ms", time_now_ms() - t1);
         json_decref(req);
     }
     *abandon = a.lost || rc != 0;
@@ -424,6 +499,8 @@ int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, cons
     free(a.watch);
     free(a.slots);
     free(a.outbox);
+    free(a.out_t);
+    mpistat_close(&a.stat, NULL);
     pthread_mutex_destroy(&a.lock);
     pthread_cond_destroy(&a.cv);
     return rc;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpi/mpistat.h"
 #include "mpi/wire.h"
 #include "msg.h"
 
@@ -21,11 +22,13 @@ typedef struct Pending {      /* a request waiting for its reply */
     int             agent;
     int             done, lost;
     json_t         *reply;
+    double          t_sent, t_recv;   /* ms: handed to MPI, reply decoded (EVOENG_MPI_DEBUG) */
     struct Pending *next;
 } Pending;
 
 typedef struct OutMsg {
     int            dest;
+    int64_t        seq;       /* the request's seq, 0: none */
     char          *text;
     struct OutMsg *next;
 } OutMsg;
@@ -47,6 +50,9 @@ typedef struct MChild {       /* a child's priv on rank 0 */
     int            ready;     /* bit s: its home announced stage s's units built (atomic) */
     int            st[3];     /* the stages submitted */
     unsigned char *on;        /* per agent: it has a mirror there */
+    json_t        *ab;        /* the A/B an agent ran right after the stage-A gate (me_gate), or NULL */
+    int64_t        ab_parent; /* ... against this parent (its MChild id) */
+    int            ab_slot, ab_rank;   /* ... on this slot, of this rank */
 } MChild;
 
 struct MpiEval {
@@ -70,6 +76,7 @@ struct MpiEval {
     int             notify;    /* a notice came in: call the hook (outside the lock) */
     int             lost_rank, quit;
     long            taken_over; /* children judged away from their home (me_home's 2) */
+    MpiStat        *stat;      /* EVOENG_MPI_DEBUG: where the requests' time goes, or NULL */
 };
 
 /* ---- the communication thread ---------------------------------------- */
@@ -78,7 +85,17 @@ static void enqueue(MpiEval *m, int agent, json_t *o)
 {
     OutMsg *q = xcalloc(1, sizeof(*q));
     q->dest = m->ag[agent].rank;
+    q->seq = (int64_t)json_integer_value(json_object_get(o, "seq"));
+    double t0 = m->stat ? time_now_ms() : 0;
     q->text = json_dumps(o, JSON_COMPACT);
+    if (m->stat) {
+        char name[32];
+        mpistat_name(o, name, sizeof(name));
+        mpistat_add(m->stat, name, "encode_ms", time_now_ms() - t0);
+        mpistat_add(m->stat, name, "req_bytes", (double)strlen(q->text));
+        if (!q->seq)
+            mpistat_add(m->stat, name, "unanswered", 1);
+    }
     json_decref(o);
     if (m->qtail)
         m->qtail->next = q;
@@ -111,9 +128,12 @@ static void on_message(MpiEval *m, int src, const char *text)
     int a = src - 1;
     if (a < 0 || a >= m->nag)
         return;
+    double t0 = m->stat ? time_now_ms() : 0;
     json_t *o = json_loads(text, 0, NULL);
     if (!o)
         return;
+    mpistat_add(m->stat, "reply", "decode_ms", time_now_ms() - t0);
+    mpistat_add(m->stat, "reply", "bytes", (double)strlen(text));
     json_t *seq = json_object_get(o, "seq");
     const char *op = json_string_value(json_object_get(o, "op"));
     if (!seq && op && strcmp(op, "ready") == 0) {   /* a child's units are built at its home */
@@ -147,6 +167,7 @@ static void on_message(MpiEval *m, int src, const char *text)
         if (p->seq == (int64_t)json_integer_value(seq) && !p->done) {
             p->reply = o;
             p->done = 1;
+            p->t_recv = m->stat ? time_now_ms() : 0;
             pthread_cond_broadcast(&m->cv);
             return;
         }
@@ -164,6 +185,9 @@ static void *comm_main(void *arg)
             m->qhead = q->next;
             if (!m->qhead)
                 m->qtail = NULL;
+            for (Pending *p = m->pending; m->stat && q->seq && p; p = p->next)
+                if (p->seq == q->seq)
+                    p->t_sent = time_now_ms();
             mpilink_send(m->l, q->dest, LINK_TAG_REQ, q->text);   /* takes the text */
             free(q);
         }
@@ -186,7 +210,9 @@ static void *comm_main(void *arg)
             void *fn_arg = m->watch_arg;
             m->notify = 0;
             pthread_mutex_unlock(&m->lock);
+            double t0 = m->stat ? time_now_ms() : 0;
             fn(fn_arg);
+            mpistat_add(m->stat, "ready_hook", "ms", m->stat ? time_now_ms() - t0 : 0);
             pthread_mutex_lock(&m->lock);
         }
         for (int a = 0; a < m->nag; a++)
@@ -204,21 +230,28 @@ static void *comm_main(void *arg)
 
 /* ---- requests --------------------------------------------------------- */
 
+static double num_or_nan(json_t *v)
+{
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
 /* MChild.on[a] bits: a mirror exists there; stage s was submitted there. */
 #define ON_MIRROR  1u
 #define ON_STAGE(s) (2u << (s))
 
 /* Under m->lock: make sure agent a has a mirror of c with every stage c
- * was submitted to (an "adopt" with the missing stages, and the kernel
- * text on first contact), and return c's description for a request. With
- * adopt 0 (submit itself) only the description. */
-static json_t *child_at(MpiEval *m, int a, Child *c, int adopt)
+ * was submitted to, up to stage upto (an "adopt" with the missing stages,
+ * and the kernel text on first contact), and return c's description for
+ * a request. With upto -1 (submit itself) only the description. A parent
+ * is only compared against: its benchmark unit (upto 1) is all it needs
+ * there, not its gate shapes' units. */
+static json_t *child_at(MpiEval *m, int a, const Child *c, int upto)
 {
     MChild *mc = c->priv;
     int first = !(mc->on[a] & ON_MIRROR);
-    if (adopt) {
+    if (upto >= 0) {
         json_t *st = json_array();
-        for (int s = 0; s <= 2; s++)
+        for (int s = 0; s <= upto; s++)
             if (mc->st[s] && !(mc->on[a] & ON_STAGE(s)) && !(s == 0 && mc->st[1])) {
                 json_array_append_new(st, json_integer(s));
                 mc->on[a] |= ON_STAGE(s);
@@ -234,11 +267,25 @@ static json_t *child_at(MpiEval *m, int a, Child *c, int adopt)
     return wire_child_put(c, mc->id, m->nparams, first);
 }
 
+/* The times of answered request p (name), asked at t0 (ms). */
+static void call_stat(MpiEval *m, const char *name, double t0, const Pending *p)
+{
+    double now = time_now_ms(), agent = num_or_nan(json_object_get(p->reply, "agent_ms"));
+    mpistat_add(m->stat, name, "total_ms", now - t0);
+    mpistat_add(m->stat, name, "queued_ms", p->t_sent - t0);        /* waiting for the comm thread */
+    mpistat_add(m->stat, name, "wire_agent_ms", p->t_recv - p->t_sent);   /* MPI both ways + the agent */
+    mpistat_add(m->stat, name, "wake_ms", now - p->t_recv);         /* reply decoded -> caller running */
+    if (isfinite(agent)) {
+        mpistat_add(m->stat, name, "agent_ms", agent);              /* received -> reply encoded, at the agent */
+        mpistat_add(m->stat, name, "wire_ms", p->t_recv - p->t_sent - agent);
+    }
+}
+
 /* Send op about kid (and parent) to agent a and wait for the reply
  * (*reply, the caller decrefs), or only send it (reply NULL). extra: more
  * fields of the request (taken). Returns the reply's rc: 0, -1 with err,
  * or EVAL_RETRY when the agent is lost. */
-static int call(MpiEval *m, int a, const char *op, Child *kid, Child *parent, json_t *extra, json_t **reply,
+static int call(MpiEval *m, int a, const char *op, Child *kid, const Child *parent, json_t *extra, json_t **reply,
                 EvoErr *err)
 {
     json_t *req = extra ? extra : json_object();
@@ -249,7 +296,7 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, Child *parent, js
         return EVAL_RETRY;
     }
     json_object_set_new(req, "op", json_string(op));
-    json_object_set_new(req, "kid", child_at(m, a, kid, strcmp(op, "submit") != 0));
+    json_object_set_new(req, "kid", child_at(m, a, kid, strcmp(op, "submit") != 0 ? 2 : -1));
     if (parent)
         json_object_set_new(req, "parent", child_at(m, a, parent, 1));
     if (!reply) {
@@ -258,6 +305,9 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, Child *parent, js
         return 0;
     }
     json_object_set_new(req, "res", wire_result_put(kid, 0));
+    char name[32];
+    mpistat_name(req, name, sizeof(name));
+    double t0 = time_now_ms();
     Pending p = {.seq = ++m->seq, .agent = a};
     json_object_set_new(req, "seq", json_integer((json_int_t)p.seq));
     p.next = m->pending;
@@ -273,6 +323,8 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, Child *parent, js
     int rank = m->ag[a].rank;
     pthread_mutex_unlock(&m->lock);
     *reply = p.reply;
+    if (m->stat && !p.lost)
+        call_stat(m, name, t0, &p);
     if (p.lost)
         return EVAL_RETRY;
     int rc = (int)json_integer_value(json_object_get(p.reply, "rc"));
@@ -372,13 +424,49 @@ static int me_submit(void *ctx, Child *kid, int stage, EvoErr *err)
     return rc;
 }
 
+/* Send parent pa, about to be compared against on agent a, to the other
+ * agents that share its home's compile cache (one host): its benchmark
+ * unit is a cache hit there, built at once, so that its other children
+ * judged there find it ready. Agents of other hosts get it when one of
+ * them is judged there (a compile of their own). */
+static void send_parent(MpiEval *m, const Child *pa, int a)
+{
+    const MChild *pm = pa->priv;
+    pthread_mutex_lock(&m->lock);
+    int home = pm->home, group = home >= 0 ? m->ag[home].cache_group : -1;
+    for (int b = 0; b < m->nag && group >= 0; b++)
+        if (b != a && !m->ag[b].lost && m->ag[b].cache_group == group && !(pm->on[b] & ON_MIRROR))
+            json_decref(child_at(m, b, pa, 1));
+    pthread_mutex_unlock(&m->lock);
+}
+
 static int me_gate(void *ctx, Child *kid, int stage, EvoErr *err)
 {
     MpiEval *m = ctx;
     json_t *extra, *reply = NULL;
     int a = slot_agent(m, kid, 1, &extra);
     json_object_set_new(extra, "stage", json_integer(stage));
-    return take(reply, kid, call(m, a, "gate", kid, NULL, extra, &reply, err), err);
+    /* stage A names the parent: the A/B that follows needs its benchmark
+     * unit there, so a parent new to that agent is sent now and built
+     * while the gate runs (an agent builds what it adopts first), the
+     * gate's watchdog scales with the parent's times as in one process,
+     * and the agent runs the A/B at once when the gate passes ("ab"):
+     * me_compare finds its result, with no round trip in between */
+    const Child *pa = stage == 1 && kid->judge_parent && kid->judge_parent->priv ? kid->judge_parent : NULL;
+    if (pa) {
+        json_object_set_new(extra, "ab", json_true());
+        send_parent(m, pa, a);
+    }
+    int rc = call(m, a, "gate", kid, pa, extra, &reply, err);
+    MChild *mc = kid->priv;
+    if (mc && pa) {
+        json_decref(mc->ab);
+        mc->ab = rc == 0 ? json_incref(json_object_get(reply, "ab")) : NULL;
+        mc->ab_parent = ((const MChild *)pa->priv)->id;
+        mc->ab_slot = kid->gpu;
+        mc->ab_rank = m->ag[a].rank;
+    }
+    return take(reply, kid, rc, err);
 }
 
 static int me_time(void *ctx, Child *kid, EvoErr *err)
@@ -389,11 +477,6 @@ static int me_time(void *ctx, Child *kid, EvoErr *err)
     return take(reply, kid, call(m, a, "time", kid, NULL, extra, &reply, err), err);
 }
 
-static double num_or_nan(json_t *v)
-{
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
 static int me_compare(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err)
 {
     MpiEval *m = ctx;
@@ -401,6 +484,23 @@ static int me_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
     *ratio = *spread = NAN;
     if (!parent->priv)
         return err_set(err, "compare: the parent was never submitted");
+    MChild *mc = kid->priv;
+    json_t *ab = mc ? mc->ab : NULL;
+    if (ab) {   /* run by the agent after the stage-A gate (me_gate) */
+        mc->ab = NULL;
+        if (mc->ab_parent == ((const MChild *)parent->priv)->id && mc->ab_slot == kid->gpu) {
+            mpistat_add(m->stat, "compare", "fused", 1);
+            int rc = (int)json_integer_value(json_object_get(ab, "rc"));
+            if (rc == -1)
+                err_set(err, "MPI rank %d: %s", mc->ab_rank, json_string_value(json_object_get(ab, "err")));
+            if (rc != EVAL_RETRY) {
+                *ratio = num_or_nan(json_object_get(ab, "ratio"));
+                *spread = num_or_nan(json_object_get(ab, "spread"));
+            }
+            return take(ab, kid, rc, err);
+        }
+        json_decref(ab);
+    }
     int a = slot_agent(m, kid, 1, &extra);
     int rc = call(m, a, "compare", kid, parent, extra, &reply, err);
     if (reply && rc != EVAL_RETRY) {
@@ -438,6 +538,7 @@ static void me_release(void *ctx, Child *kid)
     if (mc->home >= 0)
         m->ag[mc->home].load--;
     pthread_mutex_unlock(&m->lock);
+    json_decref(mc->ab);
     free(mc->on);
     free(mc);
     kid->priv = NULL;
@@ -548,6 +649,7 @@ int mpieval_open(MpiEval **out, MpiLink *l, volatile int *stop, EvoErr *err)
     MpiEval *m = xcalloc(1, sizeof(*m));
     m->l = l;
     m->stop = stop;
+    m->stat = mpistat_new("rank0", 0);
     m->nag = mpilink_size(l) - 1;
     m->ag = xcalloc((size_t)m->nag, sizeof(*m->ag));
     for (int a = 0; a < m->nag; a++)
@@ -619,6 +721,7 @@ void mpieval_close(MpiEval **mp)
     pthread_mutex_unlock(&m->lock);
     if (m->thr_started)
         pthread_join(m->thr, NULL);
+    mpistat_close(&m->stat, json_pack("{s:i, s:I}", "agents", m->nag, "taken_over", (json_int_t)m->taken_over));
     for (int a = 0; a < m->nag; a++) {
         free(m->ag[a].error);
         free(m->ag[a].cache);
