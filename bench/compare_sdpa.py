@@ -10,6 +10,18 @@ in one process on one GPU, runs three contenders on the same Q, K, V:
           dynamic shared memory, arguments), on PyTorch's current stream
   flash   F.scaled_dot_product_attention under SDPBackend.FLASH_ATTENTION
   cudnn   F.scaled_dot_product_attention under SDPBackend.CUDNN_ATTENTION
+  FAkv    flash_attn's decoding function flash_attn_with_kvcache (FA3's
+          flash_attn_interface, else FA2's flash_attn), where installed
+
+Shapes come from the exports: an export of a run with --dim HKV=8 --dim SQ=1
+(its plan's shape "B=8 H=32 ... HKV=8 SQ=1") is a grouped-query decoding
+row: Q [B,H,SQ,D], K and V [B,HKV,S,D], causal aligned at the end (query i
+sees keys j <= i + S - SQ). SDPA gets the grouped heads with
+enable_gqa=True where the installed torch has it, else K and V expanded to
+H heads beforehand (the table's "gqa" column says which). Every row prints
+the achieved bandwidth beside the latency: GB/s = (Q + O + K and V read
+once per K/V head) bytes / time, the measure of a memory-bound decoding
+kernel.
 
 Correctness: every contender's output is compared with an fp32 reference
 (manual softmax(Q K^T / sqrt(D) [+ causal mask]) V on fp32 copies);
@@ -77,7 +89,7 @@ export through them.
 Usage: compare_sdpa.py EXPORT.json [EXPORT2.json ...] [--replays 15]
        [--calls N | --replay-ms 0.5] [--diff] [--out results.json] [--seed 0]
        [--atol 1e-2] [--rtol 1e-2] [--no-hold] [--preroll-us 100]
-       [--only evoeng,flash,cudnn] [--warm-replays 0] [--gap-ms 0]
+       [--only evoeng,flash,cudnn,flashkv] [--warm-replays 0] [--gap-ms 0]
        [--profile NAME[,NAME] | all] [--task TASK.json] [--input-seed 1] [--dry-run]
 Exit: 0 all exports processed (contenders may still be n/a or FAIL),
       1 an export could not be processed at all, 2 usage error.
@@ -121,13 +133,15 @@ def sdpa_checks(ct, row, q, k, v, causal, ref, fns):
     pass go into fns. First: a kernel fault in the evoeng launch would
     poison the context."""
     torch, args = ct.torch, ct.args
-    for name, be in (("flash", ct.SDPBackend.FLASH_ATTENTION), ("cudnn", ct.SDPBackend.CUDNN_ATTENTION)):
+    row["gqa"] = ct.gqa_how(q, k)
+    for name, be in (("flash", ct.SDPBackend.FLASH_ATTENTION), ("cudnn", ct.SDPBackend.CUDNN_ATTENTION),
+                     ("flashkv", None)):
         c = row["contenders"][name] = {"status": "n/a", "us": None, "max_abs_err": None}
         if name not in args.only:
             c["reason"] = "not selected (--only)"
             continue
         try:
-            fn = ct.sdpa_fn(be, q, k, v, causal)
+            fn = ct.flash_kv_fn(q, k, v, causal) if be is None else ct.sdpa_fn(be, q, k, v, causal)
             out = fn()
             torch.cuda.synchronize()
             judge(ct, c, name, fn, out, ref, fns)
@@ -244,7 +258,7 @@ def run_export(ct, tm, exp, rng, profile=None):
     torch, args = ct.torch, ct.args
     d = exp["dims"]
     causal = d["CAUSAL"]
-    row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops",
+    row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops", "bytes",
                                "export_device", "export_arch", "export_latency_us", "warnings")}
     row["contenders"] = {}
     row["profile"] = profile
@@ -310,7 +324,7 @@ def main(argv):
     ap.add_argument("--gap-ms", type=float, default=0, metavar="MS",
                     help="idle pause before each timed replay (default 0)")
     ap.add_argument("--only", default=",".join(CONTENDERS), metavar="NAME[,NAME]",
-                    help="contenders to run: evoeng, flash, cudnn (default all)")
+                    help="contenders to run: evoeng, flash, cudnn, flashkv (flash_attn_with_kvcache); default all")
     ap.add_argument("--profile", metavar="NAME[,NAME]",
                     help="time on these input profiles of the task (from the export's plan; 'all': every one), "
                          "the inputs made by evoeng's own generator: one row per export and profile "
@@ -371,7 +385,7 @@ def main(argv):
             print(describe(exp))
             print()
             for prof in exp["want_profiles"]:
-                row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops",
+                row = {k: exp[k] for k in ("path", "id", "run", "task", "params", "dims", "flops", "bytes",
                                            "export_device", "export_arch", "export_latency_us", "warnings")}
                 row["profile"] = prof
                 row["contenders"] = {n: {"status": "n/a", "us": None, "max_abs_err": None, "reason": "dry run"}
@@ -393,8 +407,11 @@ def main(argv):
         meta.update(gpu=torch.cuda.get_device_name(), sm=f"sm_{cc[0]}{cc[1]}", torch=torch.__version__,
                     cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
                     cupy=getattr(bench.cupy, "__version__", None), cupy_error=bench.cupy_error)
+        meta.update(gqa="enable_gqa=True" if bench.gqa_native else "K/V expanded",
+                    flash_kv=getattr(bench, "flash_kv_name", None) if bench.flash_kv else bench.flash_kv_error)
         print(f"{meta['gpu']} ({meta['sm']}), torch {meta['torch']} (CUDA {meta['cuda']}, cuDNN {meta['cudnn']}), "
-              f"cupy {meta['cupy']}", flush=True)
+              f"cupy {meta['cupy']}; SDPA grouped heads: {meta['gqa']}; flash_attn_with_kvcache: "
+              f"{meta['flash_kv']}", flush=True)
         if bench.cupy_error:
             print(f"warning: {bench.cupy_error}: evoeng will be n/a", flush=True)
         torch.manual_seed(args.seed)

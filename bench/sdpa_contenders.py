@@ -5,7 +5,13 @@ generator, bench/sdpa_inputs.py), the fp32 reference and the tolerance
 check, evoeng's exported kernel (compiled with CuPy's NVRTC, or for an
 arch-specific target with libnvrtc, and launched as the export's plan says,
 through CuPy or the driver when it passes tensor maps) and PyTorch SDPA
-under its FlashAttention-2 and cuDNN backends. Each contender is a callable
+under its FlashAttention-2 and cuDNN backends, and flash_attn's decoding
+function (flash_attn_with_kvcache) where that package is installed.
+Grouped-query shapes (HKV < H) run SDPA with enable_gqa=True where the
+installed torch has it, else with K and V expanded to H heads beforehand
+(untimed; `gqa_how` says which); SQ < S causal takes FlashAttention's
+alignment (query i sees keys j <= i + S - SQ): SDPA through
+causal_lower_right, flash_attn natively. Each contender is a callable
 that issues its launches on torch's current stream (so CUDA graphs capture
 it). Timing is in sdpa_timing.py, the table in sdpa_table.py."""
 
@@ -43,24 +49,37 @@ class Contenders:
         except Exception as e:  # evoeng becomes n/a, SDPA still runs
             self.cupy_error = f"import cupy failed: {type(e).__name__}: {e}"
         self.modules = {}
+        # SDPA's grouped-query heads: enable_gqa (torch >= 2.5), else K/V expanded
+        self.gqa_native = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+        self.flash_kv, self.flash_kv_error = None, None
+        for mod in ("flash_attn_interface", "flash_attn"):   # FlashAttention-3 (hopper/), then 2
+            try:
+                m = __import__(mod)
+                self.flash_kv, self.flash_kv_name = m.flash_attn_with_kvcache, mod
+                break
+            except Exception as e:
+                self.flash_kv_error = f"import {mod} failed: {type(e).__name__}: {e}"
 
     # -- data
     def alloc(self, exp, profile=None, seed=1):
-        """Torch tensors for every plan buffer; Q, K, V shaped [B,H,S,D]. The
+        """Torch tensors for every plan buffer; Q and O shaped [B,H,SQ,D], K
+        and V [B,HKV,S,D]. The
         inputs are torch.randn, or with a profile the export's generators of
         that profile, made by evoeng's own kernel from `seed` (fill_profile)."""
         torch = self.torch
         d = exp["dims"]
-        shape4 = (d["B"], d["H"], d["S"], d["D"])
+        shape_q = (d["B"], d["H"], d["SQ"], d["D"])
+        shape_kv = (d["B"], d["HKV"], d["S"], d["D"])
         t = {}
         for b in exp["buffers"]:
             dt = getattr(torch, TORCH_DTYPES[b["dtype"]])
             n = max(b["count"], 1)
             if b["name"] in (exp["roles"]["Q"], exp["roles"]["K"], exp["roles"]["V"]):
+                shape4 = shape_q if b["name"] == exp["roles"]["Q"] else shape_kv
                 t[b["name"]] = (torch.empty(shape4, device="cuda", dtype=dt) if profile
                                 else torch.randn(shape4, device="cuda", dtype=dt))
             elif b["name"] == exp["roles"]["O"]:
-                t[b["name"]] = torch.full(shape4, float("nan"), device="cuda", dtype=dt)
+                t[b["name"]] = torch.full(shape_q, float("nan"), device="cuda", dtype=dt)
             elif b["role"] == "input":
                 t[b["name"]] = (torch.randn(n, device="cuda", dtype=dt) if dt.is_floating_point
                                 else torch.zeros(n, device="cuda", dtype=dt))
@@ -125,16 +144,21 @@ class Contenders:
         flat.copy_(x)
 
     def reference(self, q, k, v, causal):
-        """fp32 softmax(Q K^T / sqrt(D) [+ mask]) V, one batch element at a time."""
+        """fp32 softmax(Q K^T / sqrt(D) [+ mask]) V, one batch element at a
+        time; query head h reads K/V head h // (H // HKV); causal: query i
+        (of SQ) sees keys j <= i + S - SQ."""
         torch = self.torch
-        B, H, S, D = q.shape
-        out = torch.empty((B, H, S, D), device="cuda", dtype=torch.float32)
+        B, H, SQ, D = q.shape
+        HKV, S = k.shape[1], k.shape[2]
+        out = torch.empty((B, H, SQ, D), device="cuda", dtype=torch.float32)
         scale = 1.0 / math.sqrt(D)
         mask = None
         if causal:
-            mask = torch.ones((S, S), device="cuda", dtype=torch.bool).triu(1)  # j > i hidden
+            mask = torch.ones((SQ, S), device="cuda", dtype=torch.bool).triu(S - SQ + 1)  # j > i + S - SQ hidden
         for b in range(B):
             qf, kf, vf = q[b].float(), k[b].float(), v[b].float()
+            if HKV != H:
+                kf, vf = kf.repeat_interleave(H // HKV, dim=0), vf.repeat_interleave(H // HKV, dim=0)
             s = torch.matmul(qf, kf.transpose(-1, -2)) * scale
             if mask is not None:
                 s.masked_fill_(mask, float("-inf"))
@@ -286,10 +310,48 @@ class Contenders:
         run._keep = keep
         return run
 
+    def gqa_how(self, q, k):
+        """How SDPA gets grouped-query heads: '' (HKV = H), 'enable_gqa=True'
+        or 'K/V expanded' (a torch without enable_gqa)."""
+        if q.shape[1] == k.shape[1]:
+            return ""
+        return "enable_gqa=True" if self.gqa_native else "K/V expanded"
+
     def sdpa_fn(self, backend, q, k, v, causal):
+        """SDPA under backend. Causal at SQ = S: is_causal (top-left and
+        bottom-right agree); SQ = 1: no mask (the last query sees every
+        key); else causal_lower_right(SQ, S), FlashAttention's alignment."""
         F, sdpa_kernel = self.F, self.sdpa_kernel
+        SQ, S = q.shape[2], k.shape[2]
+        kw = {}
+        if causal and SQ == S:
+            kw["is_causal"] = True
+        elif causal and SQ > 1:
+            from torch.nn.attention.bias import causal_lower_right
+            kw["attn_mask"] = causal_lower_right(SQ, S)
+        how = self.gqa_how(q, k)
+        if how == "enable_gqa=True":
+            kw["enable_gqa"] = True
+        elif how:
+            g = q.shape[1] // k.shape[1]
+            k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
 
         def run():
             with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+                return F.scaled_dot_product_attention(q, k, v, **kw)
+        return run
+
+    def flash_kv_fn(self, q, k, v, causal):
+        """flash_attn_with_kvcache on [B, SQ, H, D] / [B, S, HKV, D] copies
+        (made here, untimed), its output seen as [B, H, SQ, D]; grouped
+        heads and the causal alignment at the end are its own."""
+        if self.flash_kv is None:
+            raise RuntimeError(self.flash_kv_error or "flash_attn not installed")
+        qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+        fn = self.flash_kv
+
+        def run():
+            out = fn(qt, kt, vt, causal=bool(causal))
+            out = out[0] if isinstance(out, tuple) else out
+            return out.transpose(1, 2)
         return run

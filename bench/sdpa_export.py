@@ -34,7 +34,9 @@ class ExportError(Exception):
 # ---------------------------------------------------------------- exports
 
 def parse_shape(label):
-    """'B=4 H=8 S=512 D=64 CAUSAL=0' -> {'B': 4, ..., 'CAUSAL': 0} (keys upper-cased)."""
+    """'B=4 H=8 S=512 D=64 CAUSAL=0' -> {'B': 4, ..., 'CAUSAL': 0} (keys upper-cased).
+    HKV (K/V heads) and SQ (queries) default to H and S (an export made
+    before they were dims); HKV must divide H and SQ be 1 to S."""
     dims = {}
     for tok in label.split():
         m = re.fullmatch(r"([A-Za-z_]\w*)=(-?\d+)", tok)
@@ -49,7 +51,32 @@ def parse_shape(label):
     dims.setdefault("CAUSAL", 0)
     if dims["CAUSAL"] not in (0, 1):
         raise ExportError(f"plan.shape {label!r}: CAUSAL must be 0 or 1")
+    dims.setdefault("HKV", dims["H"])
+    dims.setdefault("SQ", dims["S"])
+    if dims["HKV"] <= 0 or dims["H"] % dims["HKV"]:
+        raise ExportError(f"plan.shape {label!r}: HKV (K/V heads) must divide H")
+    if not 1 <= dims["SQ"] <= dims["S"]:
+        raise ExportError(f"plan.shape {label!r}: SQ (queries) must be 1 to S")
     return dims
+
+
+def qkv_counts(d):
+    """Elements of Q, K, V and O: Q and O [B, H, SQ, D], K and V [B, HKV, S, D]."""
+    q, kv = d["B"] * d["H"] * d["SQ"] * d["D"], d["B"] * d["HKV"] * d["S"] * d["D"]
+    return {"Q": q, "K": kv, "V": kv, "O": q}
+
+
+def attn_flops(d):
+    """Q K^T and P V: 4 SQ S D a query head; causal (FlashAttention's
+    alignment, query i sees keys j <= i + S - SQ): SQ S - SQ^2 / 2 pairs,
+    S^2 / 2 at SQ = S (the task's "flops")."""
+    return 2.0 * d["B"] * d["H"] * d["SQ"] * d["D"] * (2 * d["S"] - d["CAUSAL"] * d["SQ"])
+
+
+def attn_bytes(d, elem=2):
+    """The bytes a kernel must move at least: Q and O once, K and V once per
+    K/V head (the task's "bytes"), 16-bit elements."""
+    return float(elem * sum(qkv_counts(d).values()))
 
 
 def load_export(path):
@@ -73,8 +100,8 @@ def load_export(path):
         dims = parse_shape(str(plan.get("shape", "")))
     except ExportError as e:
         raise ExportError(f"{path}: {e}") from None
-    B, H, S, D = dims["B"], dims["H"], dims["S"], dims["D"]
-    n_qkv = B * H * S * D
+    D = dims["D"]
+    counts = qkv_counts(dims)
 
     bufs = plan.get("buffers")
     if not isinstance(bufs, list) or not bufs:
@@ -99,8 +126,9 @@ def load_export(path):
         if len(hit) != 1:
             raise ExportError(f"{path}: plan.buffers has no unique buffer named {want} (have {list(names)})")
         b = names[hit[0]]
-        if b["dtype"] != "f16" or b["count"] != n_qkv or b["role"] != role:
-            raise ExportError(f"{path}: buffer {b['name']}: expected f16 {role} x {n_qkv} (B*H*S*D), "
+        shape = "B*H*SQ*D" if want in ("Q", "O") else "B*HKV*S*D"
+        if b["dtype"] not in ("f16", "bf16") or b["count"] != counts[want] or b["role"] != role:
+            raise ExportError(f"{path}: buffer {b['name']}: expected f16 or bf16 {role} x {counts[want]} ({shape}), "
                               f"got {b['dtype']} {b['role']} x {b['count']}")
         roles[want] = b["name"]
 
@@ -157,8 +185,8 @@ def load_export(path):
 
     flops = plan.get("flops")
     if not isinstance(flops, (int, float)) or flops <= 0:
-        flops = 4.0 * B * H * S * S * D * (0.5 if dims["CAUSAL"] else 1.0)
-        warnings.append("plan.flops missing: using 4*B*H*S*S*D (halved when causal)")
+        flops = attn_flops(dims)
+        warnings.append("plan.flops missing: using 2*B*H*SQ*D*(2*S - CAUSAL*SQ)")
     profiles = plan.get("profiles", [])
     if not (isinstance(profiles, list) and all(isinstance(p, dict) and isinstance(p.get("name"), str)
                                                and isinstance(p.get("inputs", {}), dict) for p in profiles)):
@@ -170,7 +198,7 @@ def load_export(path):
     return {"path": path, "target": target, "id": ex.get("id"), "run": ex.get("run"), "task": ex.get("task"),
             "export_device": ex.get("device"), "export_arch": ex.get("arch"),
             "export_latency_us": ex.get("latency_us"), "params": params, "dims": dims,
-            "flops": float(flops), "source": src, "buffers": bufs, "roles": roles,
+            "flops": float(flops), "bytes": attn_bytes(dims), "source": src, "buffers": bufs, "roles": roles,
             "launches": launches, "profiles": profiles, "warnings": warnings}
 
 

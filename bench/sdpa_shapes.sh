@@ -6,8 +6,9 @@
 # bench/compare_sdpa.py. Run on the GPU machine from the repository root.
 #
 # Usage: bench/sdpa_shapes.sh OUTDIR [SECONDS_PER_SHAPE] [SHAPE ...]
-#   SHAPE is B,H,S,D,CAUSAL (default: the seven shapes of issue 13's table,
-#   causal and not). A shape whose export already exists is reused: call
+#   SHAPE is B,H,S,D,CAUSAL[,HKV[,SQ]] (default: the seven shapes of issue
+#   13's table, causal and not); HKV (K/V heads) and SQ (queries) make a
+#   grouped-query or decoding row, e.g. 8,32,4096,128,0,8,1. A shape whose export already exists is reused: call
 #   the script several times to spread the work over several calls.
 #   SHARED_DB=path.db puts every run into that one store, so each run is
 #   warm-started from the best of the earlier ones (issue 12's warm
@@ -34,12 +35,13 @@ E=${EVOENG:-build/src/evoeng}
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 mkdir -p "$out/exports"
 for sh in "${shapes[@]}"; do
-    IFS=, read -r B H S D C <<<"$sh"
-    tag="b${B}h${H}s${S}d${D}c${C}"
+    IFS=, read -r B H S D C HKV SQ <<<"$sh"
+    tag="b${B}h${H}s${S}d${D}c${C}${HKV:+k$HKV}${SQ:+q$SQ}"
+    gq=(${HKV:+--dim HKV=$HKV} ${SQ:+--dim SQ=$SQ})
     db=${SHARED_DB:-$out/$tag.db}
     if [ ! -f "$out/exports/$tag.json" ]; then
         echo "=== $tag: evoeng run for ${secs}s"
-        $E run ${TASK:+--task "$TASK"} --dim B="$B" --dim H="$H" --dim S="$S" --dim D="$D" --dim CAUSAL="$C" --generations "$gens" \
+        $E run ${TASK:+--task "$TASK"} --dim B="$B" --dim H="$H" --dim S="$S" --dim D="$D" --dim CAUSAL="$C" "${gq[@]}" --generations "$gens" \
             --population "$pop" --children "$pop" --time-limit "$secs" --db "$db" --quiet
         $E top -n 3 --db "$db"
         $E export --best --format json --db "$db" -o "$out/exports/$tag.json"

@@ -7,8 +7,8 @@ import math
 
 from sdpa_export import DTYPE_BYTES, NVRTC_OPTIONS, arch_specific
 
-CONTENDERS = ("evoeng", "flash", "cudnn")
-LABELS = {"evoeng": "evoeng", "flash": "FA2", "cudnn": "cuDNN"}
+CONTENDERS = ("evoeng", "flash", "cudnn", "flashkv")
+LABELS = {"evoeng": "evoeng", "flash": "FA2", "cudnn": "cuDNN", "flashkv": "FAkv"}
 
 
 def params_short(params):
@@ -17,7 +17,17 @@ def params_short(params):
 
 
 def shape_short(d):
-    return f"B{d['B']} H{d['H']} S{d['S']} D{d['D']}"
+    """'B4 H8 S512 D64'; with grouped heads or fewer queries 'B8 H32 HKV8 SQ1 S4096 D128'."""
+    hkv = f" HKV{d['HKV']}" if d.get("HKV", d["H"]) != d["H"] else ""
+    sq = f" SQ{d['SQ']}" if d.get("SQ", d["S"]) != d["S"] else ""
+    return f"B{d['B']} H{d['H']}{hkv}{sq} S{d['S']} D{d['D']}"
+
+
+def rate(r, c, key, unit):
+    """r[key] (flops or bytes) / contender c's time in `unit`s a second, or None."""
+    if not c or c["status"] != "ok" or not c.get("us") or not r.get(key):
+        return None
+    return r[key] / (c["us"] * 1e-6) / unit
 
 
 def describe(exp):
@@ -25,7 +35,7 @@ def describe(exp):
     lines = [f"{exp['path']}: candidate {exp['id']} (run {exp['run']}, task {exp['task']}, "
              f"exported on {exp['export_device']} {exp['export_arch']}, {exp['export_latency_us']} us there)",
              f"  shape {shape_short(exp['dims'])} causal={exp['dims']['CAUSAL']}  "
-             f"flops {exp['flops']:.4g}  params: {params_short(exp['params'])}"]
+             f"flops {exp['flops']:.4g}  bytes {exp.get('bytes', 0):.4g}  params: {params_short(exp['params'])}"]
     for b in exp["buffers"]:
         n = max(b["count"], 1)
         init = ("randn or --profile's" if b["role"] == "input" else "NaN-poisoned" if b["role"] == "output" else "zeros")
@@ -78,21 +88,25 @@ def ratio(row, other):
 def table(rows):
     """The side-by-side table as text."""
     profiled = any(r.get("profile") for r in rows)
-    head = ["shape", "causal"] + (["profile"] if profiled else []) + [
-        "evoeng us", "FA2 us", "cuDNN us", "FA2/evo", "cuDNN/evo",
-        "evo TFLOP/s", "err evo", "err FA2", "err cuDNN", "export us", "params"]
+    others = CONTENDERS[1:]
+    head = (["shape", "causal"] + (["profile"] if profiled else []) + [f"{LABELS[n]} us" for n in CONTENDERS]
+            + [f"{LABELS[n]}/evo" for n in others] + ["evo TFLOP/s", "evo GB/s", "best GB/s", "gqa"]
+            + [f"err {LABELS[n]}" for n in CONTENDERS] + ["export us", "params"])
     body = []
     for r in rows:
         c = r["contenders"]
         e = c.get("evoeng")
-        tfl = f"{r['flops'] / (e['us'] * 1e-6) / 1e12:.1f}" if e and e["status"] == "ok" and e.get("us") else "-"
-        rf, rc = ratio(r, "flash"), ratio(r, "cudnn")
+        tfl, gbs = rate(r, e, "flops", 1e12), rate(r, e, "bytes", 1e9)
+        best = max((x for x in (rate(r, c.get(n), "bytes", 1e9) for n in others) if x), default=None)
+        rts = [ratio(r, n) for n in others]
         xl = r.get("export_latency_us")
-        body.append([shape_short(r["dims"]), str(r["dims"]["CAUSAL"])] + ([r.get("profile") or "randn"] if profiled
-                                                                          else []) + [fmt_us(e), fmt_us(c.get("flash")),
-                     fmt_us(c.get("cudnn")), f"{rf:.2f}" if rf else "-", f"{rc:.2f}" if rc else "-", tfl,
-                     fmt_err(e), fmt_err(c.get("flash")), fmt_err(c.get("cudnn")),
-                     f"{xl:.2f}" if isinstance(xl, (int, float)) else "-", params_short(r["params"])])
+        body.append([shape_short(r["dims"]), str(r["dims"]["CAUSAL"])]
+                    + ([r.get("profile") or "randn"] if profiled else [])
+                    + [fmt_us(c.get(n)) for n in CONTENDERS] + [f"{x:.2f}" if x else "-" for x in rts]
+                    + [f"{tfl:.1f}" if tfl else "-", f"{gbs:.0f}" if gbs else "-", f"{best:.0f}" if best else "-",
+                       r.get("gqa") or "-"]
+                    + [fmt_err(c.get(n)) for n in CONTENDERS]
+                    + [f"{xl:.2f}" if isinstance(xl, (int, float)) else "-", params_short(r["params"])])
     widths = [max(len(head[i]), *(len(b[i]) for b in body)) if body else len(head[i]) for i in range(len(head))]
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip(),
            "  ".join("-" * w for w in widths)]
@@ -111,7 +125,8 @@ def table(rows):
         out.append("not ok:")
         out.extend(notes)
     out.append("")
-    out.append("ratios are the other backend's time / evoeng's time: > 1 means evoeng is faster")
+    out.append("ratios are the other backend's time / evoeng's time: > 1 means evoeng is faster; GB/s: Q, O "
+               "and K, V once per K/V head over the time (best GB/s: the fastest other contender's)")
     return "\n".join(out)
 
 
@@ -131,9 +146,10 @@ def row_json(r):
     out = {k: v for k, v in r.items() if k not in ("source", "buffers", "launches", "roles")}
     out["flash_over_evoeng"] = ratio(r, "flash")
     out["cudnn_over_evoeng"] = ratio(r, "cudnn")
+    out["flashkv_over_evoeng"] = ratio(r, "flashkv")
     e = r["contenders"].get("evoeng")
-    out["evoeng_tflops"] = (r["flops"] / (e["us"] * 1e-6) / 1e12
-                            if e and e["status"] == "ok" and e.get("us") else None)
+    out["evoeng_tflops"] = rate(r, e, "flops", 1e12)
+    out["evoeng_gbps"] = rate(r, e, "bytes", 1e9)
     return json_safe(out)
 
 

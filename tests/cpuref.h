@@ -11,18 +11,21 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* O[b,h,i,:] = softmax_j(Q[b,h,i,:] . K[b,h,j,:] / sqrt(D)) V[b,h,j,:],
- * j <= i when causal. Layout [B, H, S, D]. */
-static inline void cpu_attention(const double *q, const double *k, const double *v, double *o, int B, int H,
-                                 int S, int D, int causal)
+/* O[b,h,i,:] = softmax_j(Q[b,h,i,:] . K[b,h/G,j,:] / sqrt(D)) V[b,h/G,j,:]
+ * with G = H / HKV query heads a K/V head and j <= i + S - SQ when causal
+ * (FlashAttention's alignment: the SQ queries are the last of the S
+ * positions). Layout [B, H, SQ, D] for Q and O, [B, HKV, S, D] for K, V. */
+static inline void cpu_attention_gqa(const double *q, const double *k, const double *v, double *o, int B, int H,
+                                     int HKV, int SQ, int S, int D, int causal)
 {
     double *p = malloc((size_t)S * sizeof(double));
     double scale = 1.0 / sqrt((double)D);
     for (int bh = 0; bh < B * H; bh++) {
-        const double *Q = q + (size_t)bh * S * D, *K = k + (size_t)bh * S * D, *V = v + (size_t)bh * S * D;
-        double *O = o + (size_t)bh * S * D;
-        for (int i = 0; i < S; i++) {
-            int n = causal ? i + 1 : S;
+        size_t kv = (size_t)(bh / (H / HKV)) * S * D;   /* b * HKV + h / G */
+        const double *Q = q + (size_t)bh * SQ * D, *K = k + kv, *V = v + kv;
+        double *O = o + (size_t)bh * SQ * D;
+        for (int i = 0; i < SQ; i++) {
+            int n = causal ? i + S - SQ + 1 : S;
             double m = -INFINITY, l = 0;
             for (int j = 0; j < n; j++) {
                 double s = 0;
@@ -45,6 +48,13 @@ static inline void cpu_attention(const double *q, const double *k, const double 
         }
     }
     free(p);
+}
+
+/* As cpu_attention_gqa with HKV = H and SQ = S (multi-head, layout [B, H, S, D]). */
+static inline void cpu_attention(const double *q, const double *k, const double *v, double *o, int B, int H,
+                                 int S, int D, int causal)
+{
+    cpu_attention_gqa(q, k, v, o, B, H, H, S, S, D, causal);
 }
 
 /* x rounded to nearest even with `bits` significant bits, the exponent

@@ -35,6 +35,67 @@ static void test_attention_cases(void)
     CHECK_NEAR(o2[0], 0.25 * 4 + 0.75 * 8, 1e-12);
 }
 
+/* Grouped-query heads and SQ < S, against a naive loop written out here:
+ * query head h reads K/V head h / (H / HKV), and causal query i (of SQ)
+ * sees keys j <= i + S - SQ. */
+static void test_attention_gqa(void)
+{
+    enum { B = 2, H = 4, S = 7, D = 3 };
+    double q[B * H * S * D], k[B * H * S * D], v[B * H * S * D], o[B * H * S * D], w[S];
+    unsigned st = 12345;
+    for (int i = 0; i < B * H * S * D; i++) {
+        st = st * 1103515245u + 12345u;
+        q[i] = (double)(st >> 16 & 1023) / 256.0 - 2;
+        k[i] = (double)(st >> 6 & 1023) / 256.0 - 2;
+        v[i] = (double)(st >> 3 & 1023) / 64.0 - 8;
+    }
+    static const int hkvs[3] = {4, 2, 1}, sqs[4] = {7, 1, 3, 5};
+    int n_cases = 0;
+    for (int a = 0; a < 3; a++)
+        for (int c = 0; c < 4; c++)
+            for (int causal = 0; causal < 2; causal++) {
+                int HKV = hkvs[a], SQ = sqs[c], G = H / HKV;
+                cpu_attention_gqa(q, k, v, o, B, H, HKV, SQ, S, D, causal);
+                double worst = 0;
+                for (int b = 0; b < B; b++)
+                    for (int h = 0; h < H; h++)
+                        for (int i = 0; i < SQ; i++) {
+                            const double *qi = q + (((size_t)b * H + h) * SQ + i) * D;
+                            const double *kh = k + ((size_t)b * HKV + h / G) * S * D;
+                            const double *vh = v + ((size_t)b * HKV + h / G) * S * D;
+                            int last = causal ? S - SQ + i : S - 1;   /* the last key query i sees */
+                            double l = 0;
+                            for (int j = 0; j <= last; j++) {
+                                double x = 0;
+                                for (int d = 0; d < D; d++)
+                                    x += qi[d] * kh[j * D + d];
+                                w[j] = exp(x / sqrt((double)D));   /* |x| < 12: no max needed */
+                                l += w[j];
+                            }
+                            for (int d = 0; d < D; d++) {
+                                double want = 0;
+                                for (int j = 0; j <= last; j++)
+                                    want += w[j] * vh[j * D + d] / l;
+                                double e = fabs(o[(((size_t)b * H + h) * SQ + i) * D + d] - want);
+                                worst = e > worst || e != e ? e : worst;
+                            }
+                        }
+                CHECK_MSG(worst < 1e-12, "HKV=%d SQ=%d causal=%d: off by %g", HKV, SQ, causal, worst);
+                n_cases++;
+            }
+    CHECK(n_cases == 24);
+    /* SQ = 1, causal: the one query is the last position and sees every key,
+     * the same as without the mask; with SQ = S causal query 0 sees key 0 only */
+    double o1[B * H * D], o2[B * H * D];
+    cpu_attention_gqa(q, k, v, o1, B, H, 2, 1, S, D, 1);
+    cpu_attention_gqa(q, k, v, o2, B, H, 2, 1, S, D, 0);
+    for (int i = 0; i < B * H * D; i++)
+        CHECK_NEAR(o1[i], o2[i], 1e-15);
+    cpu_attention_gqa(q, k, v, o, 1, 1, 1, S, S, D, 1);
+    for (int d = 0; d < D; d++)
+        CHECK_NEAR(o[d], v[d], 1e-15);
+}
+
 static void test_round_cases(void)
 {
     CHECK(cpu_round_bf16(1 + ldexp(1, -8)) == 1);                       /* a tie: to even */
@@ -137,6 +198,7 @@ static void test_triad_cases(void)
 int main(void)
 {
     RUN(test_attention_cases);
+    RUN(test_attention_gqa);
     RUN(test_round_cases);
     RUN(test_attention_rounding);
     RUN(test_softmax_cases);

@@ -205,7 +205,7 @@ static void export_all(const char *db, int64_t id)
     CHECK_CONTAINS(hs_text, "int main(int argc, char **argv)");
     CHECK_CONTAINS(hs_text, "cudaLaunchKernel((const void *)::attn_fwd,");
     CHECK_CONTAINS(hs_text, "cudaLaunchKernel((const void *)::evo_ref::attn_ref,");
-    CHECK_CONTAINS(hs_text, "// shape:    B=4 H=8 S=512 D=64 CAUSAL=0 DTYPE=0\n");
+    CHECK_CONTAINS(hs_text, "// shape:    B=4 H=8 S=512 D=64 CAUSAL=0 DTYPE=0 HKV=8 SQ=512\n");
     CHECK_CONTAINS(hs_text, "pass = inputs_unchanged((u64)seed) && pass;"); /* as the gate, a kernel may not write its inputs */
     char salt[160]; /* the gate's generator and per-buffer salt, so the inputs are the gate's */
     snprintf(salt, sizeof(salt), "{\"Q\", F16, 1048576, INPUT, {GEN_NORMAL, GEN_ROWS_NONE, 0.0, 1.0, 0.0, 0.0, 0.0, "

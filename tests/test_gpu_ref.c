@@ -135,10 +135,11 @@ static int check_shape(const Task *t, const PrepRef *ref, int s, int prof, int k
         CHECK(run_reference(t, ref, s, prof, &plan, in, 3, names, "O", &out) == 0);
         if (out) {
             int B = (int)dim(t, s, "B"), H = (int)dim(t, s, "H"), S = (int)dim(t, s, "S"), D = (int)dim(t, s, "D");
-            double *want = xmalloc((size_t)B * H * S * D * sizeof(double));
-            cpu_attention(in[0], in[1], in[2], want, B, H, S, D, (int)dim(t, s, "CAUSAL") > 0);
+            int HKV = (int)dim(t, s, "HKV"), SQ = (int)dim(t, s, "SQ");
+            double *want = xmalloc((size_t)B * H * SQ * D * sizeof(double));
+            cpu_attention_gqa(in[0], in[1], in[2], want, B, H, HKV, SQ, S, D, (int)dim(t, s, "CAUSAL") > 0);
             int bf16 = plan.buffers[buf_index(&plan, "O")].dtype == DT_BF16;
-            compare(label, out, want, (uint64_t)B * H * S * D, bf16 ? 5e-3 : 2e-3);
+            compare(label, out, want, (uint64_t)B * H * SQ * D, bf16 ? 5e-3 : 2e-3);
             free(want);
             checked++;
         }

@@ -356,6 +356,55 @@ static void test_set_dim(void)
     task_free(&t);
 }
 
+/* The attention task's HKV and SQ take H's and S's values until a shape
+ * or --dim sets them; a shape whose HKV does not divide H, or whose SQ
+ * passes S, fails the task's constraint on every configuration (so
+ * check and run refuse it, naming the constraint). */
+static void test_follow_dims(void)
+{
+    const char *root = getenv("EVO_SOURCE_ROOT");
+    char *path = xasprintf("%s/templates/attention/task.json", root ? root : ".");
+    Task *t = NULL;
+    EvoErr err;
+    DeviceInfo dev;
+    char *why = NULL;
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
+    free(path);
+    if (!t)
+        return;
+    int64_t *vals = xcalloc((size_t)task_nparams(t), sizeof(int64_t));
+    task_defaults(t, vals);
+    char *l0 = task_shape_label(t, 0), *l2 = task_shape_label(t, 2);
+    CHECK_STR(l0, "B=4 H=8 S=512 D=64 CAUSAL=0 DTYPE=0 HKV=8 SQ=512");
+    CHECK_STR(l2, "B=1 H=1 S=77 D=64 CAUSAL=0 DTYPE=0 HKV=1 SQ=77");
+    free(l0);
+    free(l2);
+    CHECK(task_set_dim(t, "H", 32, &err) == 0 && task_set_dim(t, "S", 4096, &err) == 0);
+    l0 = task_shape_label(t, 0);
+    CHECK_STR(l0, "B=4 H=32 S=4096 D=64 CAUSAL=0 DTYPE=0 HKV=32 SQ=4096");   /* they follow */
+    free(l0);
+    CHECK(task_set_dim(t, "HKV", 8, &err) == 0 && task_set_dim(t, "SQ", 1, &err) == 0);
+    l0 = task_shape_label(t, 0);
+    CHECK_STR(l0, "B=4 H=32 S=4096 D=64 CAUSAL=0 DTYPE=0 HKV=8 SQ=1");
+    free(l0);
+    CHECK(task_check(t, vals, &dev, &why, &err) == 1);   /* every other shape pins or divides */
+    free(why);
+    why = NULL;
+    CHECK(task_set_dim(t, "HKV", 3, &err) == 0);
+    CHECK(task_check(t, vals, &dev, &why, &err) == 0);
+    CHECK_CONTAINS(why, "'HKV >= 1 && H % HKV == 0 && SQ >= 1 && SQ <= S' (a shape's HKV (K/V heads) must divide H");
+    CHECK_CONTAINS(why, "fails on shape 0 (B=4 H=32 S=4096");
+    free(why);
+    why = NULL;
+    CHECK(task_set_dim(t, "HKV", 8, &err) == 0 && task_set_dim(t, "SQ", 4097, &err) == 0);
+    CHECK(task_check(t, vals, &dev, &why, &err) == 0);
+    CHECK_CONTAINS(why, "SQ=4097");
+    free(why);
+    free(vals);
+    task_free(&t);
+}
+
 /* A dtype and tolerances picked by a compile dim: shapes that do not set
  * the dim follow the benchmark's (and --dim), one that sets it keeps it;
  * a value that picks nothing is refused and leaves the dim as it was. */
@@ -698,6 +747,7 @@ int main(void)
     RUN(test_check);
     RUN(test_resolve);
     RUN(test_set_dim);
+    RUN(test_follow_dims);
     RUN(test_pick);
     RUN(test_render);
     RUN(test_load_text);

@@ -93,12 +93,21 @@ static int load_dims(Loader *L, json_t *root)
         return -1;
     t->dim_names = xcalloc(n + 1, sizeof(char *));
     t->dims = xcalloc(n + 1, sizeof(int64_t));
+    t->dim_follow = xcalloc(n + 1, sizeof(int));
     json_object_foreach(obj, key, v) {
         tl_subpath(p, "dims", key);
         if (tl_check_new_name(L, p, key) < 0)
             return -1;
-        if (tl_get_int(L, v, p, &t->dims[t->ndims]) < 0)
+        t->dim_follow[t->ndims] = -1;
+        if (json_is_string(v)) {   /* the name of an earlier dim: takes its value (HKV: "H") */
+            int d = tl_dim_index(t, json_string_value(v), &e);
+            if (d < 0)
+                return tl_err(L, p, "%s (a dim's value is an integer or the name of a dim above it)", e.msg);
+            t->dim_follow[t->ndims] = d;
+            t->dims[t->ndims] = t->dims[d];
+        } else if (tl_get_int(L, v, p, &t->dims[t->ndims]) < 0) {
             return -1;
+        }
         t->dim_names[t->ndims++] = xstrdup(key);
         tl_name_add(t, t->dim_names[t->ndims - 1], TN_DIM, t->ndims - 1);
     }
@@ -555,6 +564,7 @@ void task_free(Task **pt)
     free(t->cons);
     strv_free(t->dim_names, t->ndims);
     free(t->dims);
+    free(t->dim_follow);
     free(t->compile_dims);
     free(t->extra_vals);
     free(t->extra_set);

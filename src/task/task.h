@@ -89,7 +89,9 @@ int task_params_parse(const Task *t, const char *text, int64_t *vals, EvoErr *er
 /* ---- dims and shapes -------------------------------------------------- */
 int         task_ndims(const Task *t);
 const char *task_dim_name(const Task *t, int d);
-/* Value of dim d on shape s (0 = benchmark). */
+/* Value of dim d on shape s (0 = benchmark): the shape's own, else the
+ * benchmark's; a dim the spec gives as the name of another ("HKV": "H")
+ * takes that dim's value on the shape until --dim sets it. */
 int64_t     task_dim_value(const Task *t, int shape, int d);
 int         task_nshapes(const Task *t);   /* 1 + number of correctness shapes */
 /* Override dim `name` with v (e.g. --dim S=2048): the benchmark shape and

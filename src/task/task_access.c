@@ -83,7 +83,7 @@ int64_t task_dim_value(const Task *t, int shape, int d)
         if (t->extra_set[k])
             return t->extra_vals[k];
     }
-    return t->dims[d];
+    return t->dim_follow[d] >= 0 ? task_dim_value(t, shape, t->dim_follow[d]) : t->dims[d];
 }
 
 char *task_shape_label(const Task *t, int shape)

@@ -126,9 +126,12 @@ int task_set_dim(Task *t, const char *name, int64_t v, EvoErr *err)
     if (d < 0)
         return -1;
     int64_t was = t->dims[d];
+    int follow = t->dim_follow[d];
     t->dims[d] = v;
+    t->dim_follow[d] = -1;             /* set: no longer follows another dim */
     if (check_choices(t, err) < 0) {   /* e.g. DTYPE = 2 of a dtype with 2 values */
         t->dims[d] = was;
+        t->dim_follow[d] = follow;
         return -1;
     }
     return 0;

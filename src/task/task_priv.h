@@ -125,6 +125,7 @@ struct Task {
     int       ncons;
     char    **dim_names;
     int64_t  *dims;          /* benchmark values */
+    int      *dim_follow;    /* per dim: the earlier dim whose value it takes where not set, or -1 */
     int       ndims;
     int      *compile_dims;  /* indices into dims */
     int       ncompile;

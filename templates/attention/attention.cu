@@ -1,11 +1,14 @@
 /*
  * attention.cu -- evoeng template: FlashAttention-2-style fp16 / bf16
  * attention forward pass, O = softmax(Q K^T * scale [+ causal mask]) V, with
- * tensors in layout [B, H, S, D] (fp16, or bf16 with DTYPE = 1), fp32
- * softmax statistics and accumulation.
+ * Q and O in layout [B, H, SQ, D], K and V in [B, HKV, S, D] (fp16, or
+ * bf16 with DTYPE = 1), fp32 softmax statistics and accumulation.  Query
+ * head h reads K/V head h / G (G = H / HKV query heads a K/V head: GQA,
+ * MQA at HKV = 1); SQ queries (decoding: a few) run against S keys.
  *
  * Structure: one CTA owns BLOCK_M query rows of one (b, h) pair
- * (grid.x = ceil(S / BLOCK_M), grid.y = B*H, grid.z = SPLITS).  Each of the
+ * (grid.x = ceil(SQ / BLOCK_M), grid.y = B*H, grid.z = SPLITS; with
+ * PACKGQA the rows of a K/V head's G query heads: see the knob).  Each of the
  * ATT_WARPS warps owns BLOCK_M / ATT_WARPS rows (MT = 1 or 2 m16 tiles).  K and V
  * tiles of BLOCK_N keys stream through shared memory with cp.async
  * (STAGES-deep ring, separate commit groups for K and V so QK^T starts
@@ -28,22 +31,27 @@
  * needs sm_80 or newer.
  *
  * Compile-time dims: D (head dim, multiple of 16; 64 or 128 with SWIZZLE),
- * CAUSAL (0/1: key j visible to query i iff j <= i) and DTYPE (0: Q, K, V
+ * CAUSAL (0/1: key j visible to query i iff j <= i + S - SQ, the
+ * FlashAttention convention: the queries are the last SQ positions of the
+ * S keys; at SQ = S, j <= i) and DTYPE (0: Q, K, V
  * and O in fp16, 1: in bf16; only the MMAs' input type, the f32 -> 16-bit
  * conversions of P and O and LSUM's ones change, through ATT_T).
+ * The runtime dims: S, SQ (1 <= SQ <= S) and G = H / HKV, arguments of
+ * every entry (the last two appended, so a kernel written for the older
+ * signatures still launches from the same plan: extra parameters are
+ * ignored; it is then right only at SQ = S and HKV = H).
  * Entries:
- *   attn_fwd(Q, K, V, O, Opart, ML, S, scale)
- *       Opart: f32 [SPLITS, B*H, S, D], ML: f32 [SPLITS, B*H, S, 2];
+ *   attn_fwd(Q, K, V, O, Opart, ML, S, scale, SQ, G)
+ *       Opart: f32 [SPLITS, B*H, SQ, D], ML: f32 [SPLITS, B*H, SQ, 2];
  *       both untouched when SPLITS == 1.
- *   attn_combine(Opart, ML, O, rows)   rows = B*H*S; one thread per 4
+ *   attn_combine(Opart, ML, O, rows)   rows = B*H*SQ; one thread per 4
  *       output elements: grid = ceil(rows * D / 4 / 128), block = 128.
- *   attn_fwd_ws(tmQ, tmK, tmV, O, S, BH, scale, Q, K, V)   the
+ *   attn_fwd_ws(tmQ, tmK, tmV, O, S, QH, scale, Q, K, V, SQ, G)   the
  *       warp-specialised sm_90a path (WS = 1; its own section at the end
- *       of this file): tensor maps over Q, K, V ([B*H, S, D], 64 x rows
- *       boxes, 128-byte swizzle) for the TMA loads (LOADS = 0), the raw
- *       pointers for the cp.async loads (LOADS = 1); the pointers come
- *       last so a kernel written for the older (tmQ .. scale) signature
- *       still launches from the same plan (extra parameters are ignored).
+ *       of this file): tensor maps over Q ([QH, M, D]: QH = B*H heads of M
+ *       = SQ rows, with PACKGQA B*HKV of G*SQ), K and V ([B*HKV, S, D]),
+ *       64 x rows boxes, 128-byte swizzle, for the TMA loads (LOADS = 0),
+ *       the raw pointers for the cp.async loads (LOADS = 1).
  *       With WS = 1 attn_fwd is an empty stub and vice versa.
  *
  * Knobs (all #define, defaults below):
@@ -138,6 +146,14 @@
  *                softmax, so the fast way has no mask; 0: LAZY's maxima
  *                every tile.  3 and 4 (tests only, outside the search
  *                space): every tile the rescale way / the recompute way
+ *   PACKGQA      1: a CTA's rows are the G query heads of one K/V head
+ *                one after another (row r: head r / SQ of the group,
+ *                query position r % SQ; Q and O of a group are G*SQ
+ *                contiguous rows, so only the causal mask sees the
+ *                packing), grid.y = B*HKV: for decoding (SQ of 1..16) a
+ *                K/V tile is loaded once for the whole group instead of
+ *                once per query head, and the M tile is not mostly
+ *                padding; 0: one query head a CTA (grid.y = B*H)
  *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM, PVSPLIT, EARLY, STAGGER, MAXSKIP: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
@@ -241,6 +257,9 @@
 #endif
 #ifndef MAXSKIP
 #define MAXSKIP 0
+#endif
+#ifndef PACKGQA
+#define PACKGQA 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)
@@ -419,6 +438,37 @@ static __device__ __forceinline__ void att_load_tile(att_u32 sdst, const att_u16
                             + (i / P) * P * RSTEP * ATT_ROWB;
         att_cp16(dst, ok ? (const void *)(src0 + (size_t)i * RSTEP * D) : (const void *)g, ok ? 16 : 0);
     }
+}
+
+/* ------------------------------------------ query rows and positions */
+
+/* Query position of row r of a CTA's row space (PACKGQA: G heads of SQ
+ * rows one after another).  Causal: position i sees keys j <= i + S - SQ. */
+static __device__ __forceinline__ int att_qpos(int r, int SQ)
+{
+#if PACKGQA
+    return r % SQ;
+#else
+    (void)SQ;
+    return r;
+#endif
+}
+
+/* The least (hi = 0) or greatest (hi = 1) query position of rows [r0, r1)
+ * of a row space of M rows (rows at or past M, padding, count as r0's
+ * head); without PACKGQA simply r0 or r1 - 1. */
+static __device__ __forceinline__ int att_qedge(int r0, int r1, int M, int SQ, int hi)
+{
+#if PACKGQA
+    r1 = max(min(r1, M), r0 + 1);
+    if (r0 / SQ != (r1 - 1) / SQ)   /* the rows span two heads or more: every position */
+        return hi ? SQ - 1 : 0;
+    return (hi ? r1 - 1 : r0) % SQ;
+#else
+    (void)M;
+    (void)SQ;
+    return hi ? r1 - 1 : r0;
+#endif
 }
 
 #if ATT_WG || ATT_WSP

@@ -9,7 +9,7 @@
 extern "C" __global__ void __launch_bounds__(ATT_THREADS, ATT_MINB) ATT_CLUSTER_ATTR
 attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
          const att_u16 *__restrict__ V, att_u16 *__restrict__ O,
-         float *__restrict__ Opart, float *__restrict__ ML, int S, float scale)
+         float *__restrict__ Opart, float *__restrict__ ML, int S, float scale, int SQ, int G)
 {
 #if !WS
     extern __shared__ __align__(128) unsigned char att_smem[];
@@ -21,9 +21,16 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
     const int mblk = blockIdx.x;
 #endif
     const int m0 = mblk * BLOCK_M;
-    const int bh = blockIdx.y;
-    const size_t base = (size_t)bh * S * D;
-    const att_u16 *Qb = Q + base, *Kb = K + base, *Vb = V + base;
+    const int bh = blockIdx.y;                     /* query head (PACKGQA: K/V head) */
+#if PACKGQA
+    const int M = G * SQ, kvh = bh;                /* rows: the group's G heads */
+#else
+    const int M = SQ, kvh = bh / G;
+#endif
+    const int off = S - SQ;                        /* causal: position i sees keys <= i + off */
+    (void)off;                                     /* read by the causal mask only */
+    const size_t base = (size_t)bh * M * D, kvbase = (size_t)kvh * S * D;
+    const att_u16 *Qb = Q + base, *Kb = K + kvbase, *Vb = V + kvbase;
 
 #if ATT_WG
     const att_u32 sQ = (att_smem_addr(att_smem) + 1023u) & ~1023u;   /* swizzle atoms: 1024-byte aligned */
@@ -36,7 +43,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
 
     /* KV tile range of this CTA (and split). */
 #if CAUSAL && CAUSAL_SKIP
-    const int kv_end = min(S, m0 + BLOCK_M);
+    const int kv_end = min(S, att_qedge(m0, m0 + BLOCK_M, M, SQ, 1) + 1 + off);
 #else
     const int kv_end = S;
 #endif
@@ -143,7 +150,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
     /* ---- mask, online softmax (P = exp(s*sl - m) in place), rescale acc */
     auto softmax = [&](float (&sc)[ATT_MT][ATT_NT][4], int n0) {
 #if CAUSAL && CAUSAL_SKIP
-        const bool need_mask = (n0 + BLOCK_N > S) || (n0 + BLOCK_N - 1 > m0);
+        const bool need_mask = (n0 + BLOCK_N > S) || (n0 + BLOCK_N - 1 > att_qedge(m0, m0 + BLOCK_M, M, SQ, 0) + off);
 #elif CAUSAL
         const bool need_mask = true;
 #else
@@ -157,7 +164,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
 #pragma unroll
                 for (int r = 0; r < 2; ++r) {
 #if CAUSAL
-                    const int lim = min(S, m0 + wrow + mi * 16 + g + 8 * r + 1) - kbase;
+                    const int lim = min(S, att_qpos(m0 + wrow + mi * 16 + g + 8 * r, SQ) + off + 1) - kbase;
 #else
                     const int lim = S - kbase;
 #endif
@@ -271,7 +278,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
         att_commit();
     };
 
-    att_load_tile<BLOCK_M>(sQ, Qb, m0, S, tid);
+    att_load_tile<BLOCK_M>(sQ, Qb, m0, M, tid);
     att_commit();
     const int nit = t_end - t_begin;
 
@@ -382,7 +389,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
         asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
                      : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
                      : "r"(sQ + att_off(wrow + lr, ch)) : "memory");
-        if (row < S) {
+        if (row < M) {
             att_u16 *dst = O + base + (size_t)row * D + ch * 8;
             asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};\n"
                          :: "l"(dst), "r"(x0), "r"(x1), "r"(x2), "r"(x3) : "memory");
@@ -394,7 +401,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
             const int row = m0 + wrow + mi * 16 + g + 8 * r;
-            if (row < S) {
+            if (row < M) {
                 const float inv = l_run[mi][r] > 0.f ? 1.f / l_run[mi][r] : 0.f;
                 att_u32 *dst = (att_u32 *)(O + base + (size_t)row * D + 2 * t4);
 #pragma unroll
@@ -452,7 +459,7 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
                 L += w * ll[sp];
                 o0 += w * x0; o1 += w * x1; o2 += w * x2; o3 += w * x3;
             }
-            if (row < S) {
+            if (row < M) {
                 const float inv = L > 0.f ? 1.f / L : 0.f;
                 const att_u32 lo = att_pack(o0 * inv, o1 * inv), hi = att_pack(o2 * inv, o3 * inv);
                 *(uint2 *)(O + base + (size_t)row * D + c4 * 4) = make_uint2(lo, hi);
@@ -462,13 +469,13 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
     }
 #else
     {
-        const size_t srow0 = ((size_t)blockIdx.z * gridDim.y + bh) * S;
+        const size_t srow0 = ((size_t)blockIdx.z * gridDim.y + bh) * M;   /* [SPLITS, B*H*SQ] rows either way */
 #pragma unroll
         for (int mi = 0; mi < ATT_MT; ++mi)
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
                 const int row = m0 + wrow + mi * 16 + g + 8 * r;
-                if (row < S) {
+                if (row < M) {
                     float *dst = Opart + (srow0 + row) * D + 2 * t4;
 #pragma unroll
                     for (int dt = 0; dt < ATT_DT; ++dt)

@@ -4,7 +4,9 @@
  * Block = 1 producer warpgroup + CONSUMERS consumer warpgroups
  * (THREADS = 128 * (CONSUMERS + 1)); BLOCK_M = 64 * CONSUMERS query rows,
  * 64 per consumer warpgroup.  One thread of the producer issues TMA bulk
- * tensor copies (cp.async.bulk.tensor.3d over the [B*H, S, D] tensors, one
+ * tensor copies (cp.async.bulk.tensor.3d over Q [QH, M, D] and K, V
+ * [B*HKV, S, D]: attention.cu's header; query head bh reads K/V head
+ * bh / G, with PACKGQA bh itself, the CTA's rows its G heads; one
  * 64-column 128-byte-swizzled box per 64 head-dim columns) of Q once and of
  * the K and V tiles into a STAGES-deep ring; each slot has a "full"
  * mbarrier (completed by the copy's transaction bytes) and an "empty" one
@@ -96,7 +98,8 @@ static_assert(WS_BN == 64 || WS_BN == 128 || WS_BN == 256, "WS: WS_BN 64, 128 or
 extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap tmK,
             const __grid_constant__ AttTmap tmV, att_u16 *__restrict__ O, int S, int BH, float scale,
-            const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K, const att_u16 *__restrict__ V)
+            const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K, const att_u16 *__restrict__ V,
+            int SQ, int G)
 {
 #if ATT_WSP
     extern __shared__ __align__(128) unsigned char att_smem[];
@@ -106,7 +109,17 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
      * CTA walks tiles blockIdx.x, + gridDim.x, ...; causal tiles go
      * longest first (the last query blocks of every head, then the ones
      * before), non-causal ones head by head (K and V of a head stay in L2). */
-    const int nmb = (S + BLOCK_M - 1) / BLOCK_M;
+    /* BH query heads of M rows each (PACKGQA: B*HKV groups of G heads);
+     * query head bh reads K/V head kv_head(bh) */
+#if PACKGQA
+    const int M = G * SQ;
+#else
+    const int M = SQ;
+#endif
+    const int off = S - SQ;                     /* causal: position i sees keys <= i + off */
+    (void)off;                                     /* read by the causal mask only */
+    auto kv_head = [&](int bh) { return PACKGQA ? bh : bh / G; };
+    const int nmb = (M + BLOCK_M - 1) / BLOCK_M;
 #if WS_PS
     const int tstep = gridDim.x, t0 = blockIdx.x;
     int ntiles = nmb * BH;
@@ -122,8 +135,8 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     auto tail_items = [&](int tf, int &th, int &tr, int &tn0, int &tnr) {   /* recomputed: fewer live registers */
         th = tf / nmb;
         tr = tf % nmb * BLOCK_M;
-        tn0 = (S - tr + TL_R - 1) / TL_R;
-        tnr = (S + TL_R - 1) / TL_R;
+        tn0 = (M - tr + TL_R - 1) / TL_R;
+        tnr = (M + TL_R - 1) / TL_R;
         return tn0 + (BH - th - 1) * tnr;
     };
     int tf = ntiles / tstep * tstep;
@@ -167,7 +180,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     };
     auto n_kv = [&](int m0) {   /* KV tiles of query block m0 */
 #if CAUSAL
-        return (min(S, m0 + BLOCK_M) + WS_BN - 1) / WS_BN;
+        return (min(S, att_qedge(m0, m0 + BLOCK_M, M, SQ, 1) + 1 + off) + WS_BN - 1) / WS_BN;
 #else
         return (S + WS_BN - 1) / WS_BN;
 #endif
@@ -222,14 +235,15 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             (void)rows;
             const int nt = n_kv(m0);
             ws_wait(emptyQ, (j & 1) ^ 1);       /* the consumers hold the last Q in registers */
-            ws_load<BLOCK_M>(sQ, &tmQ, Q, m0, bh, S, barQ, tid);
+            ws_load<BLOCK_M>(sQ, &tmQ, Q, m0, bh, M, barQ, tid);
+            const int kvh = kv_head(bh);
             for (int n = 0; n < nt; ++n, ++kv) {
                 const int s = kv % STAGES;
                 const att_u32 ph = (kv / STAGES) & 1;
                 ws_wait(emptyK(s), ph ^ 1);
-                ws_load<WS_BN>(sK + s * WS_KV_BYTES, &tmK, K, n * WS_BN, bh, S, fullK(s), tid);
+                ws_load<WS_BN>(sK + s * WS_KV_BYTES, &tmK, K, n * WS_BN, kvh, S, fullK(s), tid);
                 ws_wait(emptyV(s), ph ^ 1);
-                ws_load<WS_BN>(sV + s * WS_KV_BYTES, &tmV, V, n * WS_BN, bh, S, fullV(s), tid);
+                ws_load<WS_BN>(sV + s * WS_KV_BYTES, &tmV, V, n * WS_BN, kvh, S, fullV(s), tid);
             }
           }
 #if LOADS   /* exit with no copy (and its barrier arrival) in flight */
@@ -274,7 +288,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     /* tiles this warpgroup computes (the rest of the CTA's it only releases;
      * a TAIL item's idle warpgroup releases them all) */
 #if CAUSAL
-    const int wg_end = min(S, m0 + cw * 64 + 64);
+    const int wg_end = min(S, att_qedge(m0 + cw * 64, m0 + cw * 64 + 64, M, SQ, 1) + 1 + off);
     const int ntc = min(nt, (wg_end + WS_BN - 1) / WS_BN);
 #elif WS_TL
     const int ntc = cw * 64 < rows ? nt : 0;
@@ -347,7 +361,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
     auto needs_mask = [&](int n) -> bool {
         const int n0 = n * WS_BN;
 #if CAUSAL
-        return (n0 + WS_BN > S) || (n0 + WS_BN - 1 > m0 + cw * 64);
+        return (n0 + WS_BN > S) || (n0 + WS_BN - 1 > att_qedge(m0 + cw * 64, m0 + cw * 64 + 64, M, SQ, 0) + off);
 #else
         return n0 + WS_BN > S;
 #endif
@@ -359,7 +373,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
 #if CAUSAL
-                const int lim = min(S, m0 + wrow + g + 8 * r + 1) - kbase;
+                const int lim = min(S, att_qpos(m0 + wrow + g + 8 * r, SQ) + off + 1) - kbase;
 #else
                 const int lim = S - kbase;
 #endif
@@ -461,7 +475,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
      * tile); keys past S read as zeros (the mask drops them) */
     auto qk_warp = [&](float *sc, int n) {
         const int n0 = n * WS_BN;
-        const att_u16 *kg = K + ((size_t)bh * S + n0) * D + 2 * t4;
+        const att_u16 *kg = K + ((size_t)kv_head(bh) * S + n0) * D + 2 * t4;
 #pragma unroll
         for (int i = 0; i < WS_BN / 2; ++i)
             sc[i] = 0.f;
@@ -722,9 +736,9 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #endif
         const int row = m0 + wrow + g + 8 * r;
 #if WS_TL
-        const bool mine = row < S && wrow < rows;   /* not past S, nor a TAIL item's idle rows */
+        const bool mine = row < M && wrow < rows;   /* not past M, nor a TAIL item's idle rows */
 #else
-        const bool mine = row < S;
+        const bool mine = row < M;
 #endif
 #if O_STAGE
         /* 16-byte stores: per group of four 8-column blocks, a 4x4 transpose
@@ -754,7 +768,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             }
             if (mine)
                 asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};\n"
-                             :: "l"(O + ((size_t)bh * S + row) * D + (4 * b + t4) * 8),
+                             :: "l"(O + ((size_t)bh * M + row) * D + (4 * b + t4) * 8),
                                 "r"(q[0]), "r"(q[1]), "r"(q[2]), "r"(q[3]) : "memory");
         }
 #else
@@ -762,7 +776,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
          * (the same cubins), inv inside the row check included */
         if (mine) {
             const float inv = l > 0.f ? 1.f / l : 0.f;
-            att_u32 *dst = (att_u32 *)(O + ((size_t)bh * S + row) * D + 2 * t4);
+            att_u32 *dst = (att_u32 *)(O + ((size_t)bh * M + row) * D + 2 * t4);
 #pragma unroll
             for (int dt = 0; dt < D / 8; ++dt)
                 dst[dt * 4] = att_pack(acc[dt * 4 + 2 * r] * inv, acc[dt * 4 + 2 * r + 1] * inv);

@@ -2,11 +2,13 @@
  * reference.cu -- evoeng reference for the attention task: naive, obviously
  * correct fp16 or bf16 attention forward in fp32 arithmetic.
  *
- * Layout [B, H, S, D] fp16 (DTYPE 0) or bf16 (DTYPE 1) for Q, K, V, O.
- * One CTA per (query row i, b*h pair): grid = [S, B*H], any block size (128 in task.json), dynamic
- * shared memory S * 4 bytes for the fp32 score row.  Steps: s_j = q_i . k_j
- * * scale for every visible key j (all j when CAUSAL == 0, j <= i when
- * CAUSAL == 1), row max, p_j = exp(s_j - max), l = sum p_j, then
+ * Layout [B, H, SQ, D] for Q and O, [B, HKV, S, D] for K and V, fp16
+ * (DTYPE 0) or bf16 (DTYPE 1); query head bh (of B*H) reads K/V head
+ * bh / G, G = H / HKV.  One CTA per (query row i, b*h pair): grid = [SQ,
+ * B*H], any block size (128 in task.json), dynamic shared memory S * 4
+ * bytes for the fp32 score row.  Steps: s_j = q_i . k_j * scale for every
+ * visible key j (all j when CAUSAL == 0, j <= i + S - SQ when CAUSAL ==
+ * 1: the queries are the last SQ of the S positions), row max, p_j = exp(s_j - max), l = sum p_j, then
  * O[i][d] = sum_j p_j V[j][d] / l, one thread per output element d.
  * Every input is widened to fp32 exactly; P stays fp32 (the candidates
  * round it to 16 bits before P V: the task's tolerance allows for that).
@@ -14,7 +16,7 @@
  * compares it with the candidate's O in that dtype (one dtype per buffer),
  * so the reference's own rounding, half an ulp, is part of the tolerance.
  * D, CAUSAL and DTYPE are compile-time macros (compile dims of the task);
- * S and scale are runtime arguments.  No includes (NVRTC without CUDA headers).
+ * S, scale, SQ and G are runtime arguments.  No includes (NVRTC without CUDA headers).
  */
 
 #ifndef D
@@ -78,15 +80,16 @@ static __device__ float ref_reduce(float v, float *red, int is_max)
 }
 
 extern "C" __global__ void attn_ref(const ref_u16 *Q, const ref_u16 *K, const ref_u16 *V,
-                                    ref_u16 *O, int S, float scale)
+                                    ref_u16 *O, int S, float scale, int SQ, int G)
 {
     extern __shared__ float ref_p[];
     __shared__ float red[32];
     const int i = blockIdx.x;
-    const size_t base = (size_t)blockIdx.y * S * D;
-    const ref_u16 *q = Q + base + (size_t)i * D;
+    const size_t base = (size_t)(blockIdx.y / G) * S * D;       /* K and V */
+    const size_t qrow = (size_t)blockIdx.y * SQ + i;            /* Q and O */
+    const ref_u16 *q = Q + qrow * D;
 #if CAUSAL
-    const int n = i + 1;
+    const int n = i + S - SQ + 1;
 #else
     const int n = S;
 #endif
@@ -112,6 +115,6 @@ extern "C" __global__ void attn_ref(const ref_u16 *Q, const ref_u16 *K, const re
         float o = 0.f;
         for (int j = 0; j < n; ++j)
             o += ref_p[j] * ref_h2f(V[base + (size_t)j * D + d]);
-        O[base + (size_t)i * D + d] = ref_f2h(o / sum);
+        O[qrow * D + d] = ref_f2h(o / sum);
     }
 }
