@@ -54,8 +54,9 @@ cat "$tmp/err"
 grep_out err "task.json: reference.source: unfinished: .*(1 TODO in all)" "check refuses the spec, naming the reference"
 
 # The edits: 1. the reference (the attention task's naive kernel, [B, H, S,
-# D] fp16 like this one); 2 and 3. the benchmark shape's B and H, which the
-# file does not say (init guessed 8). A task reads only its own folder, so
+# D] fp16 like this one; its last two arguments, the query length and the
+# query heads one K/V head serves, are S and 1 here); 2 and 3. the
+# benchmark shape's B and H, which the file does not say (init guessed 8). A task reads only its own folder, so
 # the reference is copied next to it, as a user would.
 cp "$ROOT/templates/attention/reference.cu" reference.cu || fail "copying the reference"
 python3 - task.json reference.cu <<'PY' || fail "editing the spec"
@@ -65,7 +66,7 @@ t = json.load(open(path))
 edits = []
 t["reference"] = {"source": ref, "entries": ["attn_ref"],
                   "launch": [{"entry": "attn_ref", "grid": ["S", "B * H"], "block": [128], "smem": "S * 4",
-                              "args": ["q", "k", "v", "o", "S", {"f32": "1.0 / sqrt(D)"}]}]}
+                              "args": ["q", "k", "v", "o", "S", {"f32": "1.0 / sqrt(D)"}, "S", "1"]}]}
 edits.append("reference = attn_ref of templates/attention/reference.cu, grid [S, B * H], block 128")
 t["dims"]["B"] = 4
 edits.append("dims.B = 4")
