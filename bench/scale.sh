@@ -7,8 +7,10 @@
 # a time-limited run into a fresh store with a fresh compile cache, while
 # nvidia-smi samples each GPU's utilisation and /proc/stat the cores. It
 # prints, per run: candidates a minute, each GPU's busy share, the cores
-# busy (of how many), the best latency reached, and the ratios against
-# one GPU; OUTDIR/scale.md and OUTDIR/scale.json hold the same.
+# busy (of how many: the run's mean, and the median of its seconds, which
+# leaves out the start and the end), the best latency reached, and the
+# ratios against one GPU; OUTDIR/scale.md and OUTDIR/scale.json hold the
+# same.
 #
 # Usage (repository root): bench/scale.sh [OUTDIR] [--time-limit S]
 #        [--shapes "seed s2048"] [--modes "1 all mpi"] [--sync] [--sim]
@@ -86,13 +88,16 @@ run_one() {
     echo "${cmd[*]}" > "$d/command.txt"
     nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 200 > "$d/gpu.csv" 2> /dev/null &
     local sampler=$! c0 c1 t0 t1
+    # the cores once a second too: the whole run's mean includes its start and end
+    while sleep 1; do cpu_ticks; done > "$d/cpu.txt" &
+    local cpusampler=$!
     c0=$(cpu_ticks)
     t0=$(date +%s.%N)
     "${cmd[@]}" > "$d/out.jsonl" 2> "$d/err.txt"
     local rc=$?
     t1=$(date +%s.%N)
     c1=$(cpu_ticks)
-    kill "$sampler" 2> /dev/null; wait "$sampler" 2> /dev/null
+    kill "$sampler" "$cpusampler" 2> /dev/null; wait "$sampler" "$cpusampler" 2> /dev/null
     echo "$rc $t0 $t1 $c0 $c1" > "$d/times.txt"
     [ "$rc" -eq 0 ] || { fails=$((fails + 1)); echo "scale.sh: $name exited $rc (see $d/err.txt)" >&2; tail -3 "$d/err.txt" >&2; }
 }

@@ -68,6 +68,24 @@ def times_of(path, cores):
     return int(rc), float(t1) - float(t0), busy
 
 
+def cores_median(path, cores):
+    """The median over the run's seconds of the cores busy, from cpu.txt
+    ("busy total" jiffies of /proc/stat, one line a second); None without
+    two samples. The mean over the wall time counts the start (the
+    reference's compile, the workers) and the end, when few cores work."""
+    try:
+        with open(path) as f:
+            ticks = [tuple(float(x) for x in line.split()) for line in f if len(line.split()) == 2]
+    except (OSError, ValueError):
+        return None
+    busy = [(b1 - b0) / (t1 - t0) * cores for (b0, t0), (b1, t1) in zip(ticks, ticks[1:]) if t1 > t0]
+    if not busy:
+        return None
+    busy.sort()
+    n = len(busy)
+    return busy[n // 2] if n % 2 else (busy[n // 2 - 1] + busy[n // 2]) / 2
+
+
 def cpu_per_candidate(s, mode, cores_busy, wall):
     """evoeng's CPU-s a candidate from the run's pipeline line; under MPI
     rank 0 only counts its own process, so take the machine's busy cores
@@ -95,6 +113,7 @@ def runs(outdir, cores):
             "evaluated": s.get("evaluated"), "candidates_per_min": s.get("candidates_per_min"),
             "best_latency_us": s.get("best_latency_us"), "slots": s.get("slots"),
             "gpu_busy": gpu_busy(os.path.join(d, "gpu.csv")), "cores_busy": cores_busy, "cores": cores,
+            "cores_busy_median": cores_median(os.path.join(d, "cpu.txt"), cores),
             # rank 0 compiles nothing under MPI; the agents' units are not sent back
             "nvrtc_units_per_candidate": None if mode == "mpi" else s.get("nvrtc_units_per_candidate"),
             "cpu_s_per_candidate": cpu_per_candidate(s, mode, cores_busy, wall), "compile_busy": s.get("compile_busy"),
@@ -144,7 +163,9 @@ def main():
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         busy = " ".join("{:.0%}".format(b) for b in r["gpu_busy"]) or "-"
-        cores = "-" if r["cores_busy"] is None else "{:.1f} of {}".format(r["cores_busy"], r["cores"])
+        med = r["cores_busy_median"]
+        cores = "-" if r["cores_busy"] is None else "{:.1f} of {}{}".format(
+            r["cores_busy"], r["cores"], "" if med is None else " ({:.1f} in the median second)".format(med))
         print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
             r["shape"], r["mode"] + (" sync" if r["sync"] else ""), fmt(r["slots"], "{}"),
             fmt(r["candidates_per_min"], "{:.1f}"), fmt(r["ratio_vs_1gpu"], "{:.2f}x"), busy, cores,

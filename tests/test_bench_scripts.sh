@@ -39,6 +39,8 @@ mkrun() {  # NAME CANDS_PER_MIN EVALUATED CPU_S UNITS  (32 cores, 16 busy, 60 s)
 }
 mkrun seed-1 1000 1000 0.8 1.5
 mkrun seed-all 1800 1800 0.8 1.5
+# seed-all's seconds: 4, 30, 31, 30 and 2 cores busy of 32: median 30
+printf '0 0\n4 32\n34 64\n65 96\n95 128\n97 160\n' >"$tmp/sc/seed-all/cpu.txt"
 mkrun seed-mpi 1600 1600 0.02 0
 "$PY" "$ROOT/bench/scale_report.py" "$tmp/sc" --cores 32 --json >"$tmp/sc.json" 2>"$tmp/err"
 if "$PY" - "$tmp/sc.json" <<'PYEOF'
@@ -49,8 +51,10 @@ assert abs(rows["seed-mpi"]["cores_busy"] - 16.0) < 1e-9, rows["seed-mpi"]
 assert abs(rows["seed-mpi"]["cpu_s_per_candidate"] - 16.0 * 60 / 1600) < 1e-9, rows["seed-mpi"]
 assert rows["seed-mpi"]["nvrtc_units_per_candidate"] is None, rows["seed-mpi"]
 assert rows["seed-1"]["cpu_s_per_candidate"] == 0.8 and rows["seed-1"]["nvrtc_units_per_candidate"] == 1.5
+assert abs(rows["seed-all"]["cores_busy_median"] - 30.0) < 1e-9, rows["seed-all"]
+assert rows["seed-1"]["cores_busy_median"] is None, rows["seed-1"]
 PYEOF
-then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores"
+then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores, the median second's cores"
 else bad "scale_report.py: $(head -3 "$tmp/err")"; fi
 
 # ws_ab.sh's one-knob A/B modes on a stub evoeng that records each bench
