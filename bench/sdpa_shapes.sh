@@ -21,6 +21,8 @@
 #   times them all in one process).
 #   Set EXTRA_DB=path.db (and EXTRA_SHAPE=B,H,S,D,C) to add the export of
 #   a longer run (e.g. the 20-generation run on the seed shape).
+# Exit status: 0 when every run, export and the comparison succeeded, 1
+# otherwise (each failure named on stderr; the other shapes still run).
 set -u
 out=${1:?usage: sdpa_shapes.sh OUTDIR [SECONDS] [SHAPE ...]}
 secs=${2:-60}
@@ -34,6 +36,8 @@ gens=${GENERATIONS:-100000}
 E=${EVOENG:-build/src/evoeng}
 export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 mkdir -p "$out/exports"
+fails=0
+failed() { echo "sdpa_shapes.sh: $*" >&2; fails=$((fails + 1)); }
 for sh in "${shapes[@]}"; do
     IFS=, read -r B H S D C HKV SQ <<<"$sh"
     tag="b${B}h${H}s${S}d${D}c${C}${HKV:+k$HKV}${SQ:+q$SQ}"
@@ -42,13 +46,18 @@ for sh in "${shapes[@]}"; do
     if [ ! -f "$out/exports/$tag.json" ]; then
         echo "=== $tag: evoeng run for ${secs}s"
         $E run ${TASK:+--task "$TASK"} --dim B="$B" --dim H="$H" --dim S="$S" --dim D="$D" --dim CAUSAL="$C" "${gq[@]}" --generations "$gens" \
-            --population "$pop" --children "$pop" --time-limit "$secs" --db "$db" --quiet
+            --population "$pop" --children "$pop" --time-limit "$secs" --db "$db" --quiet ||
+            failed "$tag: evoeng run exited $?"
         $E top -n 3 --db "$db"
-        $E export --best --format json --db "$db" -o "$out/exports/$tag.json"
+        $E export --best --format json --db "$db" -o "$out/exports/$tag.json" || failed "$tag: evoeng export exited $?"
     fi
 done
 if [ -n "${EXTRA_DB:-}" ]; then
-    $E export --best --format json --db "$EXTRA_DB" -o "$out/exports/extra.json"
+    $E export --best --format json --db "$EXTRA_DB" -o "$out/exports/extra.json" || failed "extra: evoeng export exited $?"
 fi
-[ "${COMPARE:-1}" = 0 ] && exit 0
-python3 bench/compare_sdpa.py "$out"/exports/*.json --out "$out/sdpa_results.json" 2>&1 | tee "$out/sdpa_table.txt"
+if [ "${COMPARE:-1}" != 0 ]; then
+    python3 bench/compare_sdpa.py "$out"/exports/*.json --out "$out/sdpa_results.json" 2>&1 | tee "$out/sdpa_table.txt"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" -eq 0 ] || failed "compare_sdpa.py exited $rc"
+fi
+[ "$fails" -eq 0 ]

@@ -57,6 +57,25 @@ PYEOF
 then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores, the median second's cores"
 else bad "scale_report.py: $(head -3 "$tmp/err")"; fi
 
+# sdpa_shapes.sh's exit status: a stub evoeng whose run fails at S=77
+cat >"$tmp/evo_sq" <<'STUB'
+#!/bin/sh
+case "$1 $*" in
+    "run "*S=77*) echo "stub: run failed" >&2; exit 3;;
+    "export "*) for a; do [ "$p" = -o ] && echo '{}' >"$a"; p=$a; done;;
+esac
+exit 0
+STUB
+chmod +x "$tmp/evo_sq"
+COMPARE=0 EVOENG="$tmp/evo_sq" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq1" 1 1,1,64,64,0 >"$tmp/out" 2>&1
+rc1=$?
+COMPARE=0 EVOENG="$tmp/evo_sq" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq2" 1 1,1,64,64,0 1,1,77,64,0 >"$tmp/out2" 2>&1
+rc2=$?
+if [ "$rc1" -eq 0 ] && [ "$rc2" -eq 1 ] && grep -q "b1h1s77d64c0: evoeng run exited 3" "$tmp/out2" &&
+   [ -f "$tmp/sq2/exports/b1h1s64d64c0.json" ]
+then ok "sdpa_shapes.sh: exit 0 when all ran, 1 naming the shape whose run failed, the others still run"
+else bad "sdpa_shapes.sh: exits $rc1 and $rc2: $(tail -3 "$tmp/out2")"; fi
+
 # ws_ab.sh's one-knob A/B modes on a stub evoeng that records each bench
 # call: every A and B is a whole configuration (no knob given twice, which
 # evoeng refuses) and the two differ in exactly the knob under test (and
