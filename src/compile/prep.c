@@ -27,9 +27,7 @@ static int render(const Task *t, const char *text, const char *file, const int64
     }
     for (int i = 0; i < nc; i++) {
         names[np + i] = task_compile_dim(t, i);
-        for (int d = 0; d < task_ndims(t); d++)
-            if (strcmp(task_dim_name(t, d), names[np + i]) == 0)
-                values[np + i] = task_dim_value(t, shape, d);
+        values[np + i] = task_dim_value(t, shape, task_compile_dim_index(t, i));
     }
     int rc = template_render(text, file, names, values, np + nc, src, err);
     free(names);
@@ -55,7 +53,9 @@ static int add_unit(PrepUnit **units, int *n, char *src)
     return (*n)++;
 }
 
-void prep_unit_hash(const PrepUnit *u, char hex[65])
+/* The sha256 of u's source into hex: taken on the compile lane once u
+ * was waited for (unit_join), else computed here. */
+static void unit_hash(const PrepUnit *u, char hex[65])
 {
     if (u->hash[0])
         memcpy(hex, u->hash, 65);
@@ -167,14 +167,11 @@ static int same_compile_dims(const Task *t, int s)
 {
     int nc = task_ncompile_dims(t);
     for (int r = 0; r < s; r++) {
-        int same = 1;
-        for (int i = 0; i < nc && same; i++) {
-            const char *name = task_compile_dim(t, i);
-            for (int d = 0; d < task_ndims(t); d++)
-                if (strcmp(task_dim_name(t, d), name) == 0 && task_dim_value(t, r, d) != task_dim_value(t, s, d))
-                    same = 0;
-        }
-        if (same)
+        int i = 0;
+        while (i < nc && task_dim_value(t, r, task_compile_dim_index(t, i)) ==
+                             task_dim_value(t, s, task_compile_dim_index(t, i)))
+            i++;
+        if (i == nc)
             return r;
     }
     return -1;
@@ -480,7 +477,7 @@ void prep_compile_record(const PrepUnit *u, CompileRecord *c)
     compile_record_init(c);
     c->cache_key = xstrdup(u->res.key);
     char hex[65];
-    prep_unit_hash(u, hex);
+    unit_hash(u, hex);
     c->source_hash = xstrdup(hex);
     c->arch = xstrdup(u->target);
     c->options = xstrdup(u->res.options ? u->res.options : "");

@@ -27,7 +27,7 @@ typedef struct PrepCompile PrepCompile;   /* a compilation in flight (prep.c) */
 /* One distinct rendered source and its compilation. */
 typedef struct PrepUnit {
     char          *source;
-    char           hash[65];  /* sha256 of source once compiled ("" before): read it with prep_unit_hash */
+    char           hash[65];  /* sha256 of source once compiled ("" before; prep_compile_record) */
     CompileResult  res;
     char           target[24];/* the NVRTC target it was compiled for (a copy: the DeviceInfo may go first) */
     PrepCompile   *job;       /* queued or running compilation, NULL when none */
@@ -118,10 +118,6 @@ const char *prep_failure_log(const Prepared *p);
  * is waited for (prep_unit_wait, prep_many), so a worker loads them with
  * cuModuleGetFunction as they are. */
 const char *prep_unit_entry(const PrepUnit *u, const char *entry);
-
-/* The sha256 (64 hex digits) of unit u's source into hex: taken on the
- * compile lane once u was submitted and waited for, else computed here. */
-void prep_unit_hash(const PrepUnit *u, char hex[65]);
 
 /* Rewrite plan's reference launches (shape `shape`) to the lowered names
  * of the reference unit that shape uses. Idempotent. */

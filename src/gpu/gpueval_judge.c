@@ -21,11 +21,9 @@ static void take_bench_unit(Child *c, const Prepared *p)
 {
     const PrepUnit *u = &p->units[p->shape_unit[0]];
     ge_set_str(&c->source_text, u->source);
-    char hex[65];
-    prep_unit_hash(u, hex);
-    ge_set_str(&c->rec.source_hash, hex);
     compile_record_free(&c->comp);
     prep_compile_record(u, &c->comp);
+    ge_set_str(&c->rec.source_hash, c->comp.source_hash);
 }
 
 /* Gate shape s of a child whose unit is loaded. Returns 0 (a failure is in

@@ -102,9 +102,11 @@ int   task_set_dim(Task *t, const char *name, int64_t v, EvoErr *err);
 /* "B=4 H=8 S=512 D=64 causal=0": every dim of shape s, in spec order.
  * Fresh string. */
 char *task_shape_label(const Task *t, int shape);
-/* The compile dims (macros the template sees besides the params). */
+/* The compile dims (macros the template sees besides the params): the
+ * i-th one's name, and its index among the dims (task_dim_value's d). */
 int         task_ncompile_dims(const Task *t);
 const char *task_compile_dim(const Task *t, int i);
+int         task_compile_dim_index(const Task *t, int i);
 
 /* ---- input profiles (task_init.c) -------------------------------------- */
 

@@ -75,6 +75,7 @@ const char *task_dim_name(const Task *t, int d) { return t->dim_names[d]; }
 int task_nshapes(const Task *t) { return 1 + t->nextra; }
 int task_ncompile_dims(const Task *t) { return t->ncompile; }
 const char *task_compile_dim(const Task *t, int i) { return t->dim_names[t->compile_dims[i]]; }
+int task_compile_dim_index(const Task *t, int i) { return t->compile_dims[i]; }
 
 int64_t task_dim_value(const Task *t, int shape, int d)
 {
