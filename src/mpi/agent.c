@@ -157,6 +157,17 @@ static json_t *num_json(double v)
     return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* The A/B of kid against parent; its ratio and spread go into reply o.
+ * Returns the evaluator's rc. */
+static int compare_into(Agent *a, Child *kid, Child *parent, json_t *o, EvoErr *err)
+{
+    double ratio = NAN, spread = NAN;
+    int rc = a->ev->compare(a->ctx, parent, kid, &ratio, &spread, err);
+    json_object_set_new(o, "ratio", num_json(ratio));
+    json_object_set_new(o, "spread", num_json(spread));
+    return rc;
+}
+
 /* The A/B of kid against parent right after kid's stage-A gate passed,
  * as one process's GPU thread runs it: what a compare request's reply
  * would carry ({"rc", "err"?, "ratio", "spread", "res"}), saving rank 0
@@ -164,11 +175,12 @@ static json_t *num_json(double v)
 static json_t *then_compare(Agent *a, Child *kid, Child *parent)
 {
     EvoErr err = {{0}};
-    double ratio = NAN, spread = NAN, t0 = time_now_ms();
-    int rc = a->ev->compare(a->ctx, parent, kid, &ratio, &spread, &err);
+    json_t *o = json_object();
+    double t0 = time_now_ms();
+    int rc = compare_into(a, kid, parent, o, &err);
     mpistat_add(a->stat, "compare", "fused_serve_ms", a->stat ? time_now_ms() - t0 : 0);
-    json_t *o = json_pack("{s:i, s:o, s:o, s:o}", "rc", rc, "ratio", num_json(ratio), "spread", num_json(spread),
-                          "res", wire_result_put(kid, 0));
+    json_object_set_new(o, "rc", json_integer(rc));
+    json_object_set_new(o, "res", wire_result_put(kid, 0));
     if (rc < 0 && rc != EVAL_RETRY)
         json_object_set_new(o, "err", json_string(err.msg));
     return o;
@@ -184,7 +196,7 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     EvoErr err = {{0}};
     json_t *o = json_object();
     int rc;
-    double ratio = NAN, spread = NAN, t0 = time_now_ms(), t1 = 0;
+    double t0 = time_now_ms(), t1 = 0;
     char name[32];
     mpistat_name(req, name, sizeof(name));
     kid->gpu = slot;
@@ -202,9 +214,7 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     } else if (strcmp(op, "time") == 0) {
         rc = a->ev->time(a->ctx, kid, &err);
     } else if (strcmp(op, "compare") == 0) {
-        rc = a->ev->compare(a->ctx, parent, kid, &ratio, &spread, &err);
-        json_object_set_new(o, "ratio", num_json(ratio));
-        json_object_set_new(o, "spread", num_json(spread));
+        rc = compare_into(a, kid, parent, o, &err);
     } else {   /* calibrate */
         rc = a->ev->calibrate ? a->ev->calibrate(a->ctx, kid, &err) : 0;
     }

@@ -281,6 +281,16 @@ static void call_stat(MpiEval *m, const char *name, double t0, const Pending *p)
     }
 }
 
+/* A reply's rc: 0, -1 with err naming the agent's rank and its message,
+ * or EVAL_RETRY. */
+static int reply_rc(const json_t *reply, int rank, EvoErr *err)
+{
+    int rc = (int)json_integer_value(json_object_get(reply, "rc"));
+    if (rc == -1)
+        err_set(err, "MPI rank %d: %s", rank, json_string_value(json_object_get(reply, "err")));
+    return rc;
+}
+
 /* Send op about kid (and parent) to agent a and wait for the reply
  * (*reply, the caller decrefs), or only send it (reply NULL). extra: more
  * fields of the request (taken). Returns the reply's rc: 0, -1 with err,
@@ -325,12 +335,7 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, const Child *pare
     *reply = p.reply;
     if (m->stat && !p.lost)
         call_stat(m, name, t0, &p);
-    if (p.lost)
-        return EVAL_RETRY;
-    int rc = (int)json_integer_value(json_object_get(p.reply, "rc"));
-    if (rc == -1)
-        err_set(err, "MPI rank %d: %s", rank, json_string_value(json_object_get(p.reply, "err")));
-    return rc;
+    return p.lost ? EVAL_RETRY : reply_rc(p.reply, rank, err);
 }
 
 /* The agent and its local slot of a child's slot; with judge, that
@@ -486,23 +491,19 @@ static int me_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
         return err_set(err, "compare: the parent was never submitted");
     MChild *mc = kid->priv;
     json_t *ab = mc ? mc->ab : NULL;
-    if (ab) {   /* run by the agent after the stage-A gate (me_gate) */
+    int rc;
+    if (mc)
         mc->ab = NULL;
-        if (mc->ab_parent == ((const MChild *)parent->priv)->id && mc->ab_slot == kid->gpu) {
-            mpistat_add(m->stat, "compare", "fused", 1);
-            int rc = (int)json_integer_value(json_object_get(ab, "rc"));
-            if (rc == -1)
-                err_set(err, "MPI rank %d: %s", mc->ab_rank, json_string_value(json_object_get(ab, "err")));
-            if (rc != EVAL_RETRY) {
-                *ratio = num_or_nan(json_object_get(ab, "ratio"));
-                *spread = num_or_nan(json_object_get(ab, "spread"));
-            }
-            return take(ab, kid, rc, err);
-        }
+    if (ab && mc->ab_parent == ((const MChild *)parent->priv)->id && mc->ab_slot == kid->gpu) {
+        /* run by the agent after the stage-A gate (me_gate): its reply is this one */
+        mpistat_add(m->stat, "compare", "fused", 1);
+        reply = ab;
+        rc = reply_rc(reply, mc->ab_rank, err);
+    } else {
         json_decref(ab);
+        int a = slot_agent(m, kid, 1, &extra);
+        rc = call(m, a, "compare", kid, parent, extra, &reply, err);
     }
-    int a = slot_agent(m, kid, 1, &extra);
-    int rc = call(m, a, "compare", kid, parent, extra, &reply, err);
     if (reply && rc != EVAL_RETRY) {
         *ratio = num_or_nan(json_object_get(reply, "ratio"));
         *spread = num_or_nan(json_object_get(reply, "spread"));
