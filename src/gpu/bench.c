@@ -4,11 +4,13 @@
  */
 #include "gpu/bench.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpu/proto.h"
 #include "gpu/watchdog.h"
@@ -119,6 +121,10 @@ int bench_env_check(EvoErr *err)
     if (env_hold_off(&off) < 0)
         return err_set(err, "EVOENG_TIMING_HOLD='%s': expected 0 (time without the hold) or 1 (the default)",
                        getenv("EVOENG_TIMING_HOLD"));
+    CudaWait wait;
+    if (cuda_wait_mode(&wait) < 0)
+        return err_set(err, "EVOENG_GPU_WAIT='%s': expected spin, block or sleep (the default)",
+                       getenv("EVOENG_GPU_WAIT"));
     return watchdog_env_check(err);
 }
 
@@ -291,6 +297,7 @@ typedef struct Runner {
     const CudaLaunches *cl;
     CUgraphExec         exec;    /* NULL: launch from the host */
     int                 batch;   /* runs per sample */
+    double              run_ms;  /* the last sample's time per run, 0: none yet */
 } Runner;
 
 /* The hold's word: pinned, mapped host memory. Without the driver's entry
@@ -438,9 +445,28 @@ static int timer_enqueue(Timer *t, const Runner *r, int cold, int batch)
     return 0;
 }
 
+/* In CUDA_WAIT_SLEEP, sleep through most of a sample expected to last
+ * expect_ms, then poll its end event: the core is free meanwhile and the
+ * GPU idles no longer after the sample than with a spinning wait. The
+ * margin covers the sleep's overshoot (timer slack, a busy core). */
+static void timer_sleep(Timer *t, double expect_ms)
+{
+    CudaApi *api = t->c->api;
+    if (t->c->wait != CUDA_WAIT_SLEEP || !api->cuEventQuery || expect_ms < 0.1)
+        return;
+    double nap = expect_ms * 0.85 - 0.06;
+    if (nap > 0.02) {
+        struct timespec ts = {.tv_sec = (time_t)(nap / 1e3), .tv_nsec = (long)(fmod(nap, 1e3) * 1e6)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    while (api->cuEventQuery(t->e1) == CUDA_ERROR_NOT_READY)
+        ;
+}
+
 /* One sample of r, held until it is fully queued (see bench.h); *ms gets
  * the time per run. */
-static int timer_sample(Timer *t, const Runner *r, int cold, double *ms)
+static int timer_sample(Timer *t, Runner *r, int cold, double *ms)
 {
     CudaApi *api = t->c->api;
     int batch = cold ? 1 : r->batch;
@@ -450,11 +476,13 @@ static int timer_sample(Timer *t, const Runner *r, int cold, double *ms)
     timer_hold_release(t);
     if (rc != 0)
         return -1;
+    timer_sleep(t, r->run_ms * batch);
     if ((t->cu = api->cuEventSynchronize(t->e1)) != CUDA_SUCCESS)
         return cuda_check(api, t->cu, "cuEventSynchronize", &t->err);
     if ((t->cu = api->EventElapsedTime(&f, t->e0, t->e1)) != CUDA_SUCCESS)
         return cuda_check(api, t->cu, "cuEventElapsedTime", &t->err);
     *ms = (double)f / batch;
+    r->run_ms = *ms;
     return 0;
 }
 
@@ -510,7 +538,7 @@ int bench_time(CudaCtx *c, const CudaLaunches *cl, const BenchOptions *o, int kn
                EvoErr *err)
 {
     Timer t;
-    Runner run = {cl, NULL, 1};
+    Runner run = {cl, NULL, 1, 0};
     int n = o->samples > 0 ? o->samples : 25;
     double *x = xcalloc((size_t)n, sizeof(*x));
     (void)err;
@@ -550,7 +578,7 @@ static int compare_round(Timer *t, int n, Runner *ra, Runner *rb, const int *don
         *rng ^= *rng >> 7;
         *rng ^= *rng << 17;
         int b_first = (int)(*rng >> 63);
-        const Runner *first = b_first ? &rb[k] : &ra[k], *second = b_first ? &ra[k] : &rb[k];
+        Runner *first = b_first ? &rb[k] : &ra[k], *second = b_first ? &ra[k] : &rb[k];
         double *tf = b_first ? &tb[k][p] : &ta[k][p], *ts = b_first ? &ta[k][p] : &tb[k][p];
         if (timer_sample(t, first, cold, tf) != 0 || timer_sample(t, second, cold, ts) != 0)
             return -1;
@@ -574,8 +602,8 @@ int bench_compare_multi(CudaCtx *c, int n, const CudaLaunches *const *a, const C
     n = n < 1 ? 1 : n > PLAN_MAX_PROFILES ? PLAN_MAX_PROFILES : n;
     pairs = bench_pairs_per_profile(o, n);
     for (int k = 0; k < n; k++) {
-        ra[k] = (Runner){a[k], NULL, 1};
-        rb[k] = (Runner){b[k], NULL, 1};
+        ra[k] = (Runner){a[k], NULL, 1, 0};
+        rb[k] = (Runner){b[k], NULL, 1, 0};
         ta[k] = xcalloc((size_t)pairs * (size_t)tries, sizeof(double));
         tb[k] = xcalloc((size_t)pairs * (size_t)tries, sizeof(double));
         rt[k] = xcalloc((size_t)pairs * (size_t)tries, sizeof(double));

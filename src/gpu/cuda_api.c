@@ -76,6 +76,8 @@ static const Sym syms[] = {
     SYM(cuMemFreeHost, "cuMemFreeHost", 0),
     SYM(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", 0),
     SYM(cuStreamWaitValue32, "cuStreamWaitValue32_v2", 0),
+    SYM2(cuDevicePrimaryCtxSetFlags, "cuDevicePrimaryCtxSetFlags_v2", "cuDevicePrimaryCtxSetFlags", 0),
+    SYM(cuEventQuery, "cuEventQuery", 0),
 };
 
 int cuda_load_from(const char *path, CudaApi **out, EvoErr *err)
@@ -254,6 +256,21 @@ fail:
 
 /* ---- context ---------------------------------------------------------- */
 
+int cuda_wait_mode(CudaWait *mode)
+{
+    const char *v = getenv("EVOENG_GPU_WAIT");
+    *mode = CUDA_WAIT_SLEEP;
+    if (!v || !*v)
+        return 0;
+    if (strcmp(v, "spin") == 0)
+        *mode = CUDA_WAIT_SPIN;
+    else if (strcmp(v, "block") == 0)
+        *mode = CUDA_WAIT_BLOCK;
+    else if (strcmp(v, "sleep") != 0)
+        return -1;
+    return 0;
+}
+
 int cuda_context_open(CudaApi *api, int ordinal, CudaCtx *c, EvoErr *err)
 {
     memset(c, 0, sizeof(*c));
@@ -262,6 +279,13 @@ int cuda_context_open(CudaApi *api, int ordinal, CudaCtx *c, EvoErr *err)
     if (cuda_query_device(api, ordinal, &c->info, err) != 0)
         goto fail;
     EVO_CU(api, api->cuDeviceGet(&c->dev, ordinal), err);
+    if (cuda_wait_mode(&c->wait) != 0)
+        c->wait = CUDA_WAIT_SLEEP;
+    /* a wait that blocks leaves the core to the compile helpers; a context
+     * already active (another user of the primary context in this process)
+     * keeps its flags, which only changes how this process waits */
+    if (c->wait != CUDA_WAIT_SPIN && api->cuDevicePrimaryCtxSetFlags)
+        (void)api->cuDevicePrimaryCtxSetFlags(c->dev, CU_CTX_SCHED_BLOCKING_SYNC);
     EVO_CU(api, api->cuDevicePrimaryCtxRetain(&c->ctx, c->dev), err);
     EVO_CU(api, api->cuCtxSetCurrent(c->ctx), err);
     EVO_CU(api, api->cuStreamCreate(&c->stream, CU_STREAM_DEFAULT), err);

@@ -91,6 +91,8 @@ typedef struct CudaApi {
     CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr *d, void *p, unsigned int flags);
     CUresult (*cuStreamWaitValue32)(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
     CUresult (*cuMemGetInfo)(size_t *free_b, size_t *total_b);
+    CUresult (*cuDevicePrimaryCtxSetFlags)(CUdevice d, unsigned int flags);
+    CUresult (*cuEventQuery)(CUevent e);
     CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *addr,
                                        const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
                                        const cuuint32_t *elem_strides, CUtensorMapInterleave interleave,
@@ -142,6 +144,19 @@ int cuda_query_device(CudaApi *api, int ordinal, DeviceInfo *out, EvoErr *err);
 
 /* ---- context --------------------------------------------------------- */
 
+/* How a thread waits for the GPU (EVOENG_GPU_WAIT):
+ *  - spin: the driver's default, a core spins through every wait;
+ *  - block: every wait sleeps until the GPU signals (the core is free, the
+ *    wake-up costs tens of microseconds);
+ *  - sleep (the default): waits block, but a timing sample is slept through
+ *    for most of its expected length and its end polled, so the GPU idles
+ *    no longer between samples than with spin. */
+typedef enum CudaWait { CUDA_WAIT_SLEEP = 0, CUDA_WAIT_SPIN, CUDA_WAIT_BLOCK } CudaWait;
+
+/* *mode from $EVOENG_GPU_WAIT ("spin", "block", "sleep"; unset or empty:
+ * sleep). Returns 0, or -1 for another value (*mode is then sleep). */
+int cuda_wait_mode(CudaWait *mode);
+
 /* A context on one device (the primary context, made current on the
  * calling thread) plus one stream for all work. The stream is a blocking
  * one (CU_STREAM_DEFAULT), so the synchronous cuMemset and cuMemcpy calls on
@@ -151,11 +166,13 @@ typedef struct CudaCtx {
     CUdevice  dev;
     CUcontext ctx;
     CUstream  stream;
+    CudaWait  wait;    /* how its waits are done (cuda_wait_mode) */
     DeviceInfo info;
 } CudaCtx;
 
-/* cuInit, query the device, retain its primary context, make it current,
- * create a stream. Fills *c. Returns 0 or -1 (err). */
+/* cuInit, query the device, retain its primary context (with blocking
+ * waits unless cuda_wait_mode says spin), make it current, create a
+ * stream. Fills *c. Returns 0 or -1 (err). */
 int cuda_context_open(CudaApi *api, int ordinal, CudaCtx *c, EvoErr *err);
 /* Destroy the stream and release the primary context. Safe on a zeroed or
  * failed CudaCtx. */
