@@ -82,7 +82,7 @@ run_one() {
     case $mode in
         [0-9]*) cmd+=(--gpus "$mode");;
         all) cmd+=(--gpus all);;
-        mpi) cmd=(env EVOENG_MPI_TIMEOUT=120 $MPIRUN -x EVOENG_CACHE_DIR -x EVOENG_MPI_TIMEOUT ${EVOENG_MPI_DEBUG:+-x EVOENG_MPI_DEBUG} ${EVOENG_GPU_WAIT:+-x EVOENG_GPU_WAIT} -np $((ngpu + 1))
+        mpi) cmd=(env EVOENG_MPI_TIMEOUT=120 $MPIRUN -x EVOENG_CACHE_DIR -x EVOENG_MPI_TIMEOUT ${EVOENG_MPI_DEBUG:+-x EVOENG_MPI_DEBUG} ${EVOENG_GPU_WAIT:+-x EVOENG_GPU_WAIT} ${EVOENG_COMPILE_NICE:+-x EVOENG_COMPILE_NICE} -np $((ngpu + 1))
                   "$wrap" "${cmd[@]}" --gpus 1);;
     esac
     echo "${cmd[*]}" > "$d/command.txt"

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -163,6 +164,21 @@ static int serve(int in, int out)
     }
 }
 
+/* A helper compiles only when nothing else wants the core: SCHED_IDLE,
+ * unless EVOENG_COMPILE_NICE names a nice value (inherited from the compile
+ * thread that started it). A task of the run that wakes (a GPU worker whose
+ * kernel finished, the loop) then takes a core from a helper at once,
+ * instead of waiting for its turn behind 64 of them. */
+static void helper_idle(void)
+{
+#ifdef SCHED_IDLE
+    const char *nice = getenv("EVOENG_COMPILE_NICE");
+    struct sched_param sp = {0};
+    if (!nice || !*nice)
+        (void)sched_setscheduler(0, SCHED_IDLE, &sp);   /* best effort */
+#endif
+}
+
 int cserver_dispatch(int argc, char **argv, int *exit_code)
 {
     long in_fd, out_fd;
@@ -178,6 +194,7 @@ int cserver_dispatch(int argc, char **argv, int *exit_code)
      * helper ends when its compile thread closes the pipe (or dies) */
     signal(SIGINT, SIG_IGN);
     signal(SIGTERM, SIG_IGN);
+    helper_idle();
     *exit_code = serve((int)in_fd, (int)out_fd);
     return 1;
 }

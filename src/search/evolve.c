@@ -238,8 +238,11 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
 
     if (setup_baseline(&L, err))
         goto fail_run;
+    double t_base = time_now_ms();
     if (ev->calibrate && ev->slots && ev->slots(ev_ctx) > 1 && ev->calibrate(ev_ctx, &L.baseline, err))
         goto fail_run;
+    if (getenv("EVOENG_STEADY_DEBUG"))
+        fprintf(stderr, "dbg start: baseline %.0f ms, calibrate %.0f ms\n", t_base - L.t0, time_now_ms() - t_base);
     summary->baseline_latency_us = L.base_latency;
 
     int exhaustive = strcmp(cfg->strategy, "exhaustive") == 0;
