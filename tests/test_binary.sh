@@ -48,7 +48,7 @@ expect 2 "an out-of-range EVOENG_SAMPLE_MS is a usage error" -- env EVOENG_SAMPL
 expect 2 "a bad EVOENG_TIMING_HOLD is a usage error" -- env EVOENG_TIMING_HOLD=yes "$EVOENG" run --generations 1 --db "$tmp/env.db"
 grep_out err "EVOENG_TIMING_HOLD='yes': expected 0" "it names the hold variable"
 expect 2 "a bad EVOENG_GPU_WAIT is a usage error" -- env EVOENG_GPU_WAIT=busy "$EVOENG" run --generations 1 --db "$tmp/env.db"
-grep_out err "EVOENG_GPU_WAIT='busy': expected spin, block or sleep" "it names the wait variable and its values"
+grep_out err "EVOENG_GPU_WAIT='busy': expected block (the default), spin or sleep" "it names the wait variable and its values"
 expect 2 "a bad EVOENG_WATCHDOG_S is a usage error" -- env EVOENG_WATCHDOG_S=forever "$EVOENG" run --generations 1 --db "$tmp/env.db"
 grep_out err "EVOENG_WATCHDOG_S='forever': expected the most seconds" "the error names the variable and what it expects"
 expect 2 "an out-of-range EVOENG_WATCHDOG_S is a usage error" -- env EVOENG_WATCHDOG_S=0.1 "$EVOENG" check "$EVO_SOURCE_ROOT/tests/data/hang/task.json" --gpu

@@ -3,8 +3,8 @@
 #  1. `run --gpus 2`: the run completes, no configuration is judged twice,
 #     and children were judged on both GPUs (metrics_json "gpu".index 0
 #     and 1), each with its calibration scale;
-#  2. ten kill -9s and resumes with --gpus 2 (tests/test_gpu_resume.sh,
-#     GPUS=2 KILLS=10): nothing lost, nothing judged twice;
+#  2. ten (KILLS) kill -9s and resumes with --gpus 2 (tests/test_gpu_resume.sh,
+#     GPUS=2 KILLS=${KILLS:-10}): nothing lost, nothing judged twice;
 #  3. `check --gpu --gpus 2`: the sweep over both GPUs passes.
 set -u
 E=${EVOENG:?}
@@ -29,7 +29,7 @@ for g in 0 1; do
     echo "$per" | grep -q "^$g|" || { echo "FAIL: no child judged on GPU $g"; fails=$((fails+1)); }
 done
 echo "=== kill -9 and resume on two GPUs"
-GPUS=2 KILLS=10 sh "$ROOT/tests/test_gpu_resume.sh" || { echo "FAIL: resume on two GPUs"; fails=$((fails+1)); }
+GPUS=2 KILLS=${KILLS:-10} sh "$ROOT/tests/test_gpu_resume.sh" || { echo "FAIL: resume on two GPUs"; fails=$((fails+1)); }
 echo "=== check --gpu --gpus 2"
 "$E" check "$ROOT/templates/attention/task.json" --sample 40 --seed 9 --gpu --gpus 2 > "$tmp/check.log" 2>&1
 rc=$?

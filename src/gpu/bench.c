@@ -123,7 +123,7 @@ int bench_env_check(EvoErr *err)
                        getenv("EVOENG_TIMING_HOLD"));
     CudaWait wait;
     if (cuda_wait_mode(&wait) < 0)
-        return err_set(err, "EVOENG_GPU_WAIT='%s': expected spin, block or sleep (the default)",
+        return err_set(err, "EVOENG_GPU_WAIT='%s': expected block (the default), spin or sleep",
                        getenv("EVOENG_GPU_WAIT"));
     return watchdog_env_check(err);
 }

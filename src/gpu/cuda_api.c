@@ -259,14 +259,14 @@ fail:
 int cuda_wait_mode(CudaWait *mode)
 {
     const char *v = getenv("EVOENG_GPU_WAIT");
-    *mode = CUDA_WAIT_SLEEP;
+    *mode = CUDA_WAIT_BLOCK;
     if (!v || !*v)
         return 0;
     if (strcmp(v, "spin") == 0)
         *mode = CUDA_WAIT_SPIN;
-    else if (strcmp(v, "block") == 0)
-        *mode = CUDA_WAIT_BLOCK;
-    else if (strcmp(v, "sleep") != 0)
+    else if (strcmp(v, "sleep") == 0)
+        *mode = CUDA_WAIT_SLEEP;
+    else if (strcmp(v, "block") != 0)
         return -1;
     return 0;
 }
@@ -280,7 +280,7 @@ int cuda_context_open(CudaApi *api, int ordinal, CudaCtx *c, EvoErr *err)
         goto fail;
     EVO_CU(api, api->cuDeviceGet(&c->dev, ordinal), err);
     if (cuda_wait_mode(&c->wait) != 0)
-        c->wait = CUDA_WAIT_SLEEP;
+        c->wait = CUDA_WAIT_BLOCK;
     /* a wait that blocks leaves the core to the compile helpers; a context
      * already active (another user of the primary context in this process)
      * keeps its flags, which only changes how this process waits */

@@ -99,8 +99,9 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
     if (pool_open(&g->pool, opt->jobs, err))
         goto fail;
     /* compilations yield to the threads that keep the GPUs fed: the loop,
-     * the GPU threads and the workers (whose waits spin on a core);
-     * EVOENG_COMPILE_NICE=N sets another nice value (0: none) */
+     * the GPU threads and the workers; the compile threads run at nice 10
+     * and their helpers SCHED_IDLE (cserver.c). EVOENG_COMPILE_NICE=N sets
+     * another nice value for both instead (0: none) */
     const char *nice = getenv("EVOENG_COMPILE_NICE");
     pool_set_nice(g->pool, nice && *nice ? atoi(nice) : 10);
     if (prep_reference(task, &g->slots[0].dev, &g->ref, opt->jobs, err))
