@@ -16,6 +16,7 @@
 #include "search/judge.h"
 #include "search/llmgen.h"
 #include "search/loop.h"
+#include "search/moves.h"
 #include "search/ops.h"
 #include "search/population.h"
 #include "search/progress.h"
@@ -180,6 +181,7 @@ static void new_run_record(Loop *L)
  * the survivors in memory, the speculative children. */
 static void free_lookups(Loop *L)
 {
+    loop_space_cancel(L);
     space_index_free(&L->sidx);
     task_space_free(&L->space);
     loop_survivors_free(L);
@@ -236,6 +238,10 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
             goto fail_run;
     }
 
+    /* the first immigrants need the valid configurations: enumerate them
+     * while the baseline is judged */
+    if (strcmp(cfg->strategy, "exhaustive") != 0)
+        loop_space_ahead(&L);
     if (setup_baseline(&L, err))
         goto fail_run;
     double t_base = time_now_ms();

@@ -64,6 +64,7 @@ typedef struct Loop {
     TaskSpace           space;
     int                 space_state;
     struct SpaceIndex  *sidx;          /* lookups over space (propose.c), once enumerated */
+    struct SpaceJob    *space_job;     /* the enumeration started ahead (loop_space_ahead), or NULL */
     int                 checks;        /* constraint checks so far (propose.c) */
     char               *base_kernel;   /* the baseline's raw kernel when not the template, else NULL */
     /* parents kept prepared (compiled, loaded), least recently used out */

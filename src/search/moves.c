@@ -5,6 +5,7 @@
  */
 #include "search/moves.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,11 +54,76 @@ int loop_in_batch(Child *kids, int n, const char *key)
     return 0;
 }
 
+/* An enumeration running ahead: its thread fills space, rc and err (the
+ * index, which points into the space, is built where the space lands). */
+typedef struct SpaceJob {
+    pthread_t          thr;
+    const Task        *task;
+    const DeviceInfo  *dev;
+    TaskSpace          space;
+    int                rc;      /* task_space_enumerate's */
+    EvoErr             err;
+} SpaceJob;
+
+static void *space_job_run(void *arg)
+{
+    SpaceJob *j = arg;
+    j->rc = task_space_enumerate(j->task, j->dev, 0, &j->space, &j->err);
+    return NULL;
+}
+
+void loop_space_ahead(Loop *L)
+{
+    if (L->space_job || L->space_state != 0)
+        return;
+    SpaceJob *j = xcalloc(1, sizeof(*j));
+    j->task = L->task;
+    j->dev = L->dev;
+    if (pthread_create(&j->thr, NULL, space_job_run, j) != 0) {
+        free(j);
+        return;
+    }
+    L->space_job = j;
+}
+
+/* Join the job and take its result into L (take) or drop it. Returns the
+ * job's rc (with err) when taken, else 0. */
+static int space_join(Loop *L, int take, EvoErr *err)
+{
+    SpaceJob *j = L->space_job;
+    int rc = 0;
+    if (!j)
+        return 0;
+    pthread_join(j->thr, NULL);
+    L->space_job = NULL;
+    if (take && j->rc >= 0) {
+        L->space = j->space;
+        L->space_state = j->rc == 0 && L->space.count > 0 ? 1 : -1;
+        if (L->space_state > 0 && space_index_build(&L->sidx, L->task, &L->space, 0, err))
+            rc = -1;
+    } else {
+        if (take) {
+            rc = -1;
+            err_set(err, "%s", j->err.msg);
+        }
+        task_space_free(&j->space);
+    }
+    free(j);
+    return rc;
+}
+
+void loop_space_cancel(Loop *L)
+{
+    space_join(L, 0, NULL);
+}
+
 /* The task's valid configurations, enumerated once a run (L->space) and
  * indexed (L->sidx). 1 when they are there, 0 when there are too many to
  * enumerate, -1 on an error. */
 static int have_space(Loop *L, EvoErr *err)
 {
+    if (L->space_job && space_join(L, 1, err) < 0)
+        return -1;
     if (L->space_state == 0) {
         int e = task_space_enumerate(L->task, L->dev, 0, &L->space, err);
         if (e < 0)

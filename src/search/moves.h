@@ -12,6 +12,16 @@
  * configuration if one is left (loop_fill_unseen). */
 #define MAX_ATTEMPTS    96
 
+/* Start enumerating the task's valid configurations (and their index) on
+ * a thread of its own, so that the first random immigrant finds them
+ * ready instead of waiting seconds for them (the attention task: about 2
+ * s, while the baseline is judged). Best effort: without a thread they
+ * are enumerated when first needed, as before. Same result either way. */
+void loop_space_ahead(Loop *L);
+/* Wait for the enumeration started by loop_space_ahead, if any, and drop
+ * it unused (a run that ends before its first immigrant). */
+void loop_space_cancel(Loop *L);
+
 /* What the moves of one generation work from. */
 typedef struct LoopMoves {
     const CandidateRecord *pop;
