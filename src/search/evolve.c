@@ -154,6 +154,25 @@ static int setup_baseline(Loop *L, EvoErr *err)
     return store_run_update(L->st, &L->run, err);
 }
 
+/* The baseline judged (or reloaded) and every slot calibrated on it;
+ * meanwhile the valid configurations are enumerated for the first
+ * immigrants. 0 or -1. */
+static int start_run(Loop *L, EvoErr *err)
+{
+    const EvaluatorOps *ev = L->ev;
+    if (strcmp(L->cfg->strategy, "exhaustive") != 0)
+        loop_space_ahead(L);
+    if (setup_baseline(L, err))
+        return -1;
+    double t_base = time_now_ms();
+    if (ev->calibrate && ev->slots && ev->slots(L->ev_ctx) > 1 && ev->calibrate(L->ev_ctx, &L->baseline, err))
+        return -1;
+    if (getenv("EVOENG_STEADY_DEBUG"))
+        fprintf(stderr, "dbg start: baseline %.0f ms, calibrate %.0f ms\n", t_base - L->t0, time_now_ms() - t_base);
+    L->sum->baseline_latency_us = L->base_latency;
+    return 0;
+}
+
 static char *dupnull(const char *s)
 {
     return s ? xstrdup(s) : NULL;
@@ -238,18 +257,8 @@ int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps 
             goto fail_run;
     }
 
-    /* the first immigrants need the valid configurations: enumerate them
-     * while the baseline is judged */
-    if (strcmp(cfg->strategy, "exhaustive") != 0)
-        loop_space_ahead(&L);
-    if (setup_baseline(&L, err))
+    if (start_run(&L, err))
         goto fail_run;
-    double t_base = time_now_ms();
-    if (ev->calibrate && ev->slots && ev->slots(ev_ctx) > 1 && ev->calibrate(ev_ctx, &L.baseline, err))
-        goto fail_run;
-    if (getenv("EVOENG_STEADY_DEBUG"))
-        fprintf(stderr, "dbg start: baseline %.0f ms, calibrate %.0f ms\n", t_base - L.t0, time_now_ms() - t_base);
-    summary->baseline_latency_us = L.base_latency;
 
     int exhaustive = strcmp(cfg->strategy, "exhaustive") == 0;
     int total = exhaustive ? 1 << 30 : cfg->generations;
