@@ -41,6 +41,7 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
     static const int first = 0;
     *out = NULL;
     *nogpu = 0;
+    double t_open = time_now_ms(), t_workers = 0, t_ref = 0;
     GpuEval *g = xcalloc(1, sizeof(*g));
     g->task = task;
     g->opt = *opt;
@@ -104,11 +105,16 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
      * another nice value for both instead (0: none) */
     const char *nice = getenv("EVOENG_COMPILE_NICE");
     pool_set_nice(g->pool, nice && *nice ? atoi(nice) : 10);
+    t_workers = time_now_ms();
     if (prep_reference(task, &g->slots[0].dev, &g->ref, opt->jobs, err))
         goto fail;
+    t_ref = time_now_ms();
     for (int w = 0; w < g->nslots; w++)
         if (load_reference(g, &g->slots[w], err))
             goto fail;
+    if (getenv("EVOENG_STEADY_DEBUG"))   /* where a run's first seconds go */
+        fprintf(stderr, "dbg open: %d worker%s %.0f ms, reference built %.0f ms, loaded %.0f ms\n", g->nslots,
+                g->nslots == 1 ? "" : "s", t_workers - t_open, t_ref - t_workers, time_now_ms() - t_ref);
     *out = g;
     return 0;
 fail:
