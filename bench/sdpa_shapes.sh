@@ -21,6 +21,12 @@
 #   times them all in one process).
 #   Set EXTRA_DB=path.db (and EXTRA_SHAPE=B,H,S,D,C) to add the export of
 #   a longer run (e.g. the 20-generation run on the seed shape).
+#   GPUS=N searches N shapes at once, shape k on GPU k mod N (--gpus K,),
+#   each run compiling on its share of the cores (-j cores/N; JOBS=J sets
+#   it); each lane's output goes to OUTDIR/lane<K>.log and is printed when
+#   every lane is done. The comparison then runs on GPU 0 alone, as before.
+#   With SHARED_DB the lanes still share one store (SQLite serialises
+#   them), but a lane's warm start sees only what was committed before it.
 # Exit status: 0 when every run, export and the comparison succeeded, 1
 # otherwise (each failure named on stderr; the other shapes still run).
 set -u
@@ -38,20 +44,48 @@ export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 mkdir -p "$out/exports"
 fails=0
 failed() { echo "sdpa_shapes.sh: $*" >&2; fails=$((fails + 1)); }
-for sh in "${shapes[@]}"; do
-    IFS=, read -r B H S D C HKV SQ <<<"$sh"
-    tag="b${B}h${H}s${S}d${D}c${C}${HKV:+k$HKV}${SQ:+q$SQ}"
-    gq=(${HKV:+--dim HKV=$HKV} ${SQ:+--dim SQ=$SQ})
-    db=${SHARED_DB:-$out/$tag.db}
-    if [ ! -f "$out/exports/$tag.json" ]; then
-        echo "=== $tag: evoeng run for ${secs}s"
+lanes=${GPUS:-1}
+case $lanes in ''|*[!0-9]*|0) echo "sdpa_shapes.sh: GPUS=$lanes: expected a number of GPUs, 1 or more" >&2; exit 2;; esac
+lane_opts=()
+if [ "$lanes" -gt 1 ]; then
+    jobs=${JOBS:-$(( $(nproc) / lanes ))}
+    [ "$jobs" -ge 1 ] || jobs=1
+fi
+# search LANE: the shapes whose index is LANE mod lanes, one after another
+search() {
+    local lane=$1 k=0 sh
+    [ "$lanes" -gt 1 ] && lane_opts=(--gpus "$lane," -j "$jobs")
+    for sh in "${shapes[@]}"; do
+        k=$((k + 1))
+        [ $(( (k - 1) % lanes )) -eq "$lane" ] || continue
+        IFS=, read -r B H S D C HKV SQ <<<"$sh"
+        tag="b${B}h${H}s${S}d${D}c${C}${HKV:+k$HKV}${SQ:+q$SQ}"
+        gq=(${HKV:+--dim HKV=$HKV} ${SQ:+--dim SQ=$SQ})
+        db=${SHARED_DB:-$out/$tag.db}
+        [ -f "$out/exports/$tag.json" ] && continue
+        echo "=== $tag: evoeng run for ${secs}s${lane_opts[*]:+ (${lane_opts[*]})}"
         $E run ${TASK:+--task "$TASK"} --dim B="$B" --dim H="$H" --dim S="$S" --dim D="$D" --dim CAUSAL="$C" "${gq[@]}" --generations "$gens" \
-            --population "$pop" --children "$pop" --time-limit "$secs" --db "$db" --quiet ||
+            --population "$pop" --children "$pop" --time-limit "$secs" --db "$db" --quiet "${lane_opts[@]}" ||
             failed "$tag: evoeng run exited $?"
         $E top -n 3 --db "$db"
         $E export --best --format json --db "$db" -o "$out/exports/$tag.json" || failed "$tag: evoeng export exited $?"
-    fi
-done
+    done
+    return "$fails"
+}
+if [ "$lanes" -eq 1 ]; then
+    search 0
+else
+    for ((g = 0; g < lanes; g++)); do
+        search "$g" > "$out/lane$g.log" 2>&1 &
+        pids[g]=$!
+    done
+    for ((g = 0; g < lanes; g++)); do
+        wait "${pids[g]}"
+        rc=$?
+        cat "$out/lane$g.log"
+        [ "$rc" -eq 0 ] || { grep -h "^sdpa_shapes.sh: " "$out/lane$g.log" >&2; fails=$((fails + rc)); }
+    done
+fi
 if [ -n "${EXTRA_DB:-}" ]; then
     $E export --best --format json --db "$EXTRA_DB" -o "$out/exports/extra.json" || failed "extra: evoeng export exited $?"
 fi

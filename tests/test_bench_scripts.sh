@@ -76,6 +76,36 @@ if [ "$rc1" -eq 0 ] && [ "$rc2" -eq 1 ] && grep -q "b1h1s77d64c0: evoeng run exi
 then ok "sdpa_shapes.sh: exit 0 when all ran, 1 naming the shape whose run failed, the others still run"
 else bad "sdpa_shapes.sh: exits $rc1 and $rc2: $(tail -3 "$tmp/out2")"; fi
 
+# GPUS=2: shape k on GPU k mod 2 with half the cores each, both lanes at
+# once; a lane's failure still fails the script and is named
+cat >"$tmp/evo_lanes" <<'STUB'
+#!/bin/sh
+[ "$1" = run ] && echo "$*" >>"$STUB_LOG"
+case "$1 $*" in
+    "run "*S=77*) sleep 1; echo "stub: run failed" >&2; exit 3;;
+    "run "*) sleep 1;;
+    "export "*) for a; do [ "$p" = -o ] && echo '{}' >"$a"; p=$a; done;;
+esac
+exit 0
+STUB
+chmod +x "$tmp/evo_lanes"
+: >"$tmp/lanes.log"
+t0=$(date +%s)
+STUB_LOG="$tmp/lanes.log" GPUS=2 JOBS=3 COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq3" 1 \
+    1,1,64,64,0 1,1,77,64,0 1,1,96,64,0 1,1,128,64,1 >"$tmp/out3" 2>&1
+rc3=$?
+dt=$(( $(date +%s) - t0 ))
+if [ "$rc3" -eq 1 ] && grep -q "b1h1s77d64c0: evoeng run exited 3" "$tmp/out3" &&
+   grep -q "S=64 .*--gpus 0, -j 3" "$tmp/lanes.log" && grep -q "S=77 .*--gpus 1, -j 3" "$tmp/lanes.log" &&
+   grep -q "S=96 .*--gpus 0, -j 3" "$tmp/lanes.log" && grep -q "S=128 .*--gpus 1, -j 3" "$tmp/lanes.log" &&
+   [ -f "$tmp/sq3/exports/b1h1s96d64c0.json" ] && [ -f "$tmp/sq3/exports/b1h1s128d64c1.json" ] && [ "$dt" -lt 4 ]
+then ok "sdpa_shapes.sh GPUS=2: shapes alternate GPUs 0 and 1 with -j 3, run at once ($dt s for 4 runs of 1 s), a failure is named"
+else bad "sdpa_shapes.sh GPUS=2: rc $rc3, $dt s: $(cat "$tmp/lanes.log"; tail -5 "$tmp/out3")"; fi
+GPUS=x COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq4" 1 1,1,64,64,0 >"$tmp/out4" 2>&1
+if [ $? -eq 2 ] && grep -q "GPUS=x: expected a number of GPUs" "$tmp/out4"
+then ok "sdpa_shapes.sh: GPUS=x is a usage error"
+else bad "sdpa_shapes.sh GPUS=x: $(cat "$tmp/out4")"; fi
+
 # ws_ab.sh's one-knob A/B modes on a stub evoeng that records each bench
 # call: every A and B is a whole configuration (no knob given twice, which
 # evoeng refuses) and the two differ in exactly the knob under test (and
