@@ -318,6 +318,16 @@ static void test_budget(void)
     t = load("tests/data/space_large.json", &dev);
     CHECK(t && task_space_enumerate(t, &dev, 0, &s, &err) == TASK_SPACE_TOO_LARGE);
     CHECK(s.vals == NULL && s.count == 0 && s.nodes == TASK_SPACE_MAX_NODES + 1);
+    /* a stop already set ends it at the first check (1024 nodes), empty */
+    int stop = 1;
+    CHECK(t && task_space_enumerate_stop(t, &dev, 0, &stop, &s, &err) == TASK_SPACE_TOO_LARGE);
+    CHECK(s.vals == NULL && s.count == 0 && s.nodes == 1024);
+    stop = 0;
+    CHECK(t && task_space_enumerate_stop(t, &dev, 5000, &stop, &s, &err) == TASK_SPACE_TOO_LARGE && s.nodes == 5001);
+    task_free(&t);
+    t = load("tests/data/space_task.json", &dev);
+    CHECK(t && task_space_enumerate_stop(t, &dev, 0, &stop, &s, &err) == 0 && s.count == 56);
+    task_space_free(&s);
     task_free(&t);
 }
 

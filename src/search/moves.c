@@ -62,13 +62,14 @@ typedef struct SpaceJob {
     const DeviceInfo  *dev;
     TaskSpace          space;
     int                rc;      /* task_space_enumerate's */
+    int                stop;    /* set (atomically) when the result is no longer wanted */
     EvoErr             err;
 } SpaceJob;
 
 static void *space_job_run(void *arg)
 {
     SpaceJob *j = arg;
-    j->rc = task_space_enumerate(j->task, j->dev, 0, &j->space, &j->err);
+    j->rc = task_space_enumerate_stop(j->task, j->dev, 0, &j->stop, &j->space, &j->err);
     return NULL;
 }
 
@@ -94,6 +95,8 @@ static int space_join(Loop *L, int take, EvoErr *err)
     int rc = 0;
     if (!j)
         return 0;
+    if (!take)   /* a run that ends before its first immigrant does not wait for them */
+        __atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
     pthread_join(j->thr, NULL);
     L->space_job = NULL;
     if (take && j->rc >= 0) {

@@ -56,6 +56,7 @@ typedef struct Search {
     unsigned char *dvaries;   /* per derived value: reads a dim */
     unsigned char *cvaries;   /* per constraint: reads a dim */
     uint64_t       max_nodes;
+    const int     *stop;      /* nonzero: end now (task_space_enumerate_stop) */
     TaskSpace     *out;
     size_t         cap;       /* room in out->vals, in configurations */
     EvoErr        *err;
@@ -274,6 +275,8 @@ static int search(Search *S, int k)
         *slot = tp->values[v];
         if (++S->out->nodes > S->max_nodes)
             return TASK_SPACE_TOO_LARGE;
+        if (S->stop && !(S->out->nodes & 1023) && __atomic_load_n(S->stop, __ATOMIC_RELAXED))
+            return TASK_SPACE_TOO_LARGE;
         int rc = level_holds(S, k + 1);
         if (rc < 0)
             return -1;
@@ -293,8 +296,15 @@ static int search(Search *S, int k)
 
 int task_space_enumerate(const Task *t, const DeviceInfo *dev, uint64_t max_nodes, TaskSpace *out, EvoErr *err)
 {
+    return task_space_enumerate_stop(t, dev, max_nodes, NULL, out, err);
+}
+
+int task_space_enumerate_stop(const Task *t, const DeviceInfo *dev, uint64_t max_nodes, const int *stop,
+                              TaskSpace *out, EvoErr *err)
+{
     int np = t->nparams;
-    Search S = {.t = t, .max_nodes = max_nodes ? max_nodes : TASK_SPACE_MAX_NODES, .out = out, .err = err};
+    Search S = {.t = t, .max_nodes = max_nodes ? max_nodes : TASK_SPACE_MAX_NODES, .stop = stop, .out = out,
+                .err = err};
     memset(out, 0, sizeof(*out));
     out->nparams = np;
     S.vals = xcalloc((size_t)np + 1, sizeof(int64_t));

@@ -49,6 +49,13 @@ typedef struct TaskSpace {
  * zero, overflow), out empty. */
 int task_space_enumerate(const Task *t, const DeviceInfo *dev, uint64_t max_nodes, TaskSpace *out, EvoErr *err);
 
+/* task_space_enumerate, ended early when *stop (read every 1024 nodes, by
+ * another thread's atomic store) becomes nonzero: then it returns
+ * TASK_SPACE_TOO_LARGE with out empty, as when the budget runs out. stop
+ * NULL: task_space_enumerate. */
+int task_space_enumerate_stop(const Task *t, const DeviceInfo *dev, uint64_t max_nodes, const int *stop,
+                              TaskSpace *out, EvoErr *err);
+
 /* Release s's configurations and zero it; safe on a zeroed TaskSpace. */
 void task_space_free(TaskSpace *s);
 
