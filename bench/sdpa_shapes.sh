@@ -21,6 +21,8 @@
 #   times them all in one process).
 #   Set EXTRA_DB=path.db (and EXTRA_SHAPE=B,H,S,D,C) to add the export of
 #   a longer run (e.g. the 20-generation run on the seed shape).
+#   DTYPE=1 searches and times every shape in bf16 (--dim DTYPE=1; the
+#   exports are named <tag>bf16.json), DTYPE=0 (the default) in fp16.
 #   GPUS=N searches N shapes at once, shape k on GPU k mod N (--gpus K,),
 #   each run compiling on its share of the cores (-j cores/N; JOBS=J sets
 #   it); each lane's output goes to OUTDIR/lane<K>.log and is printed when
@@ -44,6 +46,7 @@ export EVOENG_CACHE_DIR=${EVOENG_CACHE_DIR:-/tmp/evoeng-cache}
 mkdir -p "$out/exports"
 fails=0
 failed() { echo "sdpa_shapes.sh: $*" >&2; fails=$((fails + 1)); }
+case ${DTYPE:-0} in 0) dt=();; 1) dt=(--dim DTYPE=1);; *) echo "sdpa_shapes.sh: DTYPE=$DTYPE: expected 0 (fp16) or 1 (bf16)" >&2; exit 2;; esac
 lanes=${GPUS:-1}
 case $lanes in ''|*[!0-9]*|0) echo "sdpa_shapes.sh: GPUS=$lanes: expected a number of GPUs, 1 or more" >&2; exit 2;; esac
 lane_opts=()
@@ -59,8 +62,8 @@ search() {
         k=$((k + 1))
         [ $(( (k - 1) % lanes )) -eq "$lane" ] || continue
         IFS=, read -r B H S D C HKV SQ <<<"$sh"
-        tag="b${B}h${H}s${S}d${D}c${C}${HKV:+k$HKV}${SQ:+q$SQ}"
-        gq=(${HKV:+--dim HKV=$HKV} ${SQ:+--dim SQ=$SQ})
+        tag="b${B}h${H}s${S}d${D}c${C}${HKV:+k$HKV}${SQ:+q$SQ}${dt[*]:+bf16}"
+        gq=(${HKV:+--dim HKV=$HKV} ${SQ:+--dim SQ=$SQ} "${dt[@]}")
         db=${SHARED_DB:-$out/$tag.db}
         [ -f "$out/exports/$tag.json" ] && continue
         echo "=== $tag: evoeng run for ${secs}s${lane_opts[*]:+ (${lane_opts[*]})}"

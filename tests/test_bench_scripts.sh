@@ -82,8 +82,8 @@ cat >"$tmp/evo_lanes" <<'STUB'
 #!/bin/sh
 [ "$1" = run ] && echo "$*" >>"$STUB_LOG"
 case "$1 $*" in
-    "run "*S=77*) sleep 1; echo "stub: run failed" >&2; exit 3;;
-    "run "*) sleep 1;;
+    "run "*S=77*) sleep 2; echo "stub: run failed" >&2; exit 3;;
+    "run "*) sleep 2;;
     "export "*) for a; do [ "$p" = -o ] && echo '{}' >"$a"; p=$a; done;;
 esac
 exit 0
@@ -98,9 +98,18 @@ dt=$(( $(date +%s) - t0 ))
 if [ "$rc3" -eq 1 ] && grep -q "b1h1s77d64c0: evoeng run exited 3" "$tmp/out3" &&
    grep -q "S=64 .*--gpus 0, -j 3" "$tmp/lanes.log" && grep -q "S=77 .*--gpus 1, -j 3" "$tmp/lanes.log" &&
    grep -q "S=96 .*--gpus 0, -j 3" "$tmp/lanes.log" && grep -q "S=128 .*--gpus 1, -j 3" "$tmp/lanes.log" &&
-   [ -f "$tmp/sq3/exports/b1h1s96d64c0.json" ] && [ -f "$tmp/sq3/exports/b1h1s128d64c1.json" ] && [ "$dt" -lt 4 ]
-then ok "sdpa_shapes.sh GPUS=2: shapes alternate GPUs 0 and 1 with -j 3, run at once ($dt s for 4 runs of 1 s), a failure is named"
+   [ -f "$tmp/sq3/exports/b1h1s96d64c0.json" ] && [ -f "$tmp/sq3/exports/b1h1s128d64c1.json" ] && [ "$dt" -lt 7 ]
+then ok "sdpa_shapes.sh GPUS=2: shapes alternate GPUs 0 and 1 with -j 3, run at once ($dt s for 4 runs of 2 s), a failure is named"
 else bad "sdpa_shapes.sh GPUS=2: rc $rc3, $dt s: $(cat "$tmp/lanes.log"; tail -5 "$tmp/out3")"; fi
+: >"$tmp/lanes.log"
+STUB_LOG="$tmp/lanes.log" DTYPE=1 COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq5" 1 1,1,64,64,0 >"$tmp/out5" 2>&1
+if [ $? -eq 0 ] && grep -q "S=64 .*--dim DTYPE=1" "$tmp/lanes.log" && [ -f "$tmp/sq5/exports/b1h1s64d64c0bf16.json" ]
+then ok "sdpa_shapes.sh DTYPE=1: the run is bf16 (--dim DTYPE=1), its export named ...bf16.json"
+else bad "sdpa_shapes.sh DTYPE=1: $(cat "$tmp/lanes.log"; ls "$tmp/sq5/exports"; tail -3 "$tmp/out5")"; fi
+DTYPE=2 COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq6" 1 1,1,64,64,0 >"$tmp/out6" 2>&1
+if [ $? -eq 2 ] && grep -q "DTYPE=2: expected 0 (fp16) or 1 (bf16)" "$tmp/out6"
+then ok "sdpa_shapes.sh: DTYPE=2 is a usage error"
+else bad "sdpa_shapes.sh DTYPE=2: $(cat "$tmp/out6")"; fi
 GPUS=x COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq4" 1 1,1,64,64,0 >"$tmp/out4" 2>&1
 if [ $? -eq 2 ] && grep -q "GPUS=x: expected a number of GPUs" "$tmp/out4"
 then ok "sdpa_shapes.sh: GPUS=x is a usage error"
