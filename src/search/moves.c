@@ -87,48 +87,41 @@ void loop_space_ahead(Loop *L)
     L->space_job = j;
 }
 
-/* Join the job and take its result into L (take) or drop it. Returns the
- * job's rc (with err) when taken, else 0. */
+/* Join the job. take: its configurations go to L->space and its
+ * task_space_enumerate result is returned (with err when -1); else they
+ * are dropped (it is stopped first) and 0 is returned. */
 static int space_join(Loop *L, int take, EvoErr *err)
 {
     SpaceJob *j = L->space_job;
-    int rc = 0;
-    if (!j)
-        return 0;
     if (!take)   /* a run that ends before its first immigrant does not wait for them */
         __atomic_store_n(&j->stop, 1, __ATOMIC_RELAXED);
     pthread_join(j->thr, NULL);
     L->space_job = NULL;
-    if (take && j->rc >= 0) {
+    int rc = take ? j->rc : 0;
+    if (rc >= 0 && take)
         L->space = j->space;
-        L->space_state = j->rc == 0 && L->space.count > 0 ? 1 : -1;
-        if (L->space_state > 0 && space_index_build(&L->sidx, L->task, &L->space, 0, err))
-            rc = -1;
-    } else {
-        if (take) {
-            rc = -1;
-            err_set(err, "%s", j->err.msg);
-        }
+    else
         task_space_free(&j->space);
-    }
+    if (rc < 0)
+        err_set(err, "%s", j->err.msg);
     free(j);
     return rc;
 }
 
 void loop_space_cancel(Loop *L)
 {
-    space_join(L, 0, NULL);
+    if (L->space_job)
+        space_join(L, 0, NULL);
 }
 
-/* The task's valid configurations, enumerated once a run (L->space) and
- * indexed (L->sidx). 1 when they are there, 0 when there are too many to
- * enumerate, -1 on an error. */
+/* The task's valid configurations, enumerated once a run (L->space, by
+ * the job loop_space_ahead started, else here) and indexed (L->sidx). 1
+ * when they are there, 0 when there are too many to enumerate, -1 on an
+ * error. */
 static int have_space(Loop *L, EvoErr *err)
 {
-    if (L->space_job && space_join(L, 1, err) < 0)
-        return -1;
     if (L->space_state == 0) {
-        int e = task_space_enumerate(L->task, L->dev, 0, &L->space, err);
+        int e = L->space_job ? space_join(L, 1, err) : task_space_enumerate(L->task, L->dev, 0, &L->space, err);
         if (e < 0)
             return -1;
         L->space_state = e == 0 && L->space.count > 0 ? 1 : -1;
