@@ -151,8 +151,7 @@ int cuda_query_device(CudaApi *api, int ordinal, DeviceInfo *out, EvoErr *err);
  *  - spin: the driver's default, a core spins through every wait;
  *  - sleep: waits block, but a timing sample is slept through for most of
  *    its expected length and its end polled.
- * On 2xH200 (32 cores, seed shape, 2 GPUs, 40 s): block 2124.9 candidates
- * a minute, spin 2057.1, sleep 1992.7 (one run each). */
+ * The three measured against each other: docs/results/2026-11-27b-pipeline-waits.md. */
 typedef enum CudaWait { CUDA_WAIT_BLOCK = 0, CUDA_WAIT_SPIN, CUDA_WAIT_SLEEP } CudaWait;
 
 /* *mode from $EVOENG_GPU_WAIT ("block", "spin", "sleep"; unset or empty:
