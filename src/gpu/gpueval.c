@@ -36,67 +36,137 @@ static int load_reference(GpuEval *g, Slot *sl, EvoErr *err)
     return rc;
 }
 
+/* One slot's part of gpueval_open, on a thread of its own: each GPU's
+ * worker starts its CUDA context (most of a second) and loads the
+ * reference while the others do the same. */
+typedef struct SlotJob {
+    GpuEval  *g;
+    Slot     *sl;
+    int       device;
+    int       rc;
+    int       started;   /* 1: th runs it (else it ran inline) */
+    pthread_t th;
+    EvoErr    err;
+} SlotJob;
+
+static void *slot_open_main(void *p)
+{
+    SlotJob *j = p;
+    WorkerOptions wo = {.device = j->device};
+    j->rc = j->sl->worker ? 0 : worker_open(&j->sl->worker, &wo, &j->err);
+    return NULL;
+}
+
+static void *slot_load_main(void *p)
+{
+    SlotJob *j = p;
+    j->rc = load_reference(j->g, j->sl, &j->err);
+    return NULL;
+}
+
+/* Start fn for every slot, one thread each (inline where no thread starts). */
+static void slots_start(GpuEval *g, SlotJob *jobs, const int *devs, void *(*fn)(void *))
+{
+    for (int w = 0; w < g->nslots; w++) {
+        jobs[w] = (SlotJob){.g = g, .sl = &g->slots[w], .device = devs[w]};
+        jobs[w].started = g->nslots > 1 && pthread_create(&jobs[w].th, NULL, fn, &jobs[w]) == 0;
+        if (!jobs[w].started)
+            fn(&jobs[w]);
+    }
+}
+
+/* Wait for slots [from, to) and return the first failure (-1 with err, its
+ * GPU named), or 0. */
+static int slots_join(GpuEval *g, SlotJob *jobs, int from, int to, EvoErr *err)
+{
+    int rc = 0;
+    for (int w = from; w < to; w++) {
+        if (jobs[w].started)
+            pthread_join(jobs[w].th, NULL);
+        jobs[w].started = 0;
+        if (jobs[w].rc && rc == 0) {
+            *err = jobs[w].err;
+            if (w > 0)
+                err_prefix(err, "GPU %d", jobs[w].device);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+/* The slots' table for --gpus all or the first N: the first worker says
+ * how many GPUs there are, and stays slot 0. Sets g->nslots and g->slots;
+ * returns the ordinals (owned) or NULL with err (*nogpu: no first worker). */
+static int *count_slots(GpuEval *g, int count, int *nogpu, EvoErr *err)
+{
+    Slot first = {0};
+    WorkerOptions wo = {.device = 0};
+    if (worker_open(&first.worker, &wo, err)) {
+        *nogpu = 1;
+        return NULL;
+    }
+    int have = worker_device(first.worker)->device_count;
+    int want = count < 0 ? have : count;
+    if (want > have) {
+        worker_close(&first.worker);
+        err_set(err, "--gpus %d: this machine has %d GPU%s", want, have, have == 1 ? "" : "s");
+        return NULL;
+    }
+    int *devs = xcalloc((size_t)want, sizeof(int));
+    for (int i = 0; i < want; i++)
+        devs[i] = i;
+    g->nslots = want;
+    g->slots = xcalloc((size_t)want, sizeof(Slot));
+    g->slots[0] = first;
+    return devs;
+}
+
+/* Each slot's device, checked against slot 0's architecture. */
+static int slots_check(GpuEval *g, const int *devs, EvoErr *err)
+{
+    for (int w = 0; w < g->nslots; w++) {
+        Slot *sl = &g->slots[w];
+        sl->scale = 1.0;
+        sl->dev = *worker_device(sl->worker);
+        sl->warm = xcalloc((size_t)task_nshapes(g->task) + 1, sizeof(int));
+        if (w > 0 && strcmp(sl->dev.arch, g->slots[0].dev.arch) != 0)
+            return err_set(err, "GPU %d is %s (%s) but GPU %d is %s (%s): one run judges on one architecture",
+                           devs[w], sl->dev.name, sl->dev.arch, devs[0],
+                           g->slots[0].dev.name, g->slots[0].dev.arch);
+    }
+    return 0;
+}
+
 int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogpu, EvoErr *err)
 {
     static const int first = 0;
     *out = NULL;
     *nogpu = 0;
-    double t_open = time_now_ms(), t_workers = 0, t_ref = 0;
+    double t_open = time_now_ms(), t_first = 0, t_ref = 0, t_workers = 0;
     GpuEval *g = xcalloc(1, sizeof(*g));
     g->task = task;
     g->opt = *opt;
     pthread_mutex_init(&g->lock, NULL);
     const int *devs = opt->ndevices > 0 ? opt->devices : &first;
-    int *counted = NULL;
+    int *counted = NULL, joined = 0;
+    SlotJob *jobs = NULL;
     g->nslots = opt->ndevices > 0 ? opt->ndevices : 1;
     if (opt->ndevices <= 0 && opt->count != 0) {
-        /* all, or the first N: the first worker says how many there are */
-        g->nslots = 1;
-        g->slots = xcalloc(1, sizeof(Slot));
-        WorkerOptions wo = {.device = 0};
-        if (worker_open(&g->slots[0].worker, &wo, err)) {
-            *nogpu = 1;
+        if (!(counted = count_slots(g, opt->count, nogpu, err)))
             goto fail;
-        }
-        int have = worker_device(g->slots[0].worker)->device_count;
-        int want = opt->count < 0 ? have : opt->count;
-        if (want > have) {
-            err_set(err, "--gpus %d: this machine has %d GPU%s", want, have, have == 1 ? "" : "s");
-            goto fail;
-        }
-        counted = xcalloc((size_t)want, sizeof(int));
-        for (int i = 0; i < want; i++)
-            counted[i] = i;
         devs = counted;
-        Slot first_slot = g->slots[0];
-        free(g->slots);
-        g->nslots = want;
-        g->slots = xcalloc((size_t)want, sizeof(Slot));
-        g->slots[0] = first_slot;
     } else {
         g->slots = xcalloc((size_t)g->nslots, sizeof(Slot));
     }
-    for (int w = 0; w < g->nslots; w++) {
-        Slot *sl = &g->slots[w];
-        WorkerOptions wo = {.device = devs[w]};
-        sl->scale = 1.0;
-        if (!sl->worker && worker_open(&sl->worker, &wo, err)) {
-            *nogpu = w == 0;
-            if (w > 0)
-                err_prefix(err, "GPU %d", devs[w]);
-            goto fail;
-        }
-        sl->dev = *worker_device(sl->worker);
-        sl->warm = xcalloc((size_t)task_nshapes(task) + 1, sizeof(int));
-        if (w > 0 && strcmp(sl->dev.arch, g->slots[0].dev.arch) != 0) {
-            err_set(err, "GPU %d is %s (%s) but GPU %d is %s (%s): one run judges on one architecture", devs[w],
-                    sl->dev.name, sl->dev.arch, devs[0], g->slots[0].dev.name, g->slots[0].dev.arch);
-            goto fail;
-        }
+    /* the workers start in parallel; the reference builds (NVRTC, for
+     * slot 0's architecture) while the others still start */
+    jobs = xcalloc((size_t)g->nslots, sizeof(SlotJob));
+    slots_start(g, jobs, devs, slot_open_main);
+    if (slots_join(g, jobs, 0, 1, err)) {
+        *nogpu = 1;
+        goto fail;
     }
-    free(counted);
-    counted = NULL;
-    g->alive = g->nslots;
+    t_first = time_now_ms();
     if (pool_open(&g->pool, opt->jobs, err))
         goto fail;
     /* compilations yield to the threads that keep the GPUs fed: the loop,
@@ -105,19 +175,32 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
      * another nice value for both instead (0: none) */
     const char *nice = getenv("EVOENG_COMPILE_NICE");
     pool_set_nice(g->pool, nice && *nice ? atoi(nice) : 10);
-    t_workers = time_now_ms();
-    if (prep_reference(task, &g->slots[0].dev, &g->ref, opt->jobs, err))
-        goto fail;
+    int ref_rc = prep_reference(task, worker_device(g->slots[0].worker), &g->ref, opt->jobs, err);
     t_ref = time_now_ms();
-    for (int w = 0; w < g->nslots; w++)
-        if (load_reference(g, &g->slots[w], err))
-            goto fail;
+    joined = 1;
+    if (slots_join(g, jobs, 1, g->nslots, ref_rc ? &(EvoErr){{0}} : err) || ref_rc)
+        goto fail;
+    t_workers = time_now_ms();
+    if (slots_check(g, devs, err))
+        goto fail;
+    g->alive = g->nslots;
+    slots_start(g, jobs, devs, slot_load_main);
+    if (slots_join(g, jobs, 0, g->nslots, err))
+        goto fail;
     if (getenv("EVOENG_STEADY_DEBUG"))   /* where a run's first seconds go */
-        fprintf(stderr, "dbg open: %d worker%s %.0f ms, reference built %.0f ms, loaded %.0f ms\n", g->nslots,
-                g->nslots == 1 ? "" : "s", t_workers - t_open, t_ref - t_workers, time_now_ms() - t_ref);
+        fprintf(stderr,
+                "dbg open: first worker %.0f ms, reference built %.0f ms more, %d worker%s %.0f ms, "
+                "reference loaded %.0f ms more\n",
+                t_first - t_open, t_ref - t_first, g->nslots, g->nslots == 1 ? "" : "s", t_workers - t_open,
+                time_now_ms() - t_workers);
+    free(counted);
+    free(jobs);
     *out = g;
     return 0;
 fail:
+    if (jobs && !joined)
+        slots_join(g, jobs, 1, g->nslots, &(EvoErr){{0}});
+    free(jobs);
     free(counted);
     gpueval_close(&g);
     return -1;
