@@ -47,6 +47,8 @@ struct Worker {
     double     ref_ms;
     double     watchdog_ms;      /* > 0: the deadline of gate/time/compare/metrics (worker_set_watchdog) */
     double     last_ms;          /* wall time of the last request answered */
+    double     req_ms[PROTO_QUIT + 1]; /* per request type: wall time summed, and how many (the debug line) */
+    int        req_n[PROTO_QUIT + 1];
     char       last_error[640];
 };
 
@@ -146,6 +148,10 @@ static int request(Worker *w, int type, const json_t *j, const void *bin, size_t
     double t0 = time_now_ms();
     rc = proto_read(w->from_fd, reply, timeout_ms < 0 ? -1 : (int)(timeout_ms < 2e9 ? timeout_ms : 2e9), &e);
     w->last_ms = time_now_ms() - t0;
+    if (type > 0 && type <= PROTO_QUIT) {
+        w->req_ms[type] += w->last_ms;
+        w->req_n[type]++;
+    }
     if (rc == PROTO_TIMEOUT) {
         stop_worker(w, 0, how, sizeof(how));
         *st = EVAL_TIMEOUT;
@@ -290,12 +296,39 @@ int worker_open(Worker **out, const WorkerOptions *opt, EvoErr *err)
     return 0;
 }
 
+/* EVOENG_STEADY_DEBUG: what the worker's requests took and the CPU its
+ * process used, so that a slot's time can be told from the GPU's. */
+static void debug_line(const Worker *w)
+{
+    char path[64], buf[1024];
+    double cpu_s = -1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)w->pid);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        buf[n] = 0;
+        fclose(f);
+        unsigned long ut, st;
+        const char *p = strrchr(buf, ')');
+        if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) == 2)
+            cpu_s = (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+    }
+    fprintf(stderr, "dbg worker GPU %d: cpu %.1f s", w->device, cpu_s);
+    for (int t = PROTO_LOAD; t < PROTO_QUIT; t++)
+        if (w->req_n[t])
+            fprintf(stderr, ", %s %d %.0f ms (%.2f each)", proto_type_name(t), w->req_n[t], w->req_ms[t],
+                    w->req_ms[t] / w->req_n[t]);
+    fputc('\n', stderr);
+}
+
 void worker_close(Worker **wp)
 {
     Worker *w;
     if (!wp || !*wp)
         return;
     w = *wp;
+    if (w->pid > 0 && getenv("EVOENG_STEADY_DEBUG"))
+        debug_line(w);
     if (w->pid > 0) {
         EvoErr e;
         if (proto_write(w->to_fd, PROTO_QUIT, NULL, NULL, 0, &e) == 0) {

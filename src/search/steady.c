@@ -558,6 +558,20 @@ static void debug_line(Steady *S, double t_h, double t_c, double t_p)
     }
 }
 
+/* The slots' busy and idle seconds into the summary; with
+ * EVOENG_STEADY_DEBUG, the stages' count and mean time over the slots. */
+static void slots_summary(const Steady *S, EvolveSummary *sum)
+{
+    for (int i = 0; i < S->nslots && i < 8; i++)
+        sum->slot_busy_s[i] = S->busy_s[i];
+    sum->slot_idle_s = S->idle_s;
+    if (!getenv("EVOENG_STEADY_DEBUG"))
+        return;
+    fprintf(stderr, "dbg slots: stage A %d, %.1f ms each; stage B %d, %.1f ms each; idle %.1f s\n", S->stage_n[0],
+            S->stage_n[0] ? 1000 * S->stage_s[0] / S->stage_n[0] : 0.0, S->stage_n[1],
+            S->stage_n[1] ? 1000 * S->stage_s[1] / S->stage_n[1] : 0.0, S->idle_s);
+}
+
 int loop_steady(Loop *L, EvoErr *err)
 {
     Steady S = {.L = L, .proposing = 1};
@@ -665,9 +679,7 @@ closing:
     }
     if (S.draining)
         L->sum->interrupted = 1;
-    for (int i = 0; i < S.nslots && i < 8; i++)
-        L->sum->slot_busy_s[i] = S.busy_s[i];
-    L->sum->slot_idle_s = S.idle_s;
+    slots_summary(&S, L->sum);
 out:
     graves_sweep(&S, 1);
     free(S.graves);

@@ -111,6 +111,8 @@ static void *slot_main(void *p)
         double dt = (time_now_ms() - t0) / 1000.0;
         pthread_mutex_lock(&S->lock);
         S->busy_s[slot] += dt;
+        S->stage_s[stage != 1] += dt;
+        S->stage_n[stage != 1]++;
         if (rc == EVAL_RETRY) {   /* this slot is gone: another takes the child */
             j->state = stage == 1 ? F_QUEUED_A : F_QUEUED_B;
             S->lost++;

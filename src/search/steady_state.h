@@ -53,6 +53,8 @@ typedef struct Steady {
     int             lost;      /* GPU threads ended by a lost slot */
     double         *busy_s;    /* per slot: inside gate, time and compare */
     double          idle_s;    /* summed over slots: nothing ready to judge */
+    double          stage_s[2];/* summed over slots: inside stage A, stage B (the debug line) */
+    int             stage_n[2];
     /* the loop thread's own */
     Child         **graves;    /* let go, their compilations still running: released later */
     int             ngraves;
