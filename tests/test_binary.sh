@@ -63,6 +63,10 @@ if cmp -s "$tmp/junk.db" "$tmp/junk.orig"; then echo "ok   the foreign file is u
 else echo "FAIL the foreign file was changed"; fails=$((fails + 1)); fi
 expect 5 "run without a GPU" -- "$EVOENG" run --generations 1 --db "$tmp/run/population.db"
 grep_out err "GPU" "run says a GPU is needed"
+# every form of --gpus opens its first worker before the others: none may crash
+for g in all 2 0,1; do
+    expect 5 "run --gpus $g without a GPU" -- "$EVOENG" run --gpus "$g" --generations 1 --db "$tmp/run/population.db"
+done
 # No side effects (issue 34): a run that cannot start leaves no store and no
 # folder; check puts its compile cache in $XDG_CACHE_HOME/evoeng (else
 # ~/.cache/evoeng), never in the current directory.

@@ -101,6 +101,7 @@ static int *count_slots(GpuEval *g, int count, int *nogpu, EvoErr *err)
 {
     Slot first = {0};
     WorkerOptions wo = {.device = 0};
+    g->nslots = 0;   /* none to close until the table exists */
     if (worker_open(&first.worker, &wo, err)) {
         *nogpu = 1;
         return NULL;
