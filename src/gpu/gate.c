@@ -209,6 +209,20 @@ static void wrote_outside(GateReport *rep, int resident_bad, int guard_bad, cons
                  "first %s", guard_bad, guard_bad == 1 ? "" : "s", where);
 }
 
+/* EVOENG_GATE_PHASES=1: the host time of each phase of a gate to stderr
+ * (where its time goes; the syncs are the verifies' and the summaries').
+ * ph[0..6]: the phases' start times; the last one ends now. */
+static void phases_print(const GateReport *rep, const Bay *bay, const double *ph)
+{
+    static int phases = -1;
+    if (phases < 0)
+        phases = getenv("EVOENG_GATE_PHASES") && strcmp(getenv("EVOENG_GATE_PHASES"), "1") == 0;
+    if (phases)
+        fprintf(stderr, "gate phases %s (%d variants): verify %.2f, bay %.2f, prepare %.2f, enqueue %.2f, "
+                "wait %.2f, judge %.2f, verify %.2f ms\n", rep->shape, resident_nvariants(bay), ph[1] - ph[0],
+                ph[2] - ph[1], ph[3] - ph[2], ph[4] - ph[3], ph[5] - ph[4], ph[6] - ph[5], time_now_ms() - ph[6]);
+}
+
 int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodule ref, int ref_id,
              const GateOptions *opt, GateReport *rep, EvoErr *err)
 {
@@ -238,18 +252,16 @@ int gate_run(CudaCtx *c, Resident *res, const Plan *plan, CUmodule cand, CUmodul
 
     if (too_few_ctas(plan, rep))
         return 0;
-    /* EVOENG_GATE_PHASES=1: the host time of each phase to stderr (where
-     * a gate's time goes; the syncs are the verifies' and the summaries') */
-    static int phases = -1;
-    if (phases < 0)
-        phases = getenv("EVOENG_GATE_PHASES") && strcmp(getenv("EVOENG_GATE_PHASES"), "1") == 0;
     double ph[8] = {time_now_ms()};
-    resident_begin(res);
-    /* whatever an earlier request may have written over is made again */
-    if (resident_verify(res, &resident_bad, &guard_bad, where, sizeof(where), &cu, &e) != 0) {
+    /* whatever an earlier request may have written over is made again;
+     * right after another gate's closing verify (the 16 gate shapes of a
+     * stage B in a row) nothing can have been, and the verify is skipped */
+    if (!resident_verified(res) &&
+        resident_verify(res, &resident_bad, &guard_bad, where, sizeof(where), &cu, &e) != 0) {
         rep_cuda(rep, c, cu, &e, "verifying the resident state");
         goto done;
     }
+    resident_begin(res);   /* from here the candidate may run: not verified until the closing verify */
     ph[1] = time_now_ms();
     brc = resident_bay_gate(res, plan, ref, ref_id, seeds, nseeds, &bay, rep, &cu, &e);
     ph[2] = time_now_ms();
@@ -313,10 +325,7 @@ verify:
         rep_cuda(rep, c, cu, &e, "verifying the resident state");
         goto done;
     }
-    if (phases)
-        fprintf(stderr, "gate phases %s (%d variants): verify %.2f, bay %.2f, prepare %.2f, enqueue %.2f, "
-                "wait %.2f, judge %.2f, verify %.2f ms\n", rep->shape, resident_nvariants(bay), ph[1] - ph[0],
-                ph[2] - ph[1], ph[3] - ph[2], ph[4] - ph[3], ph[5] - ph[4], ph[6] - ph[5], time_now_ms() - ph[6]);
+    phases_print(rep, bay, ph);
     /* writing outside its buffers explains (and outranks) any mismatch it caused */
     if ((rep->status == EVAL_OK || rep->status == EVAL_INCORRECT) && (resident_bad || guard_bad))
         wrote_outside(rep, resident_bad, guard_bad, where);

@@ -44,6 +44,7 @@ struct Resident {
     CUdeviceptr sums;       /* RESIDENT_MAX_SUMS DevSum */
     DevSum     *host_sums;
     uint64_t    guard_digest;  /* digest of one intact red zone */
+    int         verified;   /* 1: a resident_verify completed and no request began since */
 };
 
 static size_t round256(size_t n)
@@ -144,6 +145,7 @@ void resident_begin(Resident *r)
 {
     Bay **pp = &r->bays;
     r->tick++;
+    r->verified = 0;   /* this request may run kernels: what was verified holds no more */
     while (*pp) {
         Bay *b = *pp;
         if (b->dead) {
@@ -153,6 +155,11 @@ void resident_begin(Resident *r)
             pp = &b->next;
         }
     }
+}
+
+int resident_verified(const Resident *r)
+{
+    return r->verified;
 }
 
 uint64_t resident_bytes(const Resident *r)
@@ -761,6 +768,7 @@ int resident_verify(Resident *r, int *resident_bad, int *guard_bad, char *where,
     }
     free(regs);
     free(dig);
+    r->verified = 1;
     *cu = CUDA_SUCCESS;
     return 0;
 }

@@ -67,6 +67,12 @@ DevKern *resident_kern(Resident *r);
  * the next call. */
 void resident_begin(Resident *r);
 
+/* 1 when the last resident_verify() completed and no request began since
+ * (resident_begin): nothing has run on the context since that verify
+ * found, dropped or restored what was changed, so a verify now would find
+ * nothing. 0 at first, and after any resident_begin(). */
+int resident_verified(const Resident *r);
+
 /* The bay for a gate of plan with module ref (id ref_id) over seeds (every
  * profile of the plan): found, or made (inputs generated, reference run
  * and checked, digests taken).
