@@ -279,8 +279,7 @@ int cuda_context_open(CudaApi *api, int ordinal, CudaCtx *c, EvoErr *err)
     if (cuda_query_device(api, ordinal, &c->info, err) != 0)
         goto fail;
     EVO_CU(api, api->cuDeviceGet(&c->dev, ordinal), err);
-    if (cuda_wait_mode(&c->wait) != 0)
-        c->wait = CUDA_WAIT_BLOCK;
+    (void)cuda_wait_mode(&c->wait);   /* a bad value waits as block; bench_env_check refuses it first */
     /* a wait that blocks leaves the core to the compile helpers; a context
      * already active (another user of the primary context in this process)
      * keeps its flags, which only changes how this process waits */

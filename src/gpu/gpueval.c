@@ -149,7 +149,7 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
     g->opt = *opt;
     pthread_mutex_init(&g->lock, NULL);
     const int *devs = opt->ndevices > 0 ? opt->devices : &first;
-    int *counted = NULL, joined = 0;
+    int *counted = NULL;
     SlotJob *jobs = NULL;
     g->nslots = opt->ndevices > 0 ? opt->ndevices : 1;
     if (opt->ndevices <= 0 && opt->count != 0) {
@@ -178,7 +178,6 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
     pool_set_nice(g->pool, nice && *nice ? atoi(nice) : 10);
     int ref_rc = prep_reference(task, worker_device(g->slots[0].worker), &g->ref, opt->jobs, err);
     t_ref = time_now_ms();
-    joined = 1;
     if (slots_join(g, jobs, 1, g->nslots, ref_rc ? &(EvoErr){{0}} : err) || ref_rc)
         goto fail;
     t_workers = time_now_ms();
@@ -199,8 +198,8 @@ int gpueval_open(GpuEval **out, Task *task, const GpuEvalOptions *opt, int *nogp
     *out = g;
     return 0;
 fail:
-    if (jobs && !joined)
-        slots_join(g, jobs, 1, g->nslots, &(EvoErr){{0}});
+    if (jobs)   /* the threads still running (slots_join skips those already joined) */
+        slots_join(g, jobs, 0, g->nslots, &(EvoErr){{0}});
     free(jobs);
     free(counted);
     gpueval_close(&g);
