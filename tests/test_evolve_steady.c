@@ -169,8 +169,47 @@ static void test_steady_resume(void)
     restore_task(saved);
 }
 
+/* A refill after a stop: the random strategy draws a generation's
+ * children from the generation's seed alone, so the refill of a wave the
+ * stop cut short draws first the children that wave already committed.
+ * Each is a duplicate and the next draw takes its place: the wave ends
+ * full. (One slot, slow stage A: the stop after the first child of
+ * generation 0 lands while the second runs, and its stage B and the third
+ * are dropped.) */
+static void test_steady_refill(void)
+{
+    Task *saved = swap_task("search_task.json");
+    Store *s = fresh_store("steady_refill.db");
+    FakeEval *f = fake_new();
+    f->delay_us = 50000;
+    volatile int stop = 0;
+    EvolveConfig c = config("random", 1);
+    EvolveConfig c1 = c;
+    c1.stop = &stop;
+    c1.stop_after = 2;   /* the baseline and one child */
+    EvolveSummary s1, s2;
+    EvoErr err;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c1, 0, &s1, &err) == 0, "%s", err.msg);
+    CHECK(s1.interrupted);
+    char *committed = keys_of(s, s1.run_id);
+    int nseen = f->nseen;
+    f->delay_us = 0;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, s1.run_id, &s2, &err) == 0, "%s", err.msg);
+    CHECK(!s2.interrupted);
+    /* the baseline, 3 random members, one generation of 4 */
+    CHECK_MSG(s1.evaluated + s2.evaluated == 1 + 3 + 4, "%d + %d evaluated", s1.evaluated, s2.evaluated);
+    for (int a = nseen; a < f->nseen; a++)
+        CHECK_MSG(!strstr(committed, f->seen[a]), "committed %s was judged again", f->seen[a]);
+    free(committed);
+    check_run(s, s1.run_id, "refill");
+    store_close(&s);
+    fake_eval_free(f);
+    restore_task(saved);
+}
+
 /* A time limit stops the run (time_limit); a resume without one completes
- * it; nothing is committed twice. */
+ * it, with as many children as a run never stopped; nothing is committed
+ * twice. */
 static void test_steady_time_limit(void)
 {
     Task *saved = swap_task("search_task.json");
@@ -198,6 +237,8 @@ static void test_steady_time_limit(void)
     CHECK(store_run_get(s, s1.run_id, &r, &err) == 1);
     CHECK_STR(r.status, "completed");
     run_record_free(&r);
+    /* the baseline, 3 random members, 6 generations of 4 */
+    CHECK_MSG(s1.evaluated + s2.evaluated == 1 + 3 + 6 * 4, "%d + %d evaluated", s1.evaluated, s2.evaluated);
     check_run(s, s1.run_id, "time limit");
     store_close(&s);
     fake_eval_free(f);
@@ -266,6 +307,7 @@ int main(void)
         return 1;
     RUN(test_steady_run);
     RUN(test_steady_resume);
+    RUN(test_steady_refill);
     RUN(test_steady_time_limit);
     RUN(test_steady_slot_lost);
     RUN(test_steady_exhaustive);

@@ -25,7 +25,10 @@
 #define REPAIR_WIDE     3     /* params besides a move's own that a wide repair may change */
 
 /* Status of a params key in this run: 0 new, 1 done in this generation
- * (resume), 2 done in an earlier generation (duplicate). */
+ * (resume), 2 done in an earlier generation (duplicate). The steady mode
+ * has no 1: its resume refills a wave with only the children a kill cut
+ * from it, so one committed in the same wave is a duplicate there (as a
+ * 1 it would take a refill's place unjudged and leave the wave short). */
 int loop_key_state(Loop *L, const char *key, int64_t gen, EvoErr *err)
 {
     /* the baseline is generation 0 too, but never a child of it: a proposal
@@ -41,7 +44,7 @@ int loop_key_state(Loop *L, const char *key, int64_t gen, EvoErr *err)
     CandidateRecord r;
     if (store_candidate_get(L->st, id, &r, err) != 1)
         return -1;
-    int state = r.generation == gen ? 1 : 2;
+    int state = r.generation == gen && !L->steady ? 1 : 2;
     candidate_record_free(&r);
     return state;
 }

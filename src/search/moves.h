@@ -49,7 +49,8 @@ int loop_place(Loop *L, int64_t gen, Child *kids, int n, Child *c, const Candida
  * random point (op random, parent the baseline): 1, 0 when the valid space
  * is exhausted, 2 when a huge space showed none in the part scanned, -1. */
 int loop_fill_unseen(Loop *L, int64_t gen, Rng *rng, Child *kids, int n, Child *c, int *state, EvoErr *err);
-/* 0 new, 1 committed in generation gen (resume), 2 in an earlier one; -1. */
+/* 0 new, 1 committed in generation gen (resume, synchronous mode only), 2
+ * in an earlier one (steady mode: in any); -1. */
 int loop_key_state(Loop *L, const char *key, int64_t gen, EvoErr *err);
 /* 1 when key is the params key of one of kids[0..n). */
 int loop_in_batch(Child *kids, int n, const char *key);
