@@ -11,7 +11,7 @@ pass=0; fail=0; skip=0
 for n in $(grep -o "^test('gpu_[a-z0-9_]*'" tests/meson.build | sed "s/test('gpu_//; s/'//"); do
     grep -q "test_gpu_$n\|test_$n" "$0" || { echo "gpu_suite.sh: gpu test $n is not in its list" >&2; exit 1; }
 done
-for t in build/tests/test_gpu_cuda build/tests/test_gpu_planted build/tests/test_gpu_ref build/tests/test_gpu_aa "sh tests/test_gpu_resume.sh" "sh tests/test_gpu_sweep.sh" "sh tests/test_gpu_bf16.sh" "sh tests/test_gpu_gqa.sh" "sh tests/test_gpu_maxskip.sh" "sh tests/test_gpu_kfile.sh" "sh tests/test_gpu_multi.sh" "sh tests/test_gpu_hang.sh" "sh tests/test_gpu_untrusted.sh" "sh tests/test_init_seed.sh --gpu"; do
+for t in build/tests/test_gpu_cuda build/tests/test_gpu_planted build/tests/test_gpu_ref build/tests/test_gpu_aa "sh tests/test_gpu_resume.sh" "sh tests/test_gpu_sweep.sh" "sh tests/test_gpu_bf16.sh" "sh tests/test_gpu_gqa.sh" "sh tests/test_gpu_maxskip.sh" "sh tests/test_gpu_profiles.sh" "sh tests/test_gpu_kfile.sh" "sh tests/test_gpu_multi.sh" "sh tests/test_gpu_hang.sh" "sh tests/test_gpu_untrusted.sh" "sh tests/test_init_seed.sh --gpu"; do
     name=$(echo "$t" | sed 's/.*\(test_[a-z0-9_]*\).*/\1/')
     echo "=== $name"
     t0=$(date +%s)

@@ -557,6 +557,9 @@ resume_case("a stored revert_threshold of -5", 4, "store-config", revert_thresho
 resume_case("a stored llm.concurrency of 10^6", 4, "store-config",
             llm={"cmd": "cat", "mode": "full", "concurrency": 1000000}, args=("--llm-cmd", "cat"))
 resume_case("a stored config_json that is not JSON", 4, "store-config", llm="{not json")
+resume_case("a stored run --profile that is not a string", 4, "store-config", profiles=5)
+resume_case("a stored run --profile naming a profile the task lacks", 2, "spec", profiles="default,large")
+resume_case("a stored run --profile the task has", 5, "no-gpu", profiles="default")
 case("resume", "a run whose runs.status is NULL", 4, "store-column")(
     lambda c: (["resume", "--db", crafted(c, "UPDATE runs SET status = NULL")], None, {}))
 

@@ -86,6 +86,12 @@ expect 2 "bench --repeat 0 is a usage error" -- "$EVOENG" bench --repeat 0
 grep_out err "repeat: expected an integer from 1" "the bad --repeat value is named"
 expect 2 "bench --profile of a profile the task lacks is a usage error" -- "$EVOENG" bench "${EVO_SOURCE_ROOT}/templates/attention/task.json" --profile larg --db "$tmp/run.db"
 grep_out err "evoeng: --profile: .*task.json: unknown profile 'larg' (did you mean 'large'?) (the task's profiles: normal large outlier peaky)" "the refusal names the task's profiles"
+expect 2 "run --profile naming a profile twice is a usage error" -- "$EVOENG" run --profile large,outlier,large --db "$tmp/prof.db"
+grep_out err "evoeng: --profile: profile 'large' is named twice" "the repeated profile is named"
+expect 2 "run --profile of a profile the task lacks is a usage error" -- "$EVOENG" run --profile normal,outlyer --db "$tmp/prof.db"
+grep_out err "unknown profile 'outlyer' (did you mean 'outlier'?)" "the unknown profile is named, with a suggestion"
+[ ! -e "$tmp/prof.db" ] && ok "a refused --profile leaves no store" || fail "run --profile refused but made $tmp/prof.db"
+expect 2 "resume takes no --profile (it keeps the run's)" -- "$EVOENG" resume --profile normal --db "$tmp/prof.db"
 expect 2 "bench --shared 2 is a usage error" -- "$EVOENG" bench --shared 2
 # export from a store recorded on an H200 (tests/data/h200_wgmma_run.sql: a
 # 60 s run at the seed shape, trimmed to the lineage of its best, a WGMMA

@@ -715,6 +715,20 @@ static void test_profiles(void)
         CHECK_MSG(task_resolve(t, v, 1, &dev, &p, &err) == 0, "%s", err.msg);
         CHECK(plan_init(&p, 1, 0)->row_len == 102);
         plan_free(&p);
+        /* run and bench --profile: these timed, any of the task's; a bad
+         * list leaves the task as it was */
+        CHECK_MSG(task_time_profiles(t, "gate_only,plain", &err) == 0, "%s", err.msg);
+        CHECK(task_profile_timing(t, 0) && !task_profile_timing(t, 1) && task_profile_timing(t, 2));
+        CHECK(task_time_profiles(t, "plain,nope", &err) == -1);
+        CHECK_CONTAINS(err.msg, "unknown profile 'nope'");
+        CHECK(task_time_profiles(t, "wide-rows,wide-rows", &err) == -1);
+        CHECK_CONTAINS(err.msg, "profile 'wide-rows' is named twice");
+        CHECK(task_time_profiles(t, ",", &err) == -1);
+        CHECK_CONTAINS(err.msg, "no profile named");
+        CHECK(task_profile_timing(t, 0) && !task_profile_timing(t, 1) && task_profile_timing(t, 2));
+        CHECK_MSG(task_resolve(t, v, 0, &dev, &p, &err) == 0, "%s", err.msg);
+        CHECK(plan_timing_mask(&p) == 5u);
+        plan_free(&p);
         task_free(&t);
     }
     free(spec);
@@ -725,6 +739,7 @@ static void test_profiles(void)
         CHECK(task_nprofiles(t) == 1 && task_profile_timing(t, 0));
         CHECK_STR(task_profile_name(t, 0), "default");
         CHECK(task_profile_find(t, "default", &err) == 0);
+        CHECK(task_time_profiles(t, "default", &err) == 0 && task_profile_timing(t, 0));
         task_free(&t);
     }
     /* a plan made by hand has the one implicit profile too */

@@ -73,7 +73,7 @@ static const CmdInfo commands[] = {
      "prints every failed configuration's compiler errors.\n"
      "With --source, FILE.cu (a kernel file as it is) is compiled in place of the task's template:\n"
      "the static gate checks that it compiles for --arch and defines every entry.", 3},
-    {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--repeat N] [--profile NAME] [--cold] [--json]",
+    {CMD_BENCH, "bench", "TASK [--params K=V,...] [--source FILE.cu] [--against K=V,...] [--repeat N] [--profile NAME[,NAME]] [--cold] [--json]",
      "gate and time one configuration on the GPU",
      "Evaluates one configuration of TASK (default parameters unless --params), or an outside kernel\n"
      "with the same entry points (--source): the correctness gate, timing and launch metrics.\n"
@@ -84,8 +84,8 @@ static const CmdInfo commands[] = {
      "itself (an A/A test: every revert is a false one, and the timing passes at p95 <= 0.5% and\n"
      "no revert). With --json, --repeat prints one JSON object. Progress goes to stderr.\n"
      "The gate runs every input profile of the task; timing and the A/B run each timing profile\n"
-     "(interleaved in one comparison) and print each one's figures; --profile NAME times that\n"
-     "profile only.", 3},
+     "(interleaved in one comparison) and print each one's figures; --profile NAME[,NAME] times\n"
+     "those profiles only.", 3},
     {CMD_RUNS, "runs", "[--json] [--wide]",
      "list the runs in the store",
      "Lists every run of the store, oldest first: id, start time, status (running, completed,\n"
@@ -163,7 +163,7 @@ static const OptInfo options[] = {
     {"cold", no_argument, O_COLD, BIT(CMD_BENCH), NULL, "flush L2 before each timed launch"},
     {"against", required_argument, O_AGAINST, BIT(CMD_BENCH), "K=V,...", "also time these params, and compare them by interleaved A/B"},
     {"repeat", required_argument, O_REPEAT, BIT(CMD_BENCH), "N", "N independent A/B comparisons (A/A without --against)"},
-    {"profile", required_argument, O_PROFILE, BIT(CMD_BENCH), "NAME", "time and compare on this input profile only (default: every timing profile)"},
+    {"profile", required_argument, O_PROFILE, BIT(CMD_RUN) | BIT(CMD_BENCH), "NAME[,NAME]", "time and compare on these input profiles only, any of the task's (default: its timing ones); the gate still runs every profile; resume keeps a run's"},
     {"shared", required_argument, O_SHARED, BIT(CMD_BENCH), "0|1", "A/B sides on the same buffers (1, the default) or each on its own (0)"},
     {"llm", required_argument, O_LLM, BIT(CMD_RUN), "PROVIDER", "openai | anthropic: add LLM-proposed children"},
     {"llm", required_argument, O_LLM, BIT(CMD_RESUME), "PROVIDER", "the LLM provider again (else the run's own)"},

@@ -72,7 +72,7 @@ typedef struct Settings {
     int          cold;              /* bench --cold */
     const char  *against;           /* bench --against K=V,...: A/B reference */
     int          repeat;            /* bench --repeat N: N A/B comparisons (0: one, with --against) */
-    const char  *profile;           /* bench --profile NAME: time that input profile only (NULL: the timing ones) */
+    const char  *profile;           /* run, bench --profile NAME[,NAME]: time these input profiles only (NULL: the task's timing ones) */
     int          shared;            /* bench --shared 0|1: BenchOptions.shared; -1: its default */
     int          seeds;             /* gate seeds */
     /* --gpus: all (gpus_count -1), the first N (gpus_count N) or a list of ordinals (gpus/ngpus) */

@@ -372,15 +372,6 @@ EvoExit cmd_bench(const Settings *s)
     bench_options_default(&go.bench);
     go.bench.cold = s->cold;
     go.bench.seed = s->seed;
-    if (s->profile) {
-        int k = task_profile_find(t, s->profile, &err);
-        if (k < 0) {
-            errorf("--profile: %s", err.msg);
-            rc = EVO_EXIT_USAGE;
-            goto out;
-        }
-        go.bench.profiles = 1u << k;
-    }
     if (s->shared >= 0)
         go.bench.shared = s->shared;
     int nogpu = 0;

@@ -61,8 +61,8 @@ static char *lineage_line(Store *st, int64_t id)
 }
 
 /* The run's task from its recorded path (best effort: the task file may
- * have moved), with the run's --dim overrides. Returns 0 with *t set, or -1
- * with err. */
+ * have moved), with the run's --dim overrides and its timed profiles (run
+ * --profile; best effort too). Returns 0 with *t set, or -1 with err. */
 static int load_run_task(const RunRecord *run, Task **t, EvoErr *err)
 {
     *t = NULL;
@@ -77,6 +77,9 @@ static int load_run_task(const RunRecord *run, Task **t, EvoErr *err)
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(cfg, "dims"), k, v) task_set_dim(*t, k, json_integer_value(v), err);
+    const char *profiles = json_string_value(json_object_get(cfg, "profiles"));
+    if (profiles)
+        task_time_profiles(*t, profiles, err);
     json_decref(cfg);
     return 0;
 }

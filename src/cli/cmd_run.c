@@ -76,6 +76,8 @@ static char *config_json(const Settings *s)
         json_object_set_new(o, "sync", json_true());
     if (s->in_flight)
         json_object_set_new(o, "in_flight", json_integer(s->in_flight));
+    if (s->profile)
+        json_object_set_new(o, "profiles", json_string(s->profile));
     if (s->llm || s->llm_cmd)
         json_object_set_new(o, "llm",
                             json_pack("{s:s?, s:s?, s:s?, s:s?, s:s, s:f, s:i, s:i}", "provider", s->llm, "url",
@@ -99,18 +101,21 @@ static char *device_json(const DeviceInfo *d)
     return txt;
 }
 
-/* The LLM settings a resumed run reads back (strings owned here). */
-typedef struct LlmSaved {
+/* The strings a resumed run reads back from its configuration (owned
+ * here): the LLM settings and the timed profiles. */
+typedef struct Saved {
     char *provider, *url, *model, *cmd, *mode;
-} LlmSaved;
+    char *profiles;
+} Saved;
 
-static void llm_saved_free(LlmSaved *l)
+static void saved_free(Saved *l)
 {
     free(l->provider);
     free(l->url);
     free(l->model);
     free(l->cmd);
     free(l->mode);
+    free(l->profiles);
     memset(l, 0, sizeof(*l));
 }
 
@@ -146,7 +151,7 @@ static int cfg_real(json_t *o, const char *key, double lo, double hi, double *ou
 }
 
 /* The LLM part of a stored configuration: what was given again wins. */
-static int llm_from_config(Settings *s, json_t *lo, const Settings *given, LlmSaved *llm, EvoErr *err)
+static int llm_from_config(Settings *s, json_t *lo, const Settings *given, Saved *llm, EvoErr *err)
 {
     llm->provider = json_strdup(lo, "provider");
     llm->url = json_strdup(lo, "url");
@@ -172,7 +177,7 @@ static int llm_from_config(Settings *s, json_t *lo, const Settings *given, LlmSa
 /* Apply a stored run's configuration to settings not given again. Every
  * value is checked as the option it stands for would be. Returns 0, or -1
  * with err. */
-static int settings_from_config(Settings *s, const char *cfg_json, const Settings *given, LlmSaved *llm, EvoErr *err)
+static int settings_from_config(Settings *s, const char *cfg_json, const Settings *given, Saved *saved, EvoErr *err)
 {
     json_t *o = cfg_json ? json_loads(cfg_json, 0, NULL) : NULL;
     if (!json_is_object(o)) {
@@ -195,8 +200,15 @@ static int settings_from_config(Settings *s, const char *cfg_json, const Setting
     if (!given->in_flight && cfg_int(o, "in_flight", 1, 100000, &s->in_flight, err))
         goto out;
     json_t *lo = json_object_get(o, "llm");
-    if (json_is_object(lo) && llm_from_config(s, lo, given, llm, err))
+    if (json_is_object(lo) && llm_from_config(s, lo, given, saved, err))
         goto out;
+    json_t *pv = json_object_get(o, "profiles");   /* run --profile: checked again when the task loads */
+    if (pv && !json_is_string(pv)) {
+        err_set(err, "runs.config_json: \"profiles\" must be a string");
+        goto out;
+    }
+    if (pv)
+        s->profile = saved->profiles = xstrdup(json_string_value(pv));
     json_t *dims = json_object_get(o, "dims");
     const char *k;
     json_object_foreach(dims, k, v) {
@@ -218,7 +230,7 @@ out:
 /* resume and the store's LLM settings: a store is data, so a command it
  * names is never run, and a URL it names never gets the key, unless it
  * is given again or --trust-store says the store is the user's own. */
-static int llm_trusted(const Settings *s, const Settings *given, const LlmSaved *saved, int64_t run, EvoErr *err)
+static int llm_trusted(const Settings *s, const Settings *given, const Saved *saved, int64_t run, EvoErr *err)
 {
     if (given->trust_store)
         return 0;
@@ -590,11 +602,11 @@ static EvoExit resume_common(const Settings *s)
         return EVO_EXIT_OK;
     }
     Settings copy = *s;
-    LlmSaved saved = {0};
+    Saved saved = {0};
     if (settings_from_config(&copy, r.config_json, s, &saved, &err) || llm_trusted(&copy, s, &saved, r.id, &err)) {
         errorf("%s", err.msg);
         EvoExit bad = strncmp(err.msg, "runs.", 5) == 0 ? EVO_EXIT_DB : EVO_EXIT_USAGE;
-        llm_saved_free(&saved);
+        saved_free(&saved);
         run_record_free(&r);
         return bad;
     }
@@ -607,7 +619,7 @@ static EvoExit resume_common(const Settings *s)
     int64_t id = r.id;
     run_record_free(&r);
     EvoExit rc = run_common(&copy, id, strategy);
-    llm_saved_free(&saved);
+    saved_free(&saved);
     free(strategy);
     free(task_path_copy);
     return rc;

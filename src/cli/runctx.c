@@ -44,6 +44,11 @@ EvoExit runctx_load_task(const Settings *s, Task **out)
             return EVO_EXIT_USAGE;
         }
     }
+    if (s->profile && task_time_profiles(*out, s->profile, &err)) {
+        errorf("--profile: %s", err.msg);
+        task_free(out);
+        return EVO_EXIT_USAGE;
+    }
     return EVO_EXIT_OK;
 }
 

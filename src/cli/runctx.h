@@ -17,8 +17,9 @@
  * Fresh string. */
 char *runctx_task_file(const char *path);
 
-/* Load s->task (or the default task) and apply s->dims. Prints the error
- * and returns EVO_EXIT_TASK on failure, EVO_EXIT_OK with *out set. */
+/* Load s->task (or the default task), apply s->dims and s->profile (the
+ * profiles timed). Prints the error and returns EVO_EXIT_TASK (the spec)
+ * or EVO_EXIT_USAGE (a dim or profile), EVO_EXIT_OK with *out set. */
 EvoExit runctx_load_task(const Settings *s, Task **out);
 
 /* The compile cache's folder: $EVOENG_CACHE_DIR, else $XDG_CACHE_HOME/evoeng

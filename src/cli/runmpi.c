@@ -25,6 +25,7 @@ static MpiEval *eval_;
 static void settings_from_setup(Settings *s, json_t *o)
 {
     s->task = json_string_value(json_object_get(o, "task"));
+    s->profile = json_string_value(json_object_get(o, "profiles"));   /* run --profile; NULL: the task's */
     s->seeds = (int)json_integer_value(json_object_get(o, "seeds"));
     s->seed = (uint64_t)json_integer_value(json_object_get(o, "seed"));
     s->ndims = 0;
@@ -145,6 +146,8 @@ EvoExit runmpi_start(const Settings *s, const Task *task, const char *task_abs, 
         json_object_set_new(dims, s->dims[i].name, json_integer(s->dims[i].value));
     json_t *o = json_pack("{s:s, s:o, s:i, s:I}", "task", task_abs, "dims", dims, "seeds", s->seeds, "seed",
                           (json_int_t)s->seed);
+    if (s->profile)
+        json_object_set_new(o, "profiles", json_string(s->profile));
     char *setup = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     int rc = mpieval_start(eval_, setup, task_nparams(task), &err);

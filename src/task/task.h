@@ -120,6 +120,11 @@ int         task_profile_timing(const Task *t, int k);
 /* The index of the profile called name, or -1 with err naming the task,
  * the name (with a suggestion) and the profiles it has. */
 int         task_profile_find(const Task *t, const char *name, EvoErr *err);
+/* Time (and compare on) only the profiles a comma-separated list names,
+ * any of the task's, "timing" or not; the gate still runs every profile.
+ * 0, or -1 with err naming the first unknown (see task_profile_find) or
+ * repeated name, or an empty list; the task is unchanged then. */
+int         task_time_profiles(Task *t, const char *names, EvoErr *err);
 
 /* ---- checking, resolving, rendering ---------------------------------- */
 

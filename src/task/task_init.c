@@ -342,3 +342,27 @@ int task_profile_find(const Task *t, const char *name, EvoErr *err)
             tl_suggest(hint, sizeof(hint), name, names, n), known);
     return -1;
 }
+
+int task_time_profiles(Task *t, const char *names, EvoErr *err)
+{
+    int want[PLAN_MAX_PROFILES] = {0}, picked = 0;
+    char *list = xstrdup(names ? names : ""), *save = NULL;
+    int rc = 0;
+    for (char *name = strtok_r(list, ",", &save); name && rc == 0; name = strtok_r(NULL, ",", &save)) {
+        int k = task_profile_find(t, name, err);
+        if (k < 0)
+            rc = -1;
+        else if (want[k])
+            rc = err_set(err, "profile '%s' is named twice", name);
+        else
+            picked += want[k] = 1;
+    }
+    free(list);
+    if (rc == 0 && picked == 0)
+        rc = err_set(err, "no profile named: give one or more of the task's, separated by commas");
+    if (rc)
+        return -1;
+    for (int k = 0; k < t->nprofiles; k++)   /* none: the implicit "default", timed already */
+        t->profiles[k].timing = want[k];
+    return 0;
+}
