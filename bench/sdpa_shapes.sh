@@ -23,6 +23,10 @@
 #   a longer run (e.g. the 20-generation run on the seed shape).
 #   DTYPE=1 searches and times every shape in bf16 (--dim DTYPE=1; the
 #   exports are named <tag>bf16.json), DTYPE=0 (the default) in fp16.
+#   PROFILE=NAME[,NAME] searches timed on those input profiles alone (run
+#   --profile; the gate still runs every one; the exports are named
+#   <tag>p<NAME>[+<NAME>].json), e.g. PROFILE=large for issue 33's
+#   per-profile bests.
 #   GPUS=N searches N shapes at once, shape k on GPU k mod N (--gpus K,),
 #   each run compiling on its share of the cores (-j cores/N; JOBS=J sets
 #   it); each lane's output goes to OUTDIR/lane<K>.log and is printed when
@@ -62,8 +66,8 @@ search() {
         k=$((k + 1))
         [ $(( (k - 1) % lanes )) -eq "$lane" ] || continue
         IFS=, read -r B H S D C HKV SQ <<<"$sh"
-        tag="b${B}h${H}s${S}d${D}c${C}${HKV:+k$HKV}${SQ:+q$SQ}${dt[*]:+bf16}"
-        gq=(${HKV:+--dim HKV=$HKV} ${SQ:+--dim SQ=$SQ} "${dt[@]}")
+        tag="b${B}h${H}s${S}d${D}c${C}${HKV:+k$HKV}${SQ:+q$SQ}${dt[*]:+bf16}${PROFILE:+p${PROFILE//,/+}}"
+        gq=(${HKV:+--dim HKV=$HKV} ${SQ:+--dim SQ=$SQ} "${dt[@]}" ${PROFILE:+--profile "$PROFILE"})
         db=${SHARED_DB:-$out/$tag.db}
         [ -f "$out/exports/$tag.json" ] && continue
         echo "=== $tag: evoeng run for ${secs}s${lane_opts[*]:+ (${lane_opts[*]})}"

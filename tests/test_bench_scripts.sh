@@ -106,6 +106,10 @@ STUB_LOG="$tmp/lanes.log" DTYPE=1 COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/
 if [ $? -eq 0 ] && grep -q "S=64 .*--dim DTYPE=1" "$tmp/lanes.log" && [ -f "$tmp/sq5/exports/b1h1s64d64c0bf16.json" ]
 then ok "sdpa_shapes.sh DTYPE=1: the run is bf16 (--dim DTYPE=1), its export named ...bf16.json"
 else bad "sdpa_shapes.sh DTYPE=1: $(cat "$tmp/lanes.log"; ls "$tmp/sq5/exports"; tail -3 "$tmp/out5")"; fi
+STUB_LOG="$tmp/lanes7.log" PROFILE=large,outlier COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq7" 1 1,1,64,64,0 >"$tmp/out7" 2>&1
+if [ $? -eq 0 ] && grep -q "S=64 .*--profile large,outlier" "$tmp/lanes7.log" && [ -f "$tmp/sq7/exports/b1h1s64d64c0plarge+outlier.json" ]
+then ok "sdpa_shapes.sh PROFILE=large,outlier: the run is timed on those (--profile), its export named ...plarge+outlier.json"
+else bad "sdpa_shapes.sh PROFILE: $(cat "$tmp/lanes7.log"; ls "$tmp/sq7/exports"; tail -3 "$tmp/out7")"; fi
 DTYPE=2 COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq6" 1 1,1,64,64,0 >"$tmp/out6" 2>&1
 if [ $? -eq 2 ] && grep -q "DTYPE=2: expected 0 (fp16) or 1 (bf16)" "$tmp/out6"
 then ok "sdpa_shapes.sh: DTYPE=2 is a usage error"
