@@ -106,6 +106,11 @@ STUB_LOG="$tmp/lanes.log" DTYPE=1 COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/
 if [ $? -eq 0 ] && grep -q "S=64 .*--dim DTYPE=1" "$tmp/lanes.log" && [ -f "$tmp/sq5/exports/b1h1s64d64c0bf16.json" ]
 then ok "sdpa_shapes.sh DTYPE=1: the run is bf16 (--dim DTYPE=1), its export named ...bf16.json"
 else bad "sdpa_shapes.sh DTYPE=1: $(cat "$tmp/lanes.log"; ls "$tmp/sq5/exports"; tail -3 "$tmp/out5")"; fi
+# gpu_suite.sh NAME...: a name the suite lacks is refused before anything runs
+(cd "$ROOT" && bash bench/gpu_suite.sh "$tmp/gs" cuda multy) >"$tmp/gs.out" 2>&1
+if [ $? -eq 2 ] && grep -q "gpu_suite.sh: no gpu test 'multy'" "$tmp/gs.out" && ! grep -q "^===" "$tmp/gs.out"
+then ok "gpu_suite.sh: an unknown test name is refused (exit 2) before any test runs"
+else bad "gpu_suite.sh cuda multy: $(cat "$tmp/gs.out")"; fi
 STUB_LOG="$tmp/lanes7.log" PROFILE=large,outlier COMPARE=0 EVOENG="$tmp/evo_lanes" bash "$ROOT/bench/sdpa_shapes.sh" "$tmp/sq7" 1 1,1,64,64,0 >"$tmp/out7" 2>&1
 if [ $? -eq 0 ] && grep -q "S=64 .*--profile large,outlier" "$tmp/lanes7.log" && [ -f "$tmp/sq7/exports/b1h1s64d64c0plarge+outlier.json" ]
 then ok "sdpa_shapes.sh PROFILE=large,outlier: the run is timed on those (--profile), its export named ...plarge+outlier.json"
