@@ -217,7 +217,6 @@ static void test_records(void)
     BenchOptions o;
     bench_options_default(&o);
     o.seed = ~0ull;
-    o.profiles = 6;
     ROUND_TRIP(BenchOptions, bench_options_to_json, bench_options_from_json(rt_j, &rt_b, NULL), o);
 
     GateReport g;

@@ -863,12 +863,6 @@ static void test_profile_aggregates(void)
     CHECK_NEAR(br2.prof[1].ms.median, 0.125, 0);
     CHECK_NEAR(br2.prof[1].tflops, br.prof[1].tflops, 1e-12);
     plan_free(&p);
-    o.profiles = 5;
-    j = bench_options_to_json(&o);
-    BenchOptions o2;
-    bench_options_from_json(j, &o2, NULL);
-    json_decref(j);
-    CHECK(o2.profiles == 5);
 }
 
 static void test_stats(void)

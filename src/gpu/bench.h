@@ -37,7 +37,7 @@
  * read directly (NVML is not used).
  *
  * Input profiles (plan.h): a request times the plan's timing profiles
- * (or those BenchOptions.profiles names), each on its own working set of
+ * (task_time_profiles chooses them), each on its own working set of
  * the bay. bench_time is called once per profile (the worker takes 25 /
  * n samples a profile, at least 10). bench_compare_multi interleaves the
  * profiles within one comparison: every round is one pair of each
@@ -94,7 +94,6 @@ typedef struct BenchOptions {
     int      retries;         /* A/B: rounds of `pairs` pairs at most, pooled (default 5) */
     double   noise_threshold; /* A/B: the 95% half-width of the median ratio to reach (default 0.005) */
     uint64_t seed;            /* input seed and A/B order seed (default 1) */
-    unsigned profiles;        /* bit k: time input profile k; 0 (default): the plan's timing profiles */
 } BenchOptions;
 
 /* The defaults above, with EVOENG_SAMPLE_MS and EVOENG_TIMING_HOLD applied

@@ -23,7 +23,7 @@ static const Field options_fields[] = {
     FJ(BenchOptions, warmup, F_I32),  FJ(BenchOptions, samples, F_I32), FJ(BenchOptions, min_sample_ms, F_REAL),
     FJ(BenchOptions, cold, F_BOOL),   FJ(BenchOptions, graph, F_BOOL),  FJ(BenchOptions, hold, F_BOOL),
     FJ(BenchOptions, shared, F_BOOL), FJ(BenchOptions, pairs, F_I32),   FJ(BenchOptions, retries, F_I32),
-    FJ(BenchOptions, noise_threshold, F_REAL), FJ(BenchOptions, seed, F_U64), FJ(BenchOptions, profiles, F_U32),
+    FJ(BenchOptions, noise_threshold, F_REAL), FJ(BenchOptions, seed, F_U64),
 };
 
 /* A profile's A/B figures are written where it has a ratio. */
@@ -91,7 +91,6 @@ int bench_options_from_json(const json_t *j, BenchOptions *o, EvoErr *err)
 {
     bench_options_default(o);
     o->cold = 0;
-    o->profiles = 0;
     return j ? fld_from_json(options_fields, NFIELDS(options_fields), j, o, err) : 0;
 }
 

@@ -27,7 +27,7 @@
  *           (every input profile of the plan, every seed: one request a shape)
  *   time    {"plan": Plan, "module": ID, "which": "cand"|"ref",
  *            "bench": BenchOptions}            -> {"result": BenchResult}
- *           (each profile of bench.profiles, or the plan's timing profiles)
+ *           (each of the plan's timing profiles)
  *   compare {"plan_a", "module_a", "which_a", "plan_b", "module_b", "which_b",
  *            "bench"}                          -> {"result": CompareResult}
  *           (the profiles interleaved within the one request)

@@ -352,7 +352,7 @@ static json_t *w_time(WState *s, const json_t *req, int metrics_only)
     BenchOptions *o = &q.bench;
     if (s->res)
         resident_begin(s->res);
-    bad = side_open(s, &sd, &q.plan, q.module, q.which_ref, o->seed, metrics_only ? 1u : o->profiles, 0);
+    bad = side_open(s, &sd, &q.plan, q.module, q.which_ref, o->seed, metrics_only ? 1u : 0u, 0);
     if (bad) {
         side_free(&sd);
         return bad;
@@ -392,9 +392,9 @@ static json_t *w_compare(WState *s, const json_t *req)
     /* shared (the default): both sides on profile k's working set of their
      * bay, so the same buffers when their inputs match; else B on a set of
      * its own */
-    bad = side_open(s, &a, &q.plan_a, q.module_a, q.which_a, o->seed, o->profiles, 0);
+    bad = side_open(s, &a, &q.plan_a, q.module_a, q.which_a, o->seed, 0u, 0);
     if (!bad)
-        bad = side_open(s, &b, &q.plan_b, q.module_b, q.which_b, o->seed, o->profiles, !o->shared);
+        bad = side_open(s, &b, &q.plan_b, q.module_b, q.which_b, o->seed, 0u, !o->shared);
     if (!bad && (a.n != b.n || memcmp(a.prof, b.prof, sizeof(a.prof)) != 0))
         bad = wmsg_error("invalid", "compare: the two plans time different input profiles");
     if (bad) {
