@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/fuzz.sh SECONDS [--smoke] [TARGET...]: run each libFuzzer target
-# (default: fuzz_expr fuzz_task fuzz_extract fuzz_rows, built by meson when
+# (default: fuzz_expr fuzz_task fuzz_extract fuzz_rows fuzz_canon, built by meson when
 # clang is found; see tests/meson.build) for SECONDS, one after the other,
 # and print per target its executions, its coverage (libFuzzer's cov and
 # ft at the end) and its crashes (crash-, leak-, timeout-, oom- files and
@@ -20,7 +20,7 @@ smoke=0
 if [ "${1:-}" = "--smoke" ]; then smoke=1; shift; fi
 ROOT=${EVO_SOURCE_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 BUILD=${EVO_BUILD_ROOT:-$ROOT/build}
-targets=${*:-fuzz_expr fuzz_task fuzz_extract fuzz_rows}
+targets=${*:-fuzz_expr fuzz_task fuzz_extract fuzz_rows fuzz_canon}
 if [ "$smoke" = 0 ]; then
     ninja -C "$BUILD" $(for t in $targets; do printf 'tests/%s ' "$t"; done) >/dev/null ||
         { echo "fuzz.sh: building the targets failed (is clang installed? meson setup -Dfuzz=enabled says why)" >&2; exit 2; }
@@ -38,6 +38,7 @@ for t in $targets; do
     case $t in
         fuzz_task)    seeds=$ROOT/tests/data ;;
         fuzz_extract) seeds=$ROOT/tests/data/llm ;;
+        fuzz_canon)   seeds=$ROOT/tests/data/kernels ;;
         fuzz_expr)    seeds=$tmp/expr-seeds
                       mkdir -p "$seeds"
                       i=0
