@@ -28,9 +28,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compile/canon.h"
 #include "compile/clog.h"
 #include "compile/kfile.h"
 #include "compile/pool.h"
+#include "compile/predef.h"
 #include "config.h"
 #include "device.h"
 #include "msg.h"
@@ -241,7 +243,23 @@ static void compute_key(const CompileRequest *req, const OptList *o, char key[65
     key_field(&sb, 'K', KFILE_VERSION);
     for (int i = 0; i < req->nname_exprs; i++)
         key_field(&sb, 'E', req->name_exprs[i]);
-    key_field(&sb, 'S', req->source);
+    /* Keyed on the text the preprocessor leaves of what NVRTC compiles
+     * (canon.h), so that a knob the preprocessor drops costs no compile;
+     * on the source as it is when there is no such text, or with
+     * EVOENG_CANON=0. */
+    const char *env = getenv("EVOENG_CANON");
+    char *text = NULL;
+    if (!env || strcmp(env, "0") != 0) {
+        char *device_src = kfile_device_source(req->source, NULL);
+        PredefOptions po = {(const char *const *)o->v, o->n};
+        text = canon_source(device_src, predef_lookup, &po);
+        free(device_src);
+    }
+    if (text)
+        key_field(&sb, 'C', text);
+    else
+        key_field(&sb, 'S', req->source);
+    free(text);
     sha256_hex(sb.s, sb.len, key);
     sb_free(&sb);
 }

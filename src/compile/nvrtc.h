@@ -2,7 +2,10 @@
  * nvrtc: run-time compilation of CUDA C++ to cubin with NVRTC, with the
  * full log kept, resource usage parsed from ptxas' verbose output, an
  * on-disk cache keyed by (source, options, arch, NVRTC version), and a
- * thread pool that compiles many sources in parallel.
+ * thread pool that compiles many sources in parallel. The key takes the
+ * source as its preprocessor leaves it (canon.h) where that text exists,
+ * so two sources that differ only in what the preprocessor drops share
+ * one entry; EVOENG_CANON=0 keys on the source as it is.
  *
  * Needs no GPU: the target architecture is given explicitly ("sm_90").
  */
@@ -34,7 +37,7 @@ typedef struct CompileResult {
     size_t           cubin_len;
     char            *log;         /* full NVRTC + ptxas log, owned, never NULL */
     char            *options;     /* the exact option string used, owned */
-    char             key[65];     /* cache key: sha256 of source, options, arch, NVRTC version */
+    char             key[65];     /* cache key: sha256 of source (canon.h), options, arch, NVRTC version */
     KernelResources *kernels;     /* owned, nkernels entries */
     int              nkernels;
     double           compile_ms;  /* wall time of the NVRTC call (0 on a cache hit) */
@@ -134,7 +137,9 @@ char *nvrtc_cache_dir(void);
  * the same text as CompileResult.options) and key the cache key: sha256
  * over a versioned, length-prefixed encoding of the NVRTC version, arch,
  * program name, each option, KFILE_VERSION, each name expression and the
- * source. Returns 0, or -1 when req is
+ * source's canonical text (canon.h, with NVRTC's predefined names asked of
+ * NVRTC under these options; the source itself when there is none, or
+ * with EVOENG_CANON=0). Returns 0, or -1 when req is
  * invalid (no source, arch not "sm_*"), with err naming the field. */
 int nvrtc_request_key(const CompileRequest *req, char **options, char key[65], EvoErr *err);
 
