@@ -229,6 +229,19 @@ static void key_field(StrBuf *sb, char tag, const char *s)
     sb_putc(sb, '\n');
 }
 
+/* NVRTC honours the driver's compute cache (~/.nv/ComputeCache): when it
+ * serves a cubin from there, ptxas does not run and its -v report (our
+ * registers, spills and shared memory) is missing from the log. evoeng has
+ * its own cache, keyed more strictly, so the driver's is switched off for
+ * this process, once, before the first compilation (and before any thread
+ * of the pool exists: nvrtc_compile_many calls this first). */
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+
+static void env_init(void)
+{
+    setenv("CUDA_CACHE_DISABLE", "1", 1);
+}
+
 static void compute_key(const CompileRequest *req, const OptList *o, char key[65])
 {
     StrBuf sb = {0};
@@ -250,6 +263,7 @@ static void compute_key(const CompileRequest *req, const OptList *o, char key[65
     const char *env = getenv("EVOENG_CANON");
     char *text = NULL;
     if (!env || strcmp(env, "0") != 0) {
+        pthread_once(&g_env_once, env_init);   /* predef compiles probes */
         char *device_src = kfile_device_source(req->source, NULL);
         PredefOptions po = {(const char *const *)o->v, o->n};
         text = canon_source(device_src, predef_lookup, &po);
@@ -504,19 +518,6 @@ static int deterministic_failure(nvrtcResult r)
 /* Run NVRTC for req with options o into res. Returns 0 when the outcome
  * is final (success or a deterministic compile failure, see res->ok), -1
  * otherwise (err; res->error says the same). */
-/* NVRTC honours the driver's compute cache (~/.nv/ComputeCache): when it
- * serves a cubin from there, ptxas does not run and its -v report (our
- * registers, spills and shared memory) is missing from the log. evoeng has
- * its own cache, keyed more strictly, so the driver's is switched off for
- * this process, once, before the first compilation (and before any thread
- * of the pool exists: nvrtc_compile_many calls this first). */
-static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
-
-static void env_init(void)
-{
-    setenv("CUDA_CACHE_DISABLE", "1", 1);
-}
-
 static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult *res, EvoErr *err)
 {
     pthread_once(&g_env_once, env_init);
