@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "compile/canon.h"
+#include "util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,9 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 65536)
         return 0;
-    char *src = malloc(size + 1);
-    memcpy(src, data, size);
-    src[size] = 0;
+    char *src = xstrndup((const char *)data, size);   /* up to a NUL byte, if any */
     char *text = canon_source(src, lookup, NULL);
     if (text && lines(text) < lines(src))
         abort();   /* a line went missing: line numbers would move */
