@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "compile/canon.h"
+#include "compile/cserver.h"
 #include "compile/kfile.h"
 #include "compile/nvrtc.h"
 #include "compile/predef.h"
@@ -489,6 +490,44 @@ static void test_keys_and_cache(void)
     free(k0);
 }
 
+/* Through a compile helper process (cserver.h): the helper's key comes
+ * back with its reply and the parent takes the result by it; the keys
+ * are those nvrtc_request_key computes, and a twin is a cache hit. (A
+ * helper that fails is replaced by an in-process compile with the same
+ * results, so this checks the results, not which process made them.) */
+static void test_helper_keys(void)
+{
+    const char *exe = getenv("EVOENG");
+    if (!exe || access(exe, X_OK) != 0) {
+        printf("skip test_helper_keys: no evoeng binary in $EVOENG\n");
+        return;
+    }
+    const char *t = "#define K @K@ @W@\n#if K\nextern \"C\" __global__ void k(float *x) { x[0] = 2.f; }\n#endif\n";
+    char *k1 = cfg(t, "1", ""), *k2 = cfg(t, "3", "");
+    char tmpl[] = "/tmp/evo_canon_helper_XXXXXX";
+    CHECK(mkdtemp(tmpl) != NULL);
+    nvrtc_set_cache_dir(tmpl);
+    cserver_enable(exe);
+    CompileRequest a = att_request(k1), b = att_request(k2);
+    CompileResult ra, rb;
+    EvoErr err;
+    char want[65], *opts = NULL;
+    CHECK(nvrtc_request_key(&a, &opts, want, &err) == 0);
+    CHECK(cserver_compile(&a, &ra, &err) == 0 && ra.ok && !ra.cache_hit && strcmp(ra.key, want) == 0);
+    CHECK(cserver_compile(&b, &rb, &err) == 0 && rb.ok && rb.cache_hit && strcmp(rb.key, want) == 0);
+    CHECK(ra.cubin_len == rb.cubin_len && memcmp(ra.cubin, rb.cubin, ra.cubin_len) == 0);
+    cserver_enable(NULL);
+    nvrtc_result_free(&ra);
+    nvrtc_result_free(&rb);
+    nvrtc_set_cache_dir(NULL);
+    char *rm = xasprintf("rm -rf '%s'", tmpl);
+    CHECK(system(rm) == 0);
+    free(rm);
+    free(opts);
+    free(k1);
+    free(k2);
+}
+
 /* The attention template at its defaults, then the settings in set
  * ("WS=1,CONSUMERS=2", may be NULL), then name = v. */
 static char *att_config(const char *tmpl, const Knob *k, int nk, json_t *task, const char *set, const char *name,
@@ -557,6 +596,7 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "--nvrtc") == 0) {
         RUN(test_predef);
         RUN(test_keys_and_cache);
+        RUN(test_helper_keys);
         RUN(test_attention_twins);
         return test_report();
     }

@@ -108,6 +108,7 @@ typedef struct CsReply {
     int    compiled;          /* 1: compiled now, not a cache hit */
     double cpu_ms, wall_ms;
     char   err[sizeof(((EvoErr *)0)->msg)];
+    char   key[65];           /* the cache key of the result ("" when rc != 0) */
 } CsReply;
 
 #define CS_TEXT(key_, m) {.key = key_, .type = F_TEXT, .off = offsetof(CsRequest, m)}
@@ -129,6 +130,7 @@ static const Field request_fields[] = {
 static const Field reply_fields[] = {
     CS_R(rc, F_I32), CS_R(compiled, F_BOOL), CS_R(cpu_ms, F_REAL), CS_R(wall_ms, F_REAL),
     {.key = "err", .type = F_CHARS, .off = offsetof(CsReply, err), .req = 1, .size = sizeof(((CsReply *)0)->err)},
+    {.key = "key", .type = F_CHARS, .off = offsetof(CsReply, key), .req = 1, .size = sizeof(((CsReply *)0)->key)},
 };
 
 /* ---- the helper process ----------------------------------------------------- */
@@ -152,6 +154,8 @@ static int serve(int in, int out)
         r.cpu_ms = thread_cpu_ms() - c0;
         r.wall_ms = r.rc == 0 ? res.compile_ms : 0.0;
         snprintf(r.err, sizeof(r.err), "%s", err.msg);
+        if (r.rc == 0)
+            snprintf(r.key, sizeof(r.key), "%s", res.key);
         if (ok)
             nvrtc_result_free(&res);
         fld_release(request_fields, NFIELDS(request_fields), &q);
@@ -227,7 +231,7 @@ static Helper *thread_helper(void)
  * left a final result in the cache, -1 otherwise (the helper is then let
  * go: this thread compiles in-process from now on). */
 static int remote(Helper *h, const CompileRequest *req, const char *dir, int *compiled, double *cpu_ms,
-                  double *wall_ms)
+                  double *wall_ms, char key[65])
 {
     CsRequest q = {*req, (char *)dir};
     CsReply rep;
@@ -244,6 +248,7 @@ static int remote(Helper *h, const CompileRequest *req, const char *dir, int *co
         *compiled = rep.compiled;
         *cpu_ms = rep.cpu_ms;
         *wall_ms = rep.wall_ms;
+        memcpy(key, rep.key, 65);
     }
     if (!r) {   /* it died or spoke nonsense: no more helper for this thread */
         helper_stop(h);
@@ -259,9 +264,12 @@ int cserver_compile(const CompileRequest *req, CompileResult *res, EvoErr *err)
     Helper *h = dir ? thread_helper() : NULL;
     int compiled = 0;
     double cpu_ms = 0, wall_ms = 0;
-    int done = h && !h->broken && remote(h, req, dir, &compiled, &cpu_ms, &wall_ms) == 0;
+    char key[65] = "";
+    int done = h && !h->broken && remote(h, req, dir, &compiled, &cpu_ms, &wall_ms, key) == 0;
     free(dir);
-    int rc = nvrtc_compile(req, res, err);   /* a cache hit when the helper compiled it */
+    CompileRequest local = *req;
+    local.key = done ? key : NULL;   /* the helper's key: no second canon_source */
+    int rc = nvrtc_compile(&local, res, err);   /* a cache hit when the helper compiled it */
     if (done && rc == 0 && compiled && res->cache_hit) {
         res->cache_hit = 0;
         res->compile_ms = wall_ms;

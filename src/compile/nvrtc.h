@@ -28,6 +28,8 @@ typedef struct CompileRequest {
     const char *const *name_exprs; /* NVRTC name expressions (entries such as "k<128, 64>" or
                                 * "ns::k"), lowered after the compile; may be NULL */
     int          nname_exprs;
+    const char  *key;         /* NULL, or the cache key nvrtc_compile computed for this very
+                               * request elsewhere (a compile helper's reply): not computed again */
 } CompileRequest;
 
 typedef struct CompileResult {
