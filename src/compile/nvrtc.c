@@ -260,10 +260,10 @@ static void compute_key(const CompileRequest *req, const OptList *o, char key[65
      * (canon.h), so that a knob the preprocessor drops costs no compile;
      * on the source as it is when there is no such text, or with
      * EVOENG_CANON=0. */
+    pthread_once(&g_env_once, env_init);   /* predef compiles probes; setenv before getenv */
     const char *env = getenv("EVOENG_CANON");
     char *text = NULL;
     if (!env || strcmp(env, "0") != 0) {
-        pthread_once(&g_env_once, env_init);   /* predef compiles probes */
         char *device_src = kfile_device_source(req->source, NULL);
         PredefOptions po = {(const char *const *)o->v, o->n};
         text = canon_source(device_src, predef_lookup, &po);
