@@ -17,16 +17,17 @@
  * and have the export's cache key: at the benchmark shape's unit, and at
  * every compile unit (a twin there compiles nothing at all).
  *
- * Keys are computed as nvrtc_compile() computes them (nvrtc_request_key,
- * NVRTC's predefined names asked of NVRTC), for the sm_90 profile's
- * target; nothing is compiled.
+ * Candidates are rendered and keyed as a run does it (prep_render, then
+ * prep_unit_key: nvrtc_request_key of the request a run submits, NVRTC's
+ * predefined names asked of NVRTC), for the sm_90 profile's target;
+ * nothing is compiled.
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile/nvrtc.h"
+#include "compile/prep.h"
 #include "device.h"
 #include "task/task.h"
 #include "task/template.h"
@@ -56,68 +57,28 @@ typedef struct Count {
     int units, new_source, new_key;
 } Count;
 
-/* The unit of shape s for vals: count it in c. */
-static int count_unit(const Task *t, const DeviceInfo *dev, const int64_t *vals, int s, Seen *sources, Seen *keys,
-                      Count *c, EvoErr *err)
+/* vals rendered as a run renders them (prep_render: one unit per distinct
+ * source); 1 when valid, 0 when a constraint or plan fails, -1 (err). */
+static int render(const Task *t, const DeviceInfo *dev, const int64_t *vals, Prepared *p, EvoErr *err)
 {
-    char *src = NULL, *opts = NULL, hash[65], key[65];
-    if (task_render(t, vals, s, 0, &src, err) < 0)
+    PrepInput in = {vals, NULL};
+    if (prep_render(t, dev, &in, p, err) < 0)
         return -1;
-    CompileRequest r = {0};
-    r.source = src;
-    r.name = task_template_path(t);
-    r.arch = device_nvrtc_target(dev, task_arch_specific(t));
-    r.options = task_compile_options(t, &r.noptions);
-    r.fast_math = task_fast_math(t);
-    r.lineinfo = task_lineinfo(t);
-    r.name_exprs = task_entry_list(t, 0, &r.nname_exprs);
-    int rc = nvrtc_request_key(&r, &opts, key, err);
-    if (rc == 0) {
-        template_hash(src, hash);
-        c->units++;
-        c->new_source += !seen(sources, hash);
-        c->new_key += !seen(keys, key);
-    }
-    free(src);
-    free(opts);
-    return rc;
+    return p->status[0] == 0;
 }
 
-/* The shapes that make a compile unit of their own: the first of each set
- * of compile dims, shape 0 first. */
-static int unit_shapes(const Task *t, int *shapes)
+/* Unit u of p: count it in c. */
+static int count_unit(const Task *t, const DeviceInfo *dev, Prepared *p, int u, Seen *sources, Seen *keys, Count *c,
+                      EvoErr *err)
 {
-    int n = 0;
-    for (int s = 0; s < task_nshapes(t); s++) {
-        int dup = 0;
-        for (int k = 0; k < n && !dup; k++) {
-            dup = 1;
-            for (int i = 0; i < task_ncompile_dims(t); i++) {
-                int d = task_compile_dim_index(t, i);
-                dup &= task_dim_value(t, s, d) == task_dim_value(t, shapes[k], d);
-            }
-        }
-        if (!dup)
-            shapes[n++] = s;
-    }
-    return n;
-}
-
-/* The cache key of shape s's unit for vals into key. */
-static int unit_key(const Task *t, const DeviceInfo *dev, const int64_t *vals, int s, char key[65], EvoErr *err)
-{
-    Seen a = {0}, b = {0};
-    Count c = {0};
-    int rc = count_unit(t, dev, vals, s, &a, &b, &c, err);
-    if (rc == 0)
-        snprintf(key, 65, "%s", b.v[0]);
-    for (int i = 0; i < a.n; i++)
-        free(a.v[i]);
-    for (int i = 0; i < b.n; i++)
-        free(b.v[i]);
-    free(a.v);
-    free(b.v);
-    return rc;
+    char hash[65], key[65];
+    if (prep_unit_key(t, dev, p, u, key, err) < 0)
+        return -1;
+    template_hash(p->units[u].source, hash);
+    c->units++;
+    c->new_source += !seen(sources, hash);
+    c->new_key += !seen(keys, key);
+    return 0;
 }
 
 /* One export: its valid one-knob neighbours and how many are twins. */
@@ -157,39 +118,48 @@ static int neighbours(const char *task_path, const char *path, const DeviceInfo 
             goto done;
     }
     char *ptext = json_dumps(json_object_get(e, "params"), 0);
-    int np = task_nparams(t), shapes[256], nshapes = unit_shapes(t, shapes);
+    int np = task_nparams(t), valid = 0, twin0 = 0, twin_all = 0, nunits = 0;
     int64_t *vals = xcalloc((size_t)np, sizeof(int64_t)), *nb = xcalloc((size_t)np, sizeof(int64_t));
-    char (*base)[65] = xcalloc((size_t)nshapes, 65), key[65];
-    int valid = 0, twin0 = 0, twin_all = 0;
+    Prepared base = {0};
+    char (*keys)[65] = NULL, key[65];
     rc = task_params_parse(t, ptext, vals, err);
-    for (int u = 0; rc == 0 && u < nshapes; u++)
-        rc = unit_key(t, dev, vals, shapes[u], base[u], err);
+    if (rc == 0 && render(t, dev, vals, &base, err) != 1)
+        rc = err_set(err, "%s: the export's configuration is not valid here", path);
+    nunits = rc == 0 ? base.nunits : 0;
+    keys = xcalloc((size_t)nunits + 1, 65);
+    for (int u = 0; rc == 0 && u < nunits; u++)
+        rc = prep_unit_key(t, dev, &base, u, keys[u], err);
     for (int i = 0; rc == 0 && i < np; i++)
         for (int k = 0; rc == 0 && k < task_param_nvalues(t, i); k++) {
-            memcpy(nb, vals, (size_t)np * sizeof(int64_t));
             if (task_param_value(t, i, k) == vals[i])
                 continue;
+            memcpy(nb, vals, (size_t)np * sizeof(int64_t));
             nb[i] = task_param_value(t, i, k);
-            if (task_check(t, nb, dev, NULL, err) != 1)
-                continue;
-            valid++;
-            int same = 0;
-            for (int u = 0; rc == 0 && u < nshapes; u++) {
-                rc = unit_key(t, dev, nb, shapes[u], key, err);
-                same += rc == 0 && strcmp(key, base[u]) == 0;
-                if (u == 0 && !same)
-                    break;
+            Prepared p = {0};
+            int ok = render(t, dev, nb, &p, err);
+            rc = ok < 0 ? -1 : 0;
+            if (ok == 1) {
+                valid++;
+                int same = 0;   /* units with the export's key, in the export's order (benchmark first) */
+                for (int u = 0; rc == 0 && u < p.nunits && u < nunits; u++) {
+                    rc = prep_unit_key(t, dev, &p, u, key, err);
+                    if (rc < 0 || strcmp(key, keys[u]) != 0)
+                        break;
+                    same++;
+                }
+                twin0 += same > 0;
+                twin_all += same == nunits && p.nunits == nunits;
             }
-            twin0 += same > 0;
-            twin_all += same == nshapes;
+            prep_free(&p);
         }
     if (rc == 0)
         printf("%-28s %3d valid one-knob changes: %3d twins at the benchmark unit (%4.1f%%), %3d at every unit of %d\n",
-               path, valid, twin0, 100.0 * twin0 / (valid ? valid : 1), twin_all, nshapes);
+               path, valid, twin0, 100.0 * twin0 / (valid ? valid : 1), twin_all, nunits);
+    prep_free(&base);
     free(ptext);
     free(vals);
     free(nb);
-    free(base);
+    free(keys);
 done:
     task_free(&t);
     json_decref(e);
@@ -248,7 +218,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "twins: %s: cannot open\n", keys_path);
         return 2;
     }
-    int shapes[256], nshapes = unit_shapes(t, shapes);
     int64_t *vals = xcalloc((size_t)task_nparams(t), sizeof(int64_t));
     Seen sources = {0}, keys = {0};
     Count a = {0}, b = {0};
@@ -259,22 +228,21 @@ int main(int argc, char **argv)
         char key[4096], op[64], decision[64];
         if (sscanf(line, "%lld %4095s %63s %63s", &gen, key, op, decision) != 4)
             continue;
-        if (task_params_parse(t, key, vals, &err) < 0) {
+        Prepared p = {0};
+        int rc = task_params_parse(t, key, vals, &err) < 0 ? -1 : render(t, &dev, vals, &p, &err);
+        if (rc == 1) {   /* the benchmark shape's unit, then the others for the whole gate */
+            cands++;
+            int u0 = p.shape_unit[0], whole = gen == 0 || strcmp(decision, "accepted") == 0;
+            full += whole;
+            rc = count_unit(t, &dev, &p, u0, &sources, &keys, &a, &err) < 0 ? -1 : 1;
+            for (int u = 0; rc == 1 && whole && u < p.nunits; u++)
+                if (u != u0 && count_unit(t, &dev, &p, u, &sources, &keys, &b, &err) < 0)
+                    rc = -1;
+        }
+        prep_free(&p);
+        if (rc < 0) {
             fprintf(stderr, "twins: %s: %s\n", key, err.msg);
             return 1;
-        }
-        cands++;
-        if (count_unit(t, &dev, vals, shapes[0], &sources, &keys, &a, &err) < 0) {
-            fprintf(stderr, "twins: %s: %s\n", key, err.msg);
-            return 1;
-        }
-        if (gen == 0 || strcmp(decision, "accepted") == 0) {
-            full++;
-            for (int s = 1; s < nshapes; s++)
-                if (count_unit(t, &dev, vals, shapes[s], &sources, &keys, &b, &err) < 0) {
-                    fprintf(stderr, "twins: %s: %s\n", key, err.msg);
-                    return 1;
-                }
         }
     }
     fclose(f);

@@ -80,6 +80,16 @@ static void fill_request(const Task *t, const DeviceInfo *dev, PrepUnit *u, cons
     r->lineinfo = task_lineinfo(t);
 }
 
+int prep_unit_key(const Task *t, const DeviceInfo *dev, Prepared *p, int u, char key[65], EvoErr *err)
+{
+    CompileRequest r;
+    char *opts = NULL;
+    fill_request(t, dev, &p->units[u], p->file, 0, &r);
+    int rc = nvrtc_request_key(&r, &opts, key, err);
+    free(opts);
+    return rc;
+}
+
 static void set_status(Prepared *p, const char *status, const char *fmt, ...) EVO_PRINTF(3, 4);
 static void set_status(Prepared *p, const char *status, const char *fmt, ...)
 {

@@ -107,6 +107,11 @@ void prep_unit_cancel(Prepared *p, int u);
 int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err);
 void prep_static_gate(const Task *t, const DeviceInfo *dev, Prepared *p, int s);
 
+/* The compile cache key unit u of a rendered p (status "") would be
+ * compiled under: nvrtc_request_key of the request the run submits.
+ * Compiles nothing. Returns 0, or -1 (err). */
+int prep_unit_key(const Task *t, const DeviceInfo *dev, Prepared *p, int u, char key[65], EvoErr *err);
+
 /* The whole compile log of p's first unit that failed to compile (its
  * error lines, the warnings, ptxas's report), or NULL when none failed.
  * Borrowed from p. */
