@@ -32,6 +32,7 @@
 #include "compile/predef.h"
 #include "config.h"
 #include "task/template.h"
+#include "testdata.h"
 #include "testhelp.h"
 #include "util.h"
 
@@ -336,8 +337,7 @@ static char *render(const char *tmpl, const Knob *k, int nk, const int *pick)
  * values; the parameters' names live in *task (json_decref it). */
 static char *attention(Knob *k, int *nk, json_t **task)
 {
-    const char *root = getenv("EVO_SOURCE_ROOT");
-    char *tdir = xasprintf("%s/templates/attention", root && root[0] ? root : EVO_SOURCE_ROOT);
+    char *tdir = test_source_path("templates/attention");
     char *jpath = xasprintf("%s/task.json", tdir), *cpath = xasprintf("%s/attention.cu", tdir);
     char *text = NULL, *tmpl = NULL;
     size_t len;
@@ -411,9 +411,7 @@ static void test_cpp_twins(void)
     CHECK(pairs >= 60);       /* most configurations preprocess (the rest hit an #error) */
     CHECK(none == 0);         /* the template is within what canon handles */
     CHECK(same_canon >= 5);   /* and the comparison saw twins */
-    char *rm = xasprintf("rm -rf '%s'", dir);
-    CHECK(system(rm) == 0);
-    free(rm);
+    CHECK(test_rmtree(dir) == 0);
     json_decref(task);
     free(tmpl);
 }
@@ -460,6 +458,28 @@ static int same_key(const char *s1, const char *s2)
     return r;
 }
 
+typedef int (*CompileFn)(const CompileRequest *req, CompileResult *res, EvoErr *err);
+
+/* s1, then its twin s2, through compile into a fresh cache: s1 compiles,
+ * s2 is a cache hit with s1's cubin; both have key want (unless NULL). */
+static void twin_cached(CompileFn compile, const char *s1, const char *s2, const char *want)
+{
+    char dir[] = "/tmp/evo_canon_cache_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    nvrtc_set_cache_dir(dir);
+    CompileRequest a = att_request(s1), b = att_request(s2);
+    CompileResult ra, rb;
+    EvoErr err;
+    CHECK(compile(&a, &ra, &err) == 0 && ra.ok && !ra.cache_hit);
+    CHECK(compile(&b, &rb, &err) == 0 && rb.ok && rb.cache_hit);   /* the twin: no compile */
+    CHECK(!want || (strcmp(ra.key, want) == 0 && strcmp(rb.key, want) == 0));
+    CHECK(ra.cubin_len == rb.cubin_len && memcmp(ra.cubin, rb.cubin, ra.cubin_len) == 0);
+    nvrtc_result_free(&ra);
+    nvrtc_result_free(&rb);
+    nvrtc_set_cache_dir(NULL);
+    CHECK(test_rmtree(dir) == 0);
+}
+
 static void test_keys_and_cache(void)
 {
     const char *t = "#define K @K@ @W@\n#if K\nextern \"C\" __global__ void k(float *x) { x[0] = 1.f; }\n#endif\n";
@@ -470,21 +490,7 @@ static void test_keys_and_cache(void)
     CHECK(!same_key(k1, k2));   /* keyed on the source as it is */
     unsetenv("EVOENG_CANON");
 
-    char tmpl[] = "/tmp/evo_canon_cache_XXXXXX";
-    CHECK(mkdtemp(tmpl) != NULL);
-    nvrtc_set_cache_dir(tmpl);
-    CompileRequest a = att_request(k1), b = att_request(k2);
-    CompileResult ra, rb;
-    EvoErr err;
-    CHECK(nvrtc_compile(&a, &ra, &err) == 0 && ra.ok && !ra.cache_hit);
-    CHECK(nvrtc_compile(&b, &rb, &err) == 0 && rb.ok && rb.cache_hit);   /* the twin: no compile */
-    CHECK(ra.cubin_len == rb.cubin_len && memcmp(ra.cubin, rb.cubin, ra.cubin_len) == 0);
-    nvrtc_result_free(&ra);
-    nvrtc_result_free(&rb);
-    nvrtc_set_cache_dir(NULL);
-    char *rm = xasprintf("rm -rf '%s'", tmpl);
-    CHECK(system(rm) == 0);
-    free(rm);
+    twin_cached(nvrtc_compile, k1, k2, NULL);
     free(k1);
     free(k2);
     free(k0);
@@ -504,25 +510,13 @@ static void test_helper_keys(void)
     }
     const char *t = "#define K @K@ @W@\n#if K\nextern \"C\" __global__ void k(float *x) { x[0] = 2.f; }\n#endif\n";
     char *k1 = cfg(t, "1", ""), *k2 = cfg(t, "3", "");
-    char tmpl[] = "/tmp/evo_canon_helper_XXXXXX";
-    CHECK(mkdtemp(tmpl) != NULL);
-    nvrtc_set_cache_dir(tmpl);
-    cserver_enable(exe);
-    CompileRequest a = att_request(k1), b = att_request(k2);
-    CompileResult ra, rb;
+    CompileRequest a = att_request(k1);
     EvoErr err;
     char want[65], *opts = NULL;
     CHECK(nvrtc_request_key(&a, &opts, want, &err) == 0);
-    CHECK(cserver_compile(&a, &ra, &err) == 0 && ra.ok && !ra.cache_hit && strcmp(ra.key, want) == 0);
-    CHECK(cserver_compile(&b, &rb, &err) == 0 && rb.ok && rb.cache_hit && strcmp(rb.key, want) == 0);
-    CHECK(ra.cubin_len == rb.cubin_len && memcmp(ra.cubin, rb.cubin, ra.cubin_len) == 0);
+    cserver_enable(exe);
+    twin_cached(cserver_compile, k1, k2, want);
     cserver_enable(NULL);
-    nvrtc_result_free(&ra);
-    nvrtc_result_free(&rb);
-    nvrtc_set_cache_dir(NULL);
-    char *rm = xasprintf("rm -rf '%s'", tmpl);
-    CHECK(system(rm) == 0);
-    free(rm);
     free(opts);
     free(k1);
     free(k2);

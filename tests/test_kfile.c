@@ -202,9 +202,7 @@ static void test_compile_file(void)
     nvrtc_result_free(&res);
     nvrtc_result_free(&again);
     nvrtc_set_cache_dir(NULL);
-    char *cmd = xasprintf("rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
-    free(cmd);
+    CHECK(test_rmtree(dir) == 0);
     /* an entry that is not in the file is a compile error naming it */
     const char *bad[] = {"attn_rows_v2<128, 64>"};
     req.name_exprs = bad;

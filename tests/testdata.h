@@ -12,11 +12,19 @@
 #include "config.h"
 #include "util.h"
 
+/* REL under the source tree (fresh string), e.g. "templates/attention". */
+static inline char *test_source_path(const char *rel)
+{
+    const char *root = getenv("EVO_SOURCE_ROOT");
+    return xasprintf("%s/%s", root && root[0] ? root : EVO_SOURCE_ROOT, rel);
+}
+
 /* tests/data/DIR/NAME (fresh string). */
 static inline char *test_data_path(const char *dir, const char *name)
 {
-    const char *root = getenv("EVO_SOURCE_ROOT");
-    return xasprintf("%s/tests/data/%s/%s", root && root[0] ? root : EVO_SOURCE_ROOT, dir, name);
+    char *rel = xasprintf("tests/data/%s/%s", dir, name), *path = test_source_path(rel);
+    free(rel);
+    return path;
 }
 
 /* The text of tests/data/DIR/NAME (fresh string), or "" after a message
