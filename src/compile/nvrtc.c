@@ -242,7 +242,8 @@ static void env_init(void)
     setenv("CUDA_CACHE_DISABLE", "1", 1);
 }
 
-static void compute_key(const CompileRequest *req, const OptList *o, char key[65])
+/* device_src: kfile_device_source(req->source), what NVRTC compiles. */
+static void compute_key(const CompileRequest *req, const OptList *o, const char *device_src, char key[65])
 {
     StrBuf sb = {0};
     char ver[32];
@@ -264,10 +265,8 @@ static void compute_key(const CompileRequest *req, const OptList *o, char key[65
     const char *env = getenv("EVOENG_CANON");
     char *text = NULL;
     if (!env || strcmp(env, "0") != 0) {
-        char *device_src = kfile_device_source(req->source, NULL);
         PredefOptions po = {(const char *const *)o->v, o->n};
         text = canon_source(device_src, predef_lookup, &po);
-        free(device_src);
     }
     if (text)
         key_field(&sb, 'C', text);
@@ -287,7 +286,9 @@ int nvrtc_request_key(const CompileRequest *req, char **options, char key[65], E
         return -1;
     }
     *options = opts_join(&o);
-    compute_key(req, &o, key);
+    char *device_src = kfile_device_source(req->source, NULL);
+    compute_key(req, &o, device_src, key);
+    free(device_src);
     opts_free(&o);
     return 0;
 }
@@ -518,19 +519,18 @@ static int deterministic_failure(nvrtcResult r)
 /* Run NVRTC for req with options o into res. Returns 0 when the outcome
  * is final (success or a deterministic compile failure, see res->ok), -1
  * otherwise (err; res->error says the same). */
-static int run_nvrtc(const CompileRequest *req, const OptList *o, CompileResult *res, EvoErr *err)
+static int run_nvrtc(const CompileRequest *req, const OptList *o, const char *device_src, CompileResult *res,
+                     EvoErr *err)
 {
     pthread_once(&g_env_once, env_init);
     nvrtcProgram prog = NULL;
     const char *const *hnames, *const *htexts;
     int nh = kfile_headers(&hnames, &htexts);
-    char *device_src = kfile_device_source(req->source, NULL);
     const char *call = "nvrtcCreateProgram";
     /* a directory that cannot exist: no relative #include reaches a file (confine.h) */
     char *pname = confine_program_name(req->name ? req->name : DEFAULT_NAME);
     nvrtcResult r = nvrtcCreateProgram(&prog, device_src, pname, nh, (const char **)htexts, (const char **)hnames);
     free(pname);
-    free(device_src);
     if (r != NVRTC_SUCCESS)
         goto fail;
     call = "nvrtcAddNameExpression";
@@ -624,7 +624,7 @@ fail:
 int nvrtc_compile(const CompileRequest *req, CompileResult *res, EvoErr *err)
 {
     OptList o = {0};
-    char *dir = NULL;
+    char *dir = NULL, *device_src = NULL;   /* what NVRTC compiles: made once, when needed */
     EvoErr local;
     int rc = -1;
 
@@ -638,10 +638,12 @@ int nvrtc_compile(const CompileRequest *req, CompileResult *res, EvoErr *err)
         goto done;
     }
     res->options = opts_join(&o);
-    if (req->key && strlen(req->key) == 64 && strspn(req->key, "0123456789abcdef") == 64)
+    if (req->key && strlen(req->key) == 64 && strspn(req->key, "0123456789abcdef") == 64) {
         memcpy(res->key, req->key, 65);   /* a helper's, for this request: canon need not run again */
-    else
-        compute_key(req, &o, res->key);
+    } else {
+        device_src = kfile_device_source(req->source, NULL);
+        compute_key(req, &o, device_src, res->key);
+    }
     res->nnames = req->nname_exprs;
     res->name_exprs = xcalloc((size_t)res->nnames + 1, sizeof(char *));
     for (int i = 0; i < res->nnames; i++)
@@ -662,7 +664,9 @@ int nvrtc_compile(const CompileRequest *req, CompileResult *res, EvoErr *err)
         rc = 0;
         goto done;
     }
-    if (run_nvrtc(req, &o, res, err) < 0)
+    if (!device_src)
+        device_src = kfile_device_source(req->source, NULL);
+    if (run_nvrtc(req, &o, device_src, res, err) < 0)
         goto done;
     rc = 0;
     if (dir) {
@@ -673,6 +677,7 @@ int nvrtc_compile(const CompileRequest *req, CompileResult *res, EvoErr *err)
 
 done:
     free(dir);
+    free(device_src);
     opts_free(&o);
     return rc;
 }
