@@ -158,7 +158,6 @@ static void split_lines(Canon *st, const char *src)
     StrBuf sb = {0};
     int nphys = 1;
     size_t i = 0;
-    int prev_id = 0;   /* the last character copied was part of an identifier or number */
     while (src[i] && !st->fail) {
         char c = src[i];
         if (c == '\r') {
@@ -169,7 +168,6 @@ static void split_lines(Canon *st, const char *src)
         } else if (c == '\n') {
             line_push(st, &sb, nphys);
             nphys = 1;
-            prev_id = 0;
             i++;
         } else if (c == '/' && src[i + 1] == '*') {
             const char *e = strstr(src + i + 2, "*/");
@@ -188,7 +186,6 @@ static void split_lines(Canon *st, const char *src)
             }
             nphys += nl;
             sb_putc(&sb, ' ');
-            prev_id = 0;
             i = (size_t)(e - src) + 2;
         } else if (c == '/' && src[i + 1] == '/') {
             while (src[i] && src[i] != '\n') {
@@ -200,45 +197,25 @@ static void split_lines(Canon *st, const char *src)
                 }
             }
             sb_putc(&sb, ' ');
-            prev_id = 0;
-        } else if ((c == '"' || c == '\'') && !(c == '\'' && prev_id)) {
+        } else if (c == '"' || c == '\'') {
+            /* the word the quote follows, if it follows one at once: a
+             * number (1'000: a digit separator) or an encoding prefix
+             * (L'x', u8"s"; R"(: a raw string, not scanned here) */
             size_t k = sb.len;
             while (k > 0 && pp_is_id(sb.s[k - 1]))
                 k--;
-            if (c == '"' && prev_id && pp_raw_prefix(sb.s + k, sb.len - k)) {
-                st->fail = 1;   /* a raw string: its text is not scanned here */
-                break;
-            }
-            size_t j = pp_skip_quoted(src, i);
-            if (!j) {
+            size_t j = 0;
+            if (c == '\'' && k < sb.len && is_digit(sb.s[k]))
+                sb_putc(&sb, c);
+            else if (c == '"' && k < sb.len && pp_raw_prefix(sb.s + k, sb.len - k))
+                st->fail = 1;
+            else if (!(j = pp_skip_quoted(src, i)))
                 st->fail = 1;   /* an unterminated literal, or a splice inside one */
-                break;
-            }
-            sb_appendn(&sb, src + i, j - i);
-            prev_id = 0;
-            i = j;
+            else
+                sb_appendn(&sb, src + i, j - i);
+            i = j ? j : i + 1;
         } else {
-            /* a quote right after a digit is a digit separator (1'000):
-             * prev_id covers numbers and identifiers; an identifier right
-             * before a quote is an encoding prefix (L'x', u8"s") */
-            if (c == '\'' && prev_id) {
-                size_t k = sb.len;
-                while (k > 0 && pp_is_id(sb.s[k - 1]))
-                    k--;
-                if (!is_digit(sb.s[k])) {   /* a prefix: the literal follows */
-                    size_t j = pp_skip_quoted(src, i);
-                    if (!j) {
-                        st->fail = 1;
-                        break;
-                    }
-                    sb_appendn(&sb, src + i, j - i);
-                    prev_id = 0;
-                    i = j;
-                    continue;
-                }
-            }
             sb_putc(&sb, c);
-            prev_id = pp_is_id(c) || c == '\'';
             i++;
         }
     }
