@@ -118,11 +118,6 @@ static void set_free(Set *s)
     memset(s, 0, sizeof(*s));
 }
 
-static int is_digit(int c)
-{
-    return c >= '0' && c <= '9';
-}
-
 static void lex(Canon *st, const char *s, PpToks *t)
 {
     if (pp_lex(s, t) < 0)
@@ -205,7 +200,7 @@ static void split_lines(Canon *st, const char *src)
             while (k > 0 && pp_is_id(sb.s[k - 1]))
                 k--;
             size_t j = 0;
-            if (c == '\'' && k < sb.len && is_digit(sb.s[k]))
+            if (c == '\'' && k < sb.len && pp_is_digit(sb.s[k]))
                 sb_putc(&sb, c);
             else if (c == '"' && k < sb.len && pp_raw_prefix(sb.s + k, sb.len - k))
                 st->fail = 1;
@@ -242,7 +237,7 @@ static void do_define(Canon *st, int li, const char *s)
     size_t n = 0;
     while (pp_is_id(s[n]))
         n++;
-    if (!n || is_digit(s[0]) || st->ndefs >= 8192) {   /* the table is searched linearly */
+    if (!n || pp_is_digit(s[0]) || st->ndefs >= 8192) {   /* the table is searched linearly */
         st->fail = 1;
         return;
     }

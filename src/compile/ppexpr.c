@@ -37,7 +37,7 @@ int pp_is_id(int c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$';
 }
 
-static int is_digit(int c)
+int pp_is_digit(int c)
 {
     return c >= '0' && c <= '9';
 }
@@ -79,49 +79,69 @@ int pp_raw_prefix(const char *s, size_t n)
     return 0;
 }
 
-/* Tokens of one logical line (no comments left in it) into t. */
-int pp_lex(const char *s, PpToks *t)
+/* The next token of s from s[*i] on (blanks skipped): its type, its
+ * start in *i and its end in *end. Returns 1, 0 at the end of s, or -1
+ * for a raw string or a literal that does not close. */
+static int next_token(const char *s, size_t *i, size_t *end, int *type)
 {
     static const char *const p3[] = {"<<=", ">>=", "...", "->*", "<=>"};
     static const char *const p2[] = {"<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "##", "::", "->", "++",
                                      "--", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", ".*"};
-    size_t i = 0;
-    while (s[i]) {
-        char c = s[i];
-        if (c == ' ' || c == '\t' || c == '\v' || c == '\f') {
-            i++;
-        } else if (pp_is_id(c) && !is_digit(c)) {
-            size_t j = i;
-            while (pp_is_id(s[j]))
-                j++;
-            if (s[j] == '"' && pp_raw_prefix(s + i, j - i)) {
-                return -1;   /* a raw string: its text is not lexed here */
-            }
-            pptoks_push(t, PP_ID, s + i, j - i);
-            i = j;
-        } else if (is_digit(c) || (c == '.' && is_digit(s[i + 1]))) {
-            size_t j = skip_number(s, i);
-            pptoks_push(t, PP_NUM, s + i, j - i);
-            i = j;
-        } else if (c == '"' || c == '\'') {
-            size_t j = pp_skip_quoted(s, i);
-            if (!j)
-                return -1;
-            pptoks_push(t, c == '"' ? PP_STR : PP_CHR, s + i, j - i);
-            i = j;
-        } else {
-            size_t len = 1;
-            for (size_t k = 0; k < sizeof(p3) / sizeof(p3[0]) && len == 1; k++)
-                if (strncmp(s + i, p3[k], 3) == 0)
-                    len = 3;
-            for (size_t k = 0; k < sizeof(p2) / sizeof(p2[0]) && len == 1; k++)
-                if (strncmp(s + i, p2[k], 2) == 0)
-                    len = 2;
-            pptoks_push(t, PP_PUNCT, s + i, len);
-            i += len;
-        }
+    size_t a = *i;
+    while (s[a] == ' ' || s[a] == '\t' || s[a] == '\v' || s[a] == '\f')
+        a++;
+    char c = s[a];
+    size_t b = a + 1;
+    *i = a;
+    if (!c)
+        return 0;
+    if (pp_is_id(c) && !pp_is_digit(c)) {
+        for (b = a; pp_is_id(s[b]); b++)
+            ;
+        if (s[b] == '"' && pp_raw_prefix(s + a, b - a))
+            return -1;   /* a raw string: its text is not lexed here */
+        *type = PP_ID;
+    } else if (pp_is_digit(c) || (c == '.' && pp_is_digit(s[a + 1]))) {
+        b = skip_number(s, a);
+        *type = PP_NUM;
+    } else if (c == '"' || c == '\'') {
+        if (!(b = pp_skip_quoted(s, a)))
+            return -1;
+        *type = c == '"' ? PP_STR : PP_CHR;
+    } else {
+        for (size_t k = 0; k < sizeof(p3) / sizeof(p3[0]) && b == a + 1; k++)
+            if (strncmp(s + a, p3[k], 3) == 0)
+                b = a + 3;
+        for (size_t k = 0; k < sizeof(p2) / sizeof(p2[0]) && b == a + 1; k++)
+            if (strncmp(s + a, p2[k], 2) == 0)
+                b = a + 2;
+        *type = PP_PUNCT;
     }
-    return 0;
+    *end = b;
+    return 1;
+}
+
+int pp_lex(const char *s, PpToks *t)
+{
+    size_t i = 0, end;
+    int type, rc;
+    while ((rc = next_token(s, &i, &end, &type)) == 1) {
+        pptoks_push(t, type, s + i, end - i);
+        i = end;
+    }
+    return rc;
+}
+
+int pp_idents(const char *s, void (*fn)(void *ctx, const char *id, size_t n), void *ctx)
+{
+    size_t i = 0, end;
+    int type, rc;
+    while ((rc = next_token(s, &i, &end, &type)) == 1) {
+        if (type == PP_ID)
+            fn(ctx, s + i, end - i);
+        i = end;
+    }
+    return rc;
 }
 
 /* ---- #if arithmetic ----------------------------------------------------------- */
@@ -172,7 +192,7 @@ static long long ev_number(Ev *e, const char *s)
         return base == 8 ? 0 : ev_fail(e);
     unsigned long long v = 0;
     for (; *d; d++) {
-        int x = is_digit(*d) ? *d - '0' : (*d >= 'a' && *d <= 'f') ? *d - 'a' + 10
+        int x = pp_is_digit(*d) ? *d - '0' : (*d >= 'a' && *d <= 'f') ? *d - 'a' + 10
                                        : (*d >= 'A' && *d <= 'F') ? *d - 'A' + 10 : 99;
         if (x >= base || v > (unsigned long long)LLONG_MAX / (unsigned)base)
             return ev_fail(e);   /* u/U suffixes, floats, overflow */
@@ -302,33 +322,6 @@ static long long ev_cond(Ev *e)
     }
     e->depth--;
     return v;
-}
-
-int pp_idents(const char *s, void (*fn)(void *ctx, const char *id, size_t n), void *ctx)
-{
-    size_t i = 0;
-    while (s[i]) {
-        char c = s[i];
-        if (pp_is_id(c) && !is_digit(c)) {
-            size_t j = i;
-            while (pp_is_id(s[j]))
-                j++;
-            if (s[j] == '"' && pp_raw_prefix(s + i, j - i))
-                return -1;
-            fn(ctx, s + i, j - i);
-            i = j;
-        } else if (is_digit(c) || (c == '.' && is_digit(s[i + 1]))) {
-            i = skip_number(s, i);
-        } else if (c == '"' || c == '\'') {
-            size_t j = pp_skip_quoted(s, i);
-            if (!j)
-                return -1;
-            i = j;
-        } else {
-            i++;
-        }
-    }
-    return 0;
 }
 
 int pp_is_punct(const PpTok *t, const char *p)

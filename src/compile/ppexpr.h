@@ -29,6 +29,8 @@ void pptoks_push(PpToks *t, int type, const char *s, size_t n);
 void pptoks_free(PpToks *t);
 /* 1 for a character of an identifier or pp-number: [A-Za-z0-9_$]. */
 int pp_is_id(int c);
+/* 1 for [0-9]. */
+int pp_is_digit(int c);
 /* 1 when s[0..n) is a raw string's prefix (R, LR, uR, UR, u8R). */
 int pp_raw_prefix(const char *s, size_t n);
 /* s[i] opens a string or character literal: the index just after it, or
