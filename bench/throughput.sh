@@ -57,10 +57,10 @@ cat "$out/version.txt" "$out/gpu.txt" >> "$out/summary.txt"
 start_sampler() {
     sampler_pid=
     if command -v nvidia-smi > /dev/null; then
-        # only the GPUs evoeng may use: every GPU's samples averaged in
-        # the idle ones under CUDA_VISIBLE_DEVICES=0 on a 2-GPU host
-        local sel=()
-        case ${CUDA_VISIBLE_DEVICES:-} in [0-9]*) sel=(-i "$CUDA_VISIBLE_DEVICES");; esac
+        # only the GPU evoeng runs on (run's default: the first visible
+        # one): every GPU's samples averaged in the idle ones of a 2-GPU host
+        local sel=(-i 0)
+        case ${CUDA_VISIBLE_DEVICES:-} in [0-9]*) sel=(-i "${CUDA_VISIBLE_DEVICES%%,*}");; esac
         nvidia-smi "${sel[@]}" --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 > "$1" 2> /dev/null &
         sampler_pid=$!
     fi
