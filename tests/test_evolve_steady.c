@@ -301,6 +301,46 @@ static void test_steady_exhaustive(void)
     fake_eval_free(f);
 }
 
+/* What bounded a run (evolve_bound): the GPU slots at 90% busy or more,
+ * else the compile threads at 90% or more, else neither, or unknown
+ * without compile figures; the first 8 slots only; the cores' cap from
+ * the CPU seconds a candidate. */
+static void test_bound(void)
+{
+    EvolveSummary m;
+    double cap = -1;
+    memset(&m, 0, sizeof(m));
+    m.wall_ms = 10000;
+    m.slots = 2;
+    m.slot_busy_s[0] = 9.5;
+    m.slot_busy_s[1] = 8.5;   /* mean 0.90: the GPUs */
+    m.pipe.lanes = 32;
+    m.pipe.compile_busy_s = 32 * 9.8;
+    m.evaluated = 100;
+    m.cpu_s = 85;
+    CHECK(evolve_bound(&m, 32, &cap) == EVOLVE_BOUND_GPUS);
+    CHECK_MSG(fabs(cap - 32 * 60.0 * 100 / 85) < 1e-9, "cap %f", cap);
+    m.slot_busy_s[1] = 8.4;   /* mean 0.895: the compile threads */
+    CHECK(evolve_bound(&m, 32, NULL) == EVOLVE_BOUND_COMPILE);
+    CHECK(strcmp(evolve_bound_name(EVOLVE_BOUND_COMPILE), "compile") == 0);
+    m.pipe.compile_busy_s = 32 * 8.9;   /* 0.89: neither */
+    CHECK(evolve_bound(&m, 32, &cap) == EVOLVE_BOUND_NEITHER);
+    CHECK(strcmp(evolve_bound_name(EVOLVE_BOUND_NEITHER), "neither") == 0);
+    m.pipe.lanes = 0;   /* no compile figures (MPI's rank 0, a fake evaluator) */
+    CHECK(evolve_bound(&m, 32, &cap) == EVOLVE_BOUND_UNKNOWN && cap == 0);
+    CHECK(strcmp(evolve_bound_name(EVOLVE_BOUND_UNKNOWN), "unknown") == 0);
+    /* 12 slots: the summary has the first 8, all busy */
+    m.slots = 12;
+    for (int i = 0; i < 8; i++)
+        m.slot_busy_s[i] = 9.6;
+    CHECK(evolve_bound(&m, 32, NULL) == EVOLVE_BOUND_GPUS);
+    CHECK(strcmp(evolve_bound_name(EVOLVE_BOUND_GPUS), "gpus") == 0);
+    /* no wall time, no candidates: neither, and no cap */
+    m.wall_ms = 0;
+    m.evaluated = 0;
+    CHECK(evolve_bound(&m, 32, &cap) == EVOLVE_BOUND_NEITHER && cap == 0);
+}
+
 int main(void)
 {
     if (evx_setup("evolve_steady"))
@@ -311,6 +351,7 @@ int main(void)
     RUN(test_steady_time_limit);
     RUN(test_steady_slot_lost);
     RUN(test_steady_exhaustive);
+    RUN(test_bound);
     evx_teardown();
     return test_report();
 }

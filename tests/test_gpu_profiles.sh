@@ -3,7 +3,8 @@
 # `large` profile alone. Every candidate's timing holds that one profile,
 # the export's plan marks it alone for timing, and resume keeps it (the
 # candidates it adds are timed on `large` alone too). The gate still runs
-# every profile (the run's own check). Exits 77 without a GPU.
+# every profile (the run's own check). Resume's --json summary says what
+# bounded the run. Exits 77 without a GPU.
 set -u
 E=${EVOENG:?EVOENG must point to the binary}
 : "${EVO_SOURCE_ROOT:?EVO_SOURCE_ROOT must point to the source tree}"
@@ -38,6 +39,16 @@ if timed != ["large"] or len(prof) != 4:
 print("ok   the export's plan times large alone, the gate's 4 profiles kept")
 PYEOF
 n=$("$E" top -n 1000 --json --db "$db" | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)["candidates"]))')
-"$E" resume --generations 3 --db "$db" --quiet || { echo "FAIL resume: exit $?"; exit 1; }
+"$E" resume --generations 3 --db "$db" --json > "$tmp/resume.jsonl" 2> "$tmp/resume.err" ||
+    { echo "FAIL resume: exit $?: $(tail -3 "$tmp/resume.err")"; exit 1; }
 only_large "$n" || fails=$((fails + 1))
+# the summary says what bounded the run (evolve_bound) and the cores' cap
+"$PY" - "$tmp/resume.jsonl" <<'PYEOF' || fails=$((fails + 1))
+import json, sys
+s = [o for o in map(json.loads, (l for l in open(sys.argv[1]) if l.startswith("{"))) if o.get("event") == "summary"]
+if len(s) != 1 or s[0].get("bound") not in ("gpus", "compile", "neither") or s[0].get("cores", 0) < 1 \
+        or not s[0].get("core_cap_per_min", 0) > 0:
+    sys.exit("FAIL the summary's bound, cores and cap: %s" % s)
+print("ok   the summary: bound %s, %d cores, cap %.0f a minute" % (s[0]["bound"], s[0]["cores"], s[0]["core_cap_per_min"]))
+PYEOF
 [ "$fails" -eq 0 ] && echo "OK" || { echo "FAIL ($fails)"; exit 1; }

@@ -28,6 +28,7 @@
 #include "cli/runctx.h"
 #include "compile/nvrtc.h"
 #include "config.h"
+#include "device.h"
 #include "gpu/gpueval.h"
 #include "llm/llmop.h"
 #include "msg.h"
@@ -305,6 +306,30 @@ static const char *gpus_prefix(int n)
     return buf;
 }
 
+/* The pipeline line's last part: what bounded the run's rate (text). */
+static void print_bound(const EvolveSummary *m, EvolveBound bound, int cores, double cap, double lanes_busy)
+{
+    double wall_s = m->wall_ms / 1000.0, busy = 0;
+    int n = m->slots < 8 ? m->slots : 8;
+    for (int i = 0; i < n; i++)
+        busy += wall_s > 0 ? m->slot_busy_s[i] / (n * wall_s) : 0;
+    if (bound == EVOLVE_BOUND_GPUS)
+        printf("  bound by the GPUs (slots %.0f%% busy): more GPUs (--gpus) would judge more candidates\n", 100 * busy);
+    else if (bound == EVOLVE_BOUND_COMPILE && m->pipe.lanes >= cores)
+        printf("  bound by the host's %d cores (compile threads %.0f%% busy, GPU slots %.0f%%): at %.2f CPU-s a "
+               "candidate they compile at most %.0f a minute; more GPUs add little, fewer distinct NVRTC units "
+               "would (README: More GPUs)\n",
+               cores, 100 * lanes_busy, 100 * busy, m->evaluated > 0 ? m->cpu_s / m->evaluated : 0.0, cap);
+    else if (bound == EVOLVE_BOUND_COMPILE)
+        printf("  bound by compilation (%d compile threads %.0f%% busy, GPU slots %.0f%%, %d cores): more threads "
+               "(-j) would judge more candidates\n",
+               m->pipe.lanes, 100 * lanes_busy, 100 * busy, cores);
+    else if (bound == EVOLVE_BOUND_NEITHER)
+        printf("  bound by neither the GPUs (slots %.0f%% busy) nor compilation (%.0f%%): a short run's warm-up, "
+               "the proposals or --sync's barriers\n",
+               100 * busy, 100 * lanes_busy);
+}
+
 /* The pipeline's figures after a run: a line of text, or with --json one
  * object {"event": "summary", ...} (README, JSON output). */
 static void print_pipeline(const EvolveSummary *m, int sync, int json)
@@ -312,6 +337,9 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
     double min = m->wall_ms / 60000.0, n = m->evaluated > 0 ? m->evaluated : 1;
     double wall_s = m->wall_ms / 1000.0;
     double lanes_busy = m->pipe.lanes > 0 && wall_s > 0 ? m->pipe.compile_busy_s / (m->pipe.lanes * wall_s) : 0;
+    int cores = device_cores();
+    double cap = 0;
+    EvolveBound bound = evolve_bound(m, cores, &cap);
     if (json) {
         json_t *busy = json_array();
         for (int i = 0; i < m->slots && i < 8; i++)
@@ -331,6 +359,9 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
                               (json_int_t)m->pipe.units_now, "next", (json_int_t)m->pipe.units_next, "spec",
                               (json_int_t)m->pipe.units_spec, "cancelled", (json_int_t)m->pipe.units_cancelled,
                               "taken_over", (json_int_t)m->pipe.taken_over);
+        json_object_set_new(o, "bound", json_string(evolve_bound_name(bound)));
+        json_object_set_new(o, "cores", json_integer(cores));
+        json_object_set_new(o, "core_cap_per_min", json_real(cap));
         char *txt = json_dumps(o, JSON_COMPACT);
         printf("%s\n", txt);
         free(txt);
@@ -351,6 +382,7 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
            m->nvrtc_units ? m->nvrtc_cpu_s / m->nvrtc_units : 0.0,
            m->nvrtc_units ? m->nvrtc_wall_s / m->nvrtc_units : 0.0, m->pipe.units_now, m->pipe.units_next,
            m->pipe.units_spec, m->pipe.units_cancelled, m->cache_hits, m->cpu_s / n);
+    print_bound(m, bound, cores, cap, lanes_busy);
     if (m->pipe.taken_over > 0)
         printf("  MPI: %ld children judged by an agent of their home's compile cache, their home's GPUs busy\n",
                m->pipe.taken_over);

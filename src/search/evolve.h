@@ -97,4 +97,22 @@
 int evolve_run(Store *st, Task *task, const DeviceInfo *dev, const EvaluatorOps *ev, void *ev_ctx,
                const EvolveConfig *cfg, int64_t resume_run_id, EvolveSummary *summary, EvoErr *err);
 
+/* What bounded a finished run's rate of candidates, from its summary. */
+typedef enum EvolveBound {
+    EVOLVE_BOUND_UNKNOWN = 0,   /* no compile figures here (MPI's rank 0: the agents compile), slots not busy */
+    EVOLVE_BOUND_NEITHER,       /* neither busy: a short run's warm-up, proposals, a sync run's barriers */
+    EVOLVE_BOUND_GPUS,          /* the GPU slots: busy EVOLVE_BOUND_BUSY of the wall time or more, on average */
+    EVOLVE_BOUND_COMPILE,       /* else the compile threads, busy that share or more */
+} EvolveBound;
+#define EVOLVE_BOUND_BUSY 0.9
+
+/* The bound of a run with summary s (its wall_ms, slots, slot_busy_s of
+ * the first 8 slots, pipe.lanes and pipe.compile_busy_s). *cap_per_min
+ * (may be NULL) gets the candidates a minute that `cores` cores could
+ * compile at the run's CPU seconds a candidate (cpu_s / evaluated), 0 when
+ * either is unknown or this process compiles nothing (pipe.lanes 0). Pure. */
+EvolveBound evolve_bound(const EvolveSummary *s, int cores, double *cap_per_min);
+/* "unknown", "neither", "gpus" or "compile" (the --json summary's "bound"). */
+const char *evolve_bound_name(EvolveBound b);
+
 #endif
