@@ -6,8 +6,11 @@ as OUTDIR/scale.json.
 Per run: candidates a minute (the run's own summary: evaluated over its
 wall time), each GPU's busy share (nvidia-smi utilisation, mean of the
 samples), the cores busy (/proc/stat over the run, in cores of --cores),
-the best latency, NVRTC units and evoeng CPU seconds a candidate, and the
-ratio of candidates a minute against the one-GPU run of the same shape.
+the best latency, NVRTC units and evoeng CPU seconds a candidate, the
+candidates a minute that the --cores cores could compile at that cost (the
+cores' cap), what bounded the run (its summary's "bound": gpus, compile or
+neither), and the ratio of candidates a minute against the one-GPU run of
+the same shape.
 
 usage: scale_report.py OUTDIR [--cores N] [--json]
 """
@@ -118,7 +121,12 @@ def runs(outdir, cores):
             "nvrtc_units_per_candidate": None if mode == "mpi" else s.get("nvrtc_units_per_candidate"),
             "cpu_s_per_candidate": cpu_per_candidate(s, mode, cores_busy, wall), "compile_busy": s.get("compile_busy"),
             "in_flight": s.get("in_flight"),
+            # rank 0 compiles nothing under MPI: its summary cannot tell what bounded the run
+            "bound": None if mode == "mpi" else s.get("bound"),
         })
+    for r in rows:
+        c = r["cpu_s_per_candidate"]
+        r["core_cap_per_min"] = cores * 60.0 / c if c and cores else None
     base = {(r["shape"], r["sync"]): r for r in rows if r["mode"] == "1"}
     for r in rows:
         b = base.get((r["shape"], r["sync"]))
@@ -159,18 +167,20 @@ def main():
         json.dump(doc, sys.stdout, indent=1)
         print()
         return 0
-    print("| run | mode | GPUs | candidates / min | vs 1 GPU | GPU busy | cores busy | best us | NVRTC units / cand | CPU-s / cand | exit |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| run | mode | GPUs | candidates / min | vs 1 GPU | GPU busy | cores busy | best us | NVRTC units / cand"
+          " | CPU-s / cand | the cores' cap / min | bound | exit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         busy = " ".join("{:.0%}".format(b) for b in r["gpu_busy"]) or "-"
         med = r["cores_busy_median"]
         cores = "-" if r["cores_busy"] is None else "{:.1f} of {}{}".format(
             r["cores_busy"], r["cores"], "" if med is None else " ({:.1f} in the median second)".format(med))
-        print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
             r["shape"], r["mode"] + (" sync" if r["sync"] else ""), fmt(r["slots"], "{}"),
             fmt(r["candidates_per_min"], "{:.1f}"), fmt(r["ratio_vs_1gpu"], "{:.2f}x"), busy, cores,
             fmt(r["best_latency_us"], "{:.2f}"), fmt(r["nvrtc_units_per_candidate"], "{:.2f}"),
-            fmt(r["cpu_s_per_candidate"], "{:.2f}"), fmt(r["exit"], "{}")))
+            fmt(r["cpu_s_per_candidate"], "{:.2f}"), fmt(r["core_cap_per_min"], "{:.0f}"),
+            fmt(r["bound"], "{}"), fmt(r["exit"], "{}")))
     if any(r["mode"] == "mpi" for r in rows):
         print("mpi rows: CPU-s / cand is the machine's busy cores over the wall time (rank 0 sees only itself);"
               " the agents' NVRTC units are not reported back.")

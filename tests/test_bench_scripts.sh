@@ -31,11 +31,11 @@ else bad "tail_sched.py --check: exit $rc: $(head -3 "$tmp/out")"; fi
 # scale_report.py on a made-up outdir: ratios against one GPU, and an MPI
 # row's CPU-s a candidate from the machine's cores (rank 0 sees only its
 # own process), its NVRTC units unknown rather than 0
-mkrun() {  # NAME CANDS_PER_MIN EVALUATED CPU_S UNITS  (32 cores, 16 busy, 60 s)
+mkrun() {  # NAME CANDS_PER_MIN EVALUATED CPU_S UNITS  (32 cores, 16 busy, 60 s; bound: compile)
     mkdir -p "$tmp/sc/$1"
     echo "0 100 160 1000 2000 2000 4000" >"$tmp/sc/$1/times.txt"
     printf '0, 50\n1, 40\n' >"$tmp/sc/$1/gpu.csv"
-    echo "{\"event\": \"summary\", \"candidates_per_min\": $2, \"evaluated\": $3, \"cpu_s_per_candidate\": $4, \"nvrtc_units_per_candidate\": $5, \"slots\": 2}" >"$tmp/sc/$1/out.jsonl"
+    echo "{\"event\": \"summary\", \"candidates_per_min\": $2, \"evaluated\": $3, \"cpu_s_per_candidate\": $4, \"nvrtc_units_per_candidate\": $5, \"slots\": 2, \"bound\": \"compile\"}" >"$tmp/sc/$1/out.jsonl"
 }
 mkrun seed-1 1000 1000 0.8 1.5
 mkrun seed-all 1800 1800 0.8 1.5
@@ -53,8 +53,11 @@ assert rows["seed-mpi"]["nvrtc_units_per_candidate"] is None, rows["seed-mpi"]
 assert rows["seed-1"]["cpu_s_per_candidate"] == 0.8 and rows["seed-1"]["nvrtc_units_per_candidate"] == 1.5
 assert abs(rows["seed-all"]["cores_busy_median"] - 30.0) < 1e-9, rows["seed-all"]
 assert rows["seed-1"]["cores_busy_median"] is None, rows["seed-1"]
+assert abs(rows["seed-1"]["core_cap_per_min"] - 32 * 60 / 0.8) < 1e-9, rows["seed-1"]
+assert abs(rows["seed-mpi"]["core_cap_per_min"] - 1600 * 32 / 16.0) < 1e-9, rows["seed-mpi"]
+assert rows["seed-all"]["bound"] == "compile" and rows["seed-mpi"]["bound"] is None, rows
 PYEOF
-then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores, the median second's cores"
+then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores, the median second's cores, the cores' cap, the bound"
 else bad "scale_report.py: $(head -3 "$tmp/err")"; fi
 
 # sdpa_shapes.sh's exit status: a stub evoeng whose run fails at S=77
