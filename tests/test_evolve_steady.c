@@ -308,7 +308,7 @@ static void test_steady_exhaustive(void)
 static void test_bound(void)
 {
     EvolveSummary m;
-    double cap = -1;
+    EvolveLoad l;
     memset(&m, 0, sizeof(m));
     m.wall_ms = 10000;
     m.slots = 2;
@@ -318,16 +318,18 @@ static void test_bound(void)
     m.pipe.compile_busy_s = 32 * 9.8;
     m.evaluated = 100;
     m.cpu_s = 85;
-    CHECK(evolve_bound(&m, 32, &cap) == EVOLVE_BOUND_GPUS);
-    CHECK_MSG(fabs(cap - 32 * 60.0 * 100 / 85) < 1e-9, "cap %f", cap);
+    CHECK(evolve_bound(&m, 32, &l) == EVOLVE_BOUND_GPUS);
+    CHECK_MSG(fabs(l.cap_per_min - 32 * 60.0 * 100 / 85) < 1e-9, "cap %f", l.cap_per_min);
+    CHECK_MSG(fabs(l.slots_busy - 0.9) < 1e-12 && fabs(l.compile_busy - 0.98) < 1e-12, "busy %f %f", l.slots_busy,
+              l.compile_busy);
     m.slot_busy_s[1] = 8.4;   /* mean 0.895: the compile threads */
     CHECK(evolve_bound(&m, 32, NULL) == EVOLVE_BOUND_COMPILE);
     CHECK(strcmp(evolve_bound_name(EVOLVE_BOUND_COMPILE), "compile") == 0);
     m.pipe.compile_busy_s = 32 * 8.9;   /* 0.89: neither */
-    CHECK(evolve_bound(&m, 32, &cap) == EVOLVE_BOUND_NEITHER);
+    CHECK(evolve_bound(&m, 32, &l) == EVOLVE_BOUND_NEITHER);
     CHECK(strcmp(evolve_bound_name(EVOLVE_BOUND_NEITHER), "neither") == 0);
     m.pipe.lanes = 0;   /* no compile figures (MPI's rank 0, a fake evaluator) */
-    CHECK(evolve_bound(&m, 32, &cap) == EVOLVE_BOUND_UNKNOWN && cap == 0);
+    CHECK(evolve_bound(&m, 32, &l) == EVOLVE_BOUND_UNKNOWN && l.cap_per_min == 0 && l.compile_busy == 0);
     CHECK(strcmp(evolve_bound_name(EVOLVE_BOUND_UNKNOWN), "unknown") == 0);
     /* 12 slots: the summary has the first 8, all busy */
     m.slots = 12;
@@ -338,7 +340,7 @@ static void test_bound(void)
     /* no wall time, no candidates: neither, and no cap */
     m.wall_ms = 0;
     m.evaluated = 0;
-    CHECK(evolve_bound(&m, 32, &cap) == EVOLVE_BOUND_NEITHER && cap == 0);
+    CHECK(evolve_bound(&m, 32, &l) == EVOLVE_BOUND_NEITHER && l.cap_per_min == 0 && l.slots_busy == 0);
 }
 
 int main(void)

@@ -307,27 +307,24 @@ static const char *gpus_prefix(int n)
 }
 
 /* The pipeline line's last part: what bounded the run's rate (text). */
-static void print_bound(const EvolveSummary *m, EvolveBound bound, int cores, double cap, double lanes_busy)
+static void print_bound(const EvolveSummary *m, EvolveBound bound, int cores, const EvolveLoad *l)
 {
-    double wall_s = m->wall_ms / 1000.0, busy = 0;
-    int n = m->slots < 8 ? m->slots : 8;
-    for (int i = 0; i < n; i++)
-        busy += wall_s > 0 ? m->slot_busy_s[i] / (n * wall_s) : 0;
+    double slots = 100 * l->slots_busy, lanes = 100 * l->compile_busy;
     if (bound == EVOLVE_BOUND_GPUS)
-        printf("  bound by the GPUs (slots %.0f%% busy): more GPUs (--gpus) would judge more candidates\n", 100 * busy);
+        printf("  bound by the GPUs (slots %.0f%% busy): more GPUs (--gpus) would judge more candidates\n", slots);
     else if (bound == EVOLVE_BOUND_COMPILE && m->pipe.lanes >= cores)
         printf("  bound by the host's %d cores (compile threads %.0f%% busy, GPU slots %.0f%%): at %.2f CPU-s a "
                "candidate they compile at most %.0f a minute; more GPUs add little, fewer distinct NVRTC units "
                "would (README: More GPUs)\n",
-               cores, 100 * lanes_busy, 100 * busy, m->evaluated > 0 ? m->cpu_s / m->evaluated : 0.0, cap);
+               cores, lanes, slots, m->evaluated > 0 ? m->cpu_s / m->evaluated : 0.0, l->cap_per_min);
     else if (bound == EVOLVE_BOUND_COMPILE)
         printf("  bound by compilation (%d compile threads %.0f%% busy, GPU slots %.0f%%, %d cores): more threads "
                "(-j) would judge more candidates\n",
-               m->pipe.lanes, 100 * lanes_busy, 100 * busy, cores);
+               m->pipe.lanes, lanes, slots, cores);
     else if (bound == EVOLVE_BOUND_NEITHER)
         printf("  bound by neither the GPUs (slots %.0f%% busy) nor compilation (%.0f%%): a short run's warm-up, "
                "the proposals or --sync's barriers\n",
-               100 * busy, 100 * lanes_busy);
+               slots, lanes);
 }
 
 /* The pipeline's figures after a run: a line of text, or with --json one
@@ -336,10 +333,10 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
 {
     double min = m->wall_ms / 60000.0, n = m->evaluated > 0 ? m->evaluated : 1;
     double wall_s = m->wall_ms / 1000.0;
-    double lanes_busy = m->pipe.lanes > 0 && wall_s > 0 ? m->pipe.compile_busy_s / (m->pipe.lanes * wall_s) : 0;
     int cores = device_cores();
-    double cap = 0;
-    EvolveBound bound = evolve_bound(m, cores, &cap);
+    EvolveLoad load;
+    EvolveBound bound = evolve_bound(m, cores, &load);
+    double lanes_busy = load.compile_busy;
     if (json) {
         json_t *busy = json_array();
         for (int i = 0; i < m->slots && i < 8; i++)
@@ -361,7 +358,7 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
                               "taken_over", (json_int_t)m->pipe.taken_over);
         json_object_set_new(o, "bound", json_string(evolve_bound_name(bound)));
         json_object_set_new(o, "cores", json_integer(cores));
-        json_object_set_new(o, "core_cap_per_min", json_real(cap));
+        json_object_set_new(o, "core_cap_per_min", json_real(load.cap_per_min));
         char *txt = json_dumps(o, JSON_COMPACT);
         printf("%s\n", txt);
         free(txt);
@@ -382,7 +379,7 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
            m->nvrtc_units ? m->nvrtc_cpu_s / m->nvrtc_units : 0.0,
            m->nvrtc_units ? m->nvrtc_wall_s / m->nvrtc_units : 0.0, m->pipe.units_now, m->pipe.units_next,
            m->pipe.units_spec, m->pipe.units_cancelled, m->cache_hits, m->cpu_s / n);
-    print_bound(m, bound, cores, cap, lanes_busy);
+    print_bound(m, bound, cores, &load);
     if (m->pipe.taken_over > 0)
         printf("  MPI: %ld children judged by an agent of their home's compile cache, their home's GPUs busy\n",
                m->pipe.taken_over);

@@ -325,25 +325,29 @@ out:
     return rc;
 }
 
-EvolveBound evolve_bound(const EvolveSummary *s, int cores, double *cap_per_min)
+EvolveBound evolve_bound(const EvolveSummary *s, int cores, EvolveLoad *load)
 {
     double wall_s = s->wall_ms / 1000.0;
-    if (cap_per_min)
-        *cap_per_min = cores > 0 && s->evaluated > 0 && s->cpu_s > 0 && s->pipe.lanes > 0
-                           ? cores * 60.0 * s->evaluated / s->cpu_s : 0;
+    int n = s->slots < 8 ? s->slots : 8;
+    EvolveLoad l = {0};
+    double busy_s = 0;
+    for (int i = 0; i < n; i++)
+        busy_s += s->slot_busy_s[i];
+    if (n > 0 && wall_s > 0)
+        l.slots_busy = busy_s / (n * wall_s);
+    if (s->pipe.lanes > 0 && wall_s > 0)
+        l.compile_busy = s->pipe.compile_busy_s / (s->pipe.lanes * wall_s);
+    if (cores > 0 && s->evaluated > 0 && s->cpu_s > 0 && s->pipe.lanes > 0)
+        l.cap_per_min = cores * 60.0 * s->evaluated / s->cpu_s;
+    if (load)
+        *load = l;
     if (!(wall_s > 0))
         return EVOLVE_BOUND_NEITHER;
-    int n = s->slots < 8 ? s->slots : 8;
-    double busy = 0;
-    for (int i = 0; i < n; i++)
-        busy += s->slot_busy_s[i];
-    if (n > 0 && busy / (n * wall_s) >= EVOLVE_BOUND_BUSY)
+    if (n > 0 && l.slots_busy >= EVOLVE_BOUND_BUSY)
         return EVOLVE_BOUND_GPUS;
     if (s->pipe.lanes <= 0)
         return EVOLVE_BOUND_UNKNOWN;
-    if (s->pipe.compile_busy_s / (s->pipe.lanes * wall_s) >= EVOLVE_BOUND_BUSY)
-        return EVOLVE_BOUND_COMPILE;
-    return EVOLVE_BOUND_NEITHER;
+    return l.compile_busy >= EVOLVE_BOUND_BUSY ? EVOLVE_BOUND_COMPILE : EVOLVE_BOUND_NEITHER;
 }
 
 const char *evolve_bound_name(EvolveBound b)

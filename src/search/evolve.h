@@ -106,12 +106,18 @@ typedef enum EvolveBound {
 } EvolveBound;
 #define EVOLVE_BOUND_BUSY 0.9
 
-/* The bound of a run with summary s (its wall_ms, slots, slot_busy_s of
- * the first 8 slots, pipe.lanes and pipe.compile_busy_s). *cap_per_min
- * (may be NULL) gets the candidates a minute that `cores` cores could
- * compile at the run's CPU seconds a candidate (cpu_s / evaluated), 0 when
- * either is unknown or this process compiles nothing (pipe.lanes 0). Pure. */
-EvolveBound evolve_bound(const EvolveSummary *s, int cores, double *cap_per_min);
+/* How busy a run was (evolve_bound). */
+typedef struct EvolveLoad {
+    double slots_busy;     /* the GPU slots' mean busy share (the first 8 slots) */
+    double compile_busy;   /* the compile threads' busy share (0 without them) */
+    double cap_per_min;    /* the candidates a minute the cores could compile at the run's CPU-s a
+                              candidate (cpu_s / evaluated); 0 when unknown or nothing compiles here */
+} EvolveLoad;
+
+/* The bound of a run with summary s (its wall_ms, slots, slot_busy_s,
+ * pipe.lanes, pipe.compile_busy_s, evaluated and cpu_s) on `cores` cores,
+ * and in *load (may be NULL) the shares it was judged on. Pure. */
+EvolveBound evolve_bound(const EvolveSummary *s, int cores, EvolveLoad *load);
 /* "unknown", "neither", "gpus" or "compile" (the --json summary's "bound"). */
 const char *evolve_bound_name(EvolveBound b);
 
