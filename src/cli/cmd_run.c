@@ -336,7 +336,6 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
     int cores = device_cores();
     EvolveLoad load;
     EvolveBound bound = evolve_bound(m, cores, &load);
-    double lanes_busy = load.compile_busy;
     if (json) {
         json_t *busy = json_array();
         for (int i = 0; i < m->slots && i < 8; i++)
@@ -352,7 +351,7 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
                               m->cpu_s / n, "nvrtc_cpu_s", m->nvrtc_cpu_s, "nvrtc_wall_s", m->nvrtc_wall_s,
                               "nvrtc_units", m->nvrtc_units,
                               "nvrtc_units_per_candidate", m->nvrtc_units / n, "cache_hits", m->cache_hits,
-                              "compile_lanes", m->pipe.lanes, "compile_busy", lanes_busy, "units", "now",
+                              "compile_lanes", m->pipe.lanes, "compile_busy", load.compile_busy, "units", "now",
                               (json_int_t)m->pipe.units_now, "next", (json_int_t)m->pipe.units_next, "spec",
                               (json_int_t)m->pipe.units_spec, "cancelled", (json_int_t)m->pipe.units_cancelled,
                               "taken_over", (json_int_t)m->pipe.taken_over);
@@ -375,7 +374,7 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
            "in NVRTC each; by priority: "
            "%ld for a waiting GPU or stage B, %ld next, %ld speculative, %ld cancelled), %d cache hits; evoeng %.2f "
            "CPU-s a candidate\n",
-           m->pipe.lanes, 100 * lanes_busy, m->nvrtc_units, m->nvrtc_units / n,
+           m->pipe.lanes, 100 * load.compile_busy, m->nvrtc_units, m->nvrtc_units / n,
            m->nvrtc_units ? m->nvrtc_cpu_s / m->nvrtc_units : 0.0,
            m->nvrtc_units ? m->nvrtc_wall_s / m->nvrtc_units : 0.0, m->pipe.units_now, m->pipe.units_next,
            m->pipe.units_spec, m->pipe.units_cancelled, m->cache_hits, m->cpu_s / n);
