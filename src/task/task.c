@@ -121,8 +121,10 @@ static int load_dims(Loader *L, json_t *root)
         unsigned char *seen = xcalloc((size_t)t->ndims + 1, 1);
         json_array_foreach(arr, i, v) {
             tl_idxpath(p, "compile_dims", (int)i);
-            if (!json_is_string(v))
+            if (!json_is_string(v)) {
+                free(seen);
                 return tl_err(L, p, "expected a string, got %s", tl_json_type(v));
+            }
             int d = tl_dim_index(t, json_string_value(v), &e);
             if (d < 0 || seen[d]) {
                 free(seen);
