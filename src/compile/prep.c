@@ -4,6 +4,7 @@
  */
 #include "compile/prep.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,7 +239,15 @@ struct PrepCompile {
     EvoErr         err;
     int            rc;
     char           hash[65];   /* the source's sha256, taken on the lane */
+    int            waiters;    /* threads in unit_join on it (under g_units) */
 };
+
+/* A unit's state and job change under this lock: a unit is submitted,
+ * promoted, polled or cancelled by one thread (the loop's, or an MPI
+ * agent's main thread) while another waits for it (a GPU slot's), and
+ * two slots can wait for one parent's unit. Never held across a wait;
+ * taken before the pool's own lock. */
+static pthread_mutex_t g_units = PTHREAD_MUTEX_INITIALIZER;
 
 static void compile_task(void *arg)
 {
@@ -251,54 +260,87 @@ int prep_unit_submit(Pool *pool, const Task *t, const DeviceInfo *dev, Prepared 
                      EvoErr *err)
 {
     PrepUnit *pu = &p->units[u];
+    int rc = 0;
+    pthread_mutex_lock(&g_units);
     if (pu->state == PREP_UNIT_QUEUED)
         pool_job_promote(pu->job->pool, &pu->job->job, level);
-    if (pu->state != PREP_UNIT_RENDERED)
-        return 0;
-    PrepCompile *c = xcalloc(1, sizeof(*c));
-    c->pool = pool;
-    fill_request(t, dev, pu, p->file, 0, &c->req);
-    if (pool_submit_pri(pool, &c->job, compile_task, c, level)) {
-        free(c);
-        return err_set(err, "prep: the compile pool is closing");
+    if (pu->state == PREP_UNIT_RENDERED) {
+        PrepCompile *c = xcalloc(1, sizeof(*c));
+        c->pool = pool;
+        fill_request(t, dev, pu, p->file, 0, &c->req);
+        if (pool_submit_pri(pool, &c->job, compile_task, c, level)) {
+            free(c);
+            rc = err_set(err, "prep: the compile pool is closing");
+        } else {
+            pu->job = c;
+            pu->state = PREP_UNIT_QUEUED;
+        }
     }
-    pu->job = c;
-    pu->state = PREP_UNIT_QUEUED;
-    return 0;
+    pthread_mutex_unlock(&g_units);
+    return rc;
 }
 
 int prep_unit_ready(Prepared *p, int u)
 {
     PrepUnit *pu = &p->units[u];
-    if (pu->state == PREP_UNIT_DONE)
-        return 1;
-    return pu->state == PREP_UNIT_QUEUED && pool_job_is_done(pu->job->pool, &pu->job->job);
+    pthread_mutex_lock(&g_units);
+    int ready = pu->state == PREP_UNIT_DONE ||
+                (pu->state == PREP_UNIT_QUEUED && pool_job_is_done(pu->job->pool, &pu->job->job));
+    pthread_mutex_unlock(&g_units);
+    return ready;
 }
 
 void prep_unit_cancel(Prepared *p, int u)
 {
     PrepUnit *pu = &p->units[u];
-    if (pu->state != PREP_UNIT_QUEUED || !pool_job_cancel(pu->job->pool, &pu->job->job))
-        return;
-    free(pu->job);
-    pu->job = NULL;
-    pu->state = PREP_UNIT_RENDERED;
+    pthread_mutex_lock(&g_units);
+    if (pu->state == PREP_UNIT_QUEUED && pu->job->waiters == 0 && pool_job_cancel(pu->job->pool, &pu->job->job)) {
+        free(pu->job);
+        pu->job = NULL;
+        pu->state = PREP_UNIT_RENDERED;
+    }
+    pthread_mutex_unlock(&g_units);
 }
 
-/* Wait for a queued unit and move its result in; returns the compile's rc. */
-static int unit_join(PrepUnit *pu, EvoErr *err)
+static void unit_take(Prepared *p, const PrepUnit *pu);
+static void lower_launches(PlanLaunch *l, int n, const PrepUnit *u);
+
+/* Wait for queued unit u of p and move its result in, once: the first
+ * waiter to wake takes it and, with take, folds it into p and lowers the
+ * plans' launches, under g_units, so that a second waiter returns to a
+ * finished p. Returns the compile's rc, and 0 for a unit already done. */
+static int unit_join(Prepared *p, int u, int take, EvoErr *err)
 {
+    PrepUnit *pu = &p->units[u];
+    pthread_mutex_lock(&g_units);
+    if (pu->state != PREP_UNIT_QUEUED) {
+        pthread_mutex_unlock(&g_units);
+        return 0;
+    }
     PrepCompile *c = pu->job;
+    c->waiters++;
+    pthread_mutex_unlock(&g_units);
     pool_job_wait(c->pool, &c->job);
-    pu->res = c->res;
-    if (!pu->hash[0] && c->hash[0])
-        memcpy(pu->hash, c->hash, sizeof(pu->hash));
+    pthread_mutex_lock(&g_units);
+    if (pu->job == c) {   /* the first to wake */
+        pu->res = c->res;
+        if (!pu->hash[0] && c->hash[0])
+            memcpy(pu->hash, c->hash, sizeof(pu->hash));
+        pu->job = NULL;
+        pu->state = PREP_UNIT_DONE;
+        if (c->rc == 0 && take) {
+            unit_take(p, pu);
+            for (int s = 0; pu->res.ok && s < p->nplans; s++)
+                if (p->shape_unit[s] == u)
+                    lower_launches(p->plans[s].launches, p->plans[s].nlaunches, pu);
+        }
+    }
     int rc = c->rc;
     if (rc)
         *err = c->err;
-    free(c);
-    pu->job = NULL;
-    pu->state = PREP_UNIT_DONE;
+    if (--c->waiters == 0)
+        free(c);
+    pthread_mutex_unlock(&g_units);
     return rc;
 }
 
@@ -352,19 +394,13 @@ void prep_ref_lower(const PrepRef *ref, Plan *plan, int shape)
 
 int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err)
 {
-    PrepUnit *pu = &p->units[u];
-    if (pu->state == PREP_UNIT_DONE)
-        return 0;
-    if (pu->state == PREP_UNIT_RENDERED)
+    pthread_mutex_lock(&g_units);
+    int never = p->units[u].state == PREP_UNIT_RENDERED;
+    pthread_mutex_unlock(&g_units);
+    if (never)
         return err_set(err, "prep: unit %d was never submitted", u);
     (void)pool;
-    if (unit_join(pu, err))
-        return -1;
-    unit_take(p, pu);
-    for (int s = 0; pu->res.ok && s < p->nplans; s++)
-        if (p->shape_unit[s] == u)
-            lower_launches(p->plans[s].launches, p->plans[s].nlaunches, pu);
-    return 0;
+    return unit_join(p, u, 1, err) ? -1 : 0;
 }
 
 int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *out, int n, int jobs,
@@ -417,10 +453,13 @@ int prep_many(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepare
 
 int prep_busy(Prepared *p)
 {
-    for (int u = 0; u < p->nunits; u++)
-        if (p->units[u].state == PREP_UNIT_QUEUED && !pool_job_is_done(p->units[u].job->pool, &p->units[u].job->job))
-            return 1;
-    return 0;
+    int busy = 0;
+    pthread_mutex_lock(&g_units);
+    for (int u = 0; u < p->nunits && !busy; u++)
+        busy = p->units[u].state == PREP_UNIT_QUEUED &&
+               !pool_job_is_done(p->units[u].job->pool, &p->units[u].job->job);
+    pthread_mutex_unlock(&g_units);
+    return busy;
 }
 
 void prep_free(Prepared *p)
@@ -428,7 +467,7 @@ void prep_free(Prepared *p)
     for (int u = 0; u < p->nunits; u++) {
         if (p->units[u].job) {
             EvoErr e2;
-            unit_join(&p->units[u], &e2);
+            unit_join(p, u, 0, &e2);
         }
         free(p->units[u].source);
         nvrtc_result_free(&p->units[u].res);
