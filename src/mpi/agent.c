@@ -16,6 +16,8 @@ typedef struct Mirror {
     int64_t id;
     Child   c;
     int     sent;   /* its compile row and text went to rank 0 (they do not change) */
+    int     busy;   /* slot threads serving a request on it, as kid or parent (Agent.lock) */
+    int     doomed; /* released while busy: dropped once no slot uses it (main thread) */
 } Mirror;
 
 typedef struct SlotThread {
@@ -23,8 +25,7 @@ typedef struct SlotThread {
     int             slot;
     pthread_t       tid;
     json_t         *req;        /* the request being served, or NULL: idle */
-    Child          *kid, *parent; /* its mirrors, resolved by the main thread */
-    int            *sent;       /* the kid's Mirror.sent */
+    struct Mirror  *kid, *parent; /* its mirrors, resolved by the main thread */
     double          t_hand;     /* ms: when the main thread handed req over (EVOENG_MPI_DEBUG) */
 } SlotThread;
 
@@ -49,6 +50,7 @@ typedef struct Agent {
     int                 nout, capout;
     int                 quit;
     int                 lost;   /* rank 0's quit said a rank was lost */
+    int                 ndoomed; /* (main thread) mirrors marked doomed */
     Watch              *watch;  /* (main thread) stages to announce once built */
     int                 nwatch, capwatch;
     MpiStat            *stat;   /* EVOENG_MPI_DEBUG: where the requests' time goes, or NULL */
@@ -103,6 +105,9 @@ static void watch_add(Agent *a, int64_t id, int stage)
     a->watch[a->nwatch++] = (Watch){.id = id, .stage = stage};
 }
 
+/* Release mirror id (main thread). One that a slot thread is serving a
+ * request on is only marked, and dropped by mirror_sweep once it is idle:
+ * its child's units and modules are in use. */
 static void mirror_drop(Agent *a, int64_t id)
 {
     for (int i = 0; i < a->nwatch; i++)
@@ -111,10 +116,32 @@ static void mirror_drop(Agent *a, int64_t id)
     for (int i = 0; i < a->nm; i++)
         if (a->m[i]->id == id) {
             Mirror *m = a->m[i];
+            pthread_mutex_lock(&a->lock);
+            int busy = m->busy;
+            pthread_mutex_unlock(&a->lock);
+            if (busy) {
+                a->ndoomed += !m->doomed;
+                m->doomed = 1;
+                return;
+            }
+            a->ndoomed -= m->doomed;
             a->m[i] = a->m[--a->nm];
             evolve_child_clear(&m->c, a->ev, a->ctx);
             free(m);
             return;
+        }
+}
+
+/* Drop the released mirrors that no slot uses any more (main thread). */
+static void mirror_sweep(Agent *a)
+{
+    for (int i = 0; i < a->nm && a->ndoomed; i++)
+        if (a->m[i]->doomed) {
+            int64_t id = a->m[i]->id;
+            int before = a->nm;
+            mirror_drop(a, id);
+            if (a->nm < before)
+                i--;   /* dropped: slot i holds the last mirror now */
         }
 }
 
@@ -249,11 +276,15 @@ static void *slot_main(void *arg)
         json_t *req = t->req;
         pthread_mutex_unlock(&a->lock);
         mpistat_add(a->stat, "slot", "handover_ms", a->stat ? time_now_ms() - t->t_hand : 0);
-        char *s = serve_slow(a, t->slot, req, t->kid, t->parent, t->sent);
+        char *s = serve_slow(a, t->slot, req, &t->kid->c, t->parent ? &t->parent->c : NULL, &t->kid->sent);
         outbox_push(a, s);
         pthread_mutex_lock(&a->lock);
         json_decref(t->req);
         t->req = NULL;
+        t->kid->busy--;
+        if (t->parent)
+            t->parent->busy--;
+        t->kid = t->parent = NULL;
     }
     pthread_mutex_unlock(&a->lock);
     return NULL;
@@ -342,9 +373,11 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
     int busy = t->req != NULL;
     if (!busy) {
         t->req = json_incref(req);
-        t->kid = &m->c;
-        t->sent = &m->sent;
-        t->parent = pm ? &pm->c : NULL;
+        t->kid = m;
+        t->parent = pm;
+        m->busy++;
+        if (pm)
+            pm->busy++;
         t->t_hand = a->stat ? time_now_ms() : 0;
         pthread_cond_broadcast(&a->cv);
     }
@@ -388,6 +421,7 @@ static int next_message(MpiLink *l, Agent *a, char **msg, EvoErr *err)
         if (a) {
             double t0 = a->stat ? time_now_ms() : 0;
             announce(a);
+            mirror_sweep(a);
             mpistat_add(a->stat, "loop", "announce_ms", a->stat ? time_now_ms() - t0 : 0);
             flush(a);
         }
