@@ -95,6 +95,11 @@ run_one() {
     t0=$(date +%s.%N)
     "${cmd[@]}" > "$d/out.jsonl" 2> "$d/err.txt"
     local rc=$?
+    # mpirun in Open MPI 4's recovery mode exits 0 whatever rank 0 returns:
+    # rank 0's own exit code is in the error document --json prints
+    local jx
+    jx=$(sed -n 's/^  "exit": \([0-9]*\),\{0,1\}$/\1/p' "$d/out.jsonl" | tail -1)
+    [ "$rc" -eq 0 ] && [ -n "$jx" ] && rc=$jx
     t1=$(date +%s.%N)
     c1=$(cpu_ticks)
     kill "$sampler" "$cpusampler" 2> /dev/null; wait "$sampler" "$cpusampler" 2> /dev/null

@@ -41,6 +41,33 @@ def summary_of(path):
     return last
 
 
+def error_exit(path):
+    """The exit code of the error document that `run --json` prints when
+    it fails (an object with "error" and "exit"), or None. mpirun in Open
+    MPI 4's recovery mode exits 0 whatever rank 0 returns, so an MPI
+    run's own exit code is only there."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    dec, code, at = json.JSONDecoder(), None, 0
+    while True:
+        at = text.find("{", at)
+        if at < 0:
+            return code
+        if at == 0 or text[at - 1] == "\n":
+            try:
+                o, end = dec.raw_decode(text, at)
+            except ValueError:
+                o, end = None, at + 1
+            if isinstance(o, dict) and "error" in o and isinstance(o.get("exit"), int):
+                code = o["exit"]
+            at = max(end, at + 1)
+        else:
+            at += 1
+
+
 def gpu_busy(path):
     """Mean utilisation (0..1) per GPU index from nvidia-smi's CSV samples."""
     per = {}
@@ -110,6 +137,8 @@ def runs(outdir, cores):
         parts = name.split("-")
         shape, mode, sync = parts[0], parts[1], len(parts) > 2 and parts[2] == "sync"
         rc, wall, cores_busy = times_of(os.path.join(d, "times.txt"), cores)
+        if not rc:
+            rc = error_exit(os.path.join(d, "out.jsonl")) or rc
         s = summary_of(os.path.join(d, "out.jsonl")) or {}
         rows.append({
             "name": name, "shape": shape, "mode": mode, "sync": sync, "exit": rc, "wall_s": wall,

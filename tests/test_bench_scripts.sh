@@ -42,6 +42,9 @@ mkrun seed-all 1800 1800 0.8 1.5
 # seed-all's seconds: 4, 30, 31, 30 and 2 cores busy of 32: median 30
 printf '0 0\n4 32\n34 64\n65 96\n95 128\n97 160\n' >"$tmp/sc/seed-all/cpu.txt"
 mkrun seed-mpi 1600 1600 0.02 0
+# an MPI run that lost a rank: mpirun exited 0, rank 0's --json said 8
+mkrun s2048-mpi 100 100 0.02 0
+printf '{\n  "error": "MPI rank 1 is lost",\n  "exit": 8,\n  "messages": [\n    "x"\n  ]\n}\n' >>"$tmp/sc/s2048-mpi/out.jsonl"
 "$PY" "$ROOT/bench/scale_report.py" "$tmp/sc" --cores 32 --json >"$tmp/sc.json" 2>"$tmp/err"
 if "$PY" - "$tmp/sc.json" <<'PYEOF'
 import json, sys
@@ -56,8 +59,9 @@ assert rows["seed-1"]["cores_busy_median"] is None, rows["seed-1"]
 assert abs(rows["seed-1"]["core_cap_per_min"] - 32 * 60 / 0.8) < 1e-9, rows["seed-1"]
 assert abs(rows["seed-mpi"]["core_cap_per_min"] - 1600 * 32 / 16.0) < 1e-9, rows["seed-mpi"]
 assert rows["seed-all"]["bound"] == "compile" and rows["seed-mpi"]["bound"] is None, rows
+assert rows["s2048-mpi"]["exit"] == 8 and rows["seed-mpi"]["exit"] == 0, rows["s2048-mpi"]
 PYEOF
-then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores, the median second's cores, the cores' cap, the bound"
+then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores, the median second's cores, the cores' cap, the bound, a failed MPI run's exit"
 else bad "scale_report.py: $(head -3 "$tmp/err")"; fi
 
 # sdpa_shapes.sh's exit status: a stub evoeng whose run fails at S=77
