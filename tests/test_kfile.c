@@ -389,15 +389,12 @@ static void test_task_entries(void)
 /* prep: the plans launch, and the compile record names, the lowered names. */
 static void test_prep_lowers(void)
 {
-    char *path = data_path("task.json");
-    Task *t = NULL;
-    EvoErr err;
     DeviceInfo dev;
-    CHECK(device_profile("sm_90", &dev, &err) == 0);
-    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
-    free(path);
+    Task *t = test_task_sm90("kfile", "task.json", &dev);
+    CHECK(t != NULL);
     if (!t)
         return;
+    EvoErr err;
     int64_t vals[4];
     task_defaults(t, vals);
     PrepInput in = {.vals = vals};

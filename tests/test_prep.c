@@ -35,13 +35,10 @@ static void *wait_main(void *arg)
 
 static void test_two_waiters(void)
 {
-    char *path = test_data_path("kfile", "task.json");
-    Task *t = NULL;
-    EvoErr err;
     DeviceInfo dev;
-    CHECK(device_profile("sm_90", &dev, &err) == 0);
-    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
-    free(path);
+    Task *t = test_task_sm90("kfile", "task.json", &dev);
+    CHECK(t != NULL);
+    EvoErr err;
     Pool *pool = NULL;
     CHECK_MSG(pool_open(&pool, 2, &err) == 0, "%s", err.msg);
     if (!t || !pool)

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "device.h"
+#include "task/task.h"
 #include "util.h"
 
 /* REL under the source tree (fresh string), e.g. "templates/attention". */
@@ -39,6 +41,19 @@ static inline char *test_data_load(const char *dir, const char *name)
     }
     free(path);
     return text;
+}
+
+/* The task spec tests/data/DIR/NAME, loaded, and sm_90's device profile
+ * in *dev; NULL after a message on stderr (the test's checks then fail). */
+static inline Task *test_task_sm90(const char *dir, const char *name, DeviceInfo *dev)
+{
+    char *path = test_data_path(dir, name);
+    Task *t = NULL;
+    EvoErr err;
+    if (device_profile("sm_90", dev, &err) < 0 || task_load(path, &t, &err) < 0)
+        fprintf(stderr, "%s: %s\n", path, err.msg);
+    free(path);
+    return t;
 }
 
 /* rm -rf dir (a test's scratch directory); 0 on success. */
