@@ -71,6 +71,10 @@ static Mirror *mirror_get(Agent *a, json_t *o)
 {
     int64_t id = (int64_t)json_integer_value(json_object_get(o, "id"));
     Mirror *m = mirror_find(a, id);
+    if (m && m->doomed) {   /* released while busy, and sent again since: kept */
+        m->doomed = 0;
+        a->ndoomed--;
+    }
     if (m) {   /* a child committed since it was sent has its id now (logs name a parent by it) */
         int64_t rid = (int64_t)json_integer_value(json_object_get(o, "rid"));
         if (rid)
