@@ -5,7 +5,8 @@
  * main thread). The unit is taken in once: both waits succeed, and the
  * compile time and the lowered launch names are those of one compilation.
  * Before the lock in prep.c, both waiters freed the job (an MPI agent on
- * a four-GPU host aborted in malloc, issue 32).
+ * a four-GPU host aborted in malloc, issue 32). A unit never submitted,
+ * or cancelled, is an error to wait for, not a result.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -87,8 +88,48 @@ out:
     task_free(&t);
 }
 
+/* A unit never submitted, or cancelled before it started, is not waited
+ * for: prep_unit_wait says so instead of taking in a result that is not
+ * there. One compile thread: the first unit runs, the second queues. */
+static void test_never_submitted(void)
+{
+    DeviceInfo dev;
+    Task *t = test_task_sm90("kfile", "task.json", &dev);
+    CHECK(t != NULL);
+    EvoErr err;
+    Pool *pool = NULL;
+    CHECK_MSG(pool_open(&pool, 1, &err) == 0, "%s", err.msg);
+    if (!t || !pool)
+        goto out;
+    int64_t vals[8];
+    task_defaults(t, vals);
+    PrepInput in = {.vals = vals};
+    Prepared a, b;
+    CHECK_MSG(prep_render(t, &dev, &in, &a, &err) == 0, "%s", err.msg);
+    CHECK_MSG(prep_render(t, &dev, &in, &b, &err) == 0, "%s", err.msg);
+    int u = a.shape_unit[0];
+    err.msg[0] = 0;
+    CHECK(prep_unit_wait(pool, &b, u, &err) == -1);
+    CHECK_CONTAINS(err.msg, "never submitted");
+    CHECK(prep_unit_submit(pool, t, &dev, &a, u, POOL_NOW, &err) == 0);
+    CHECK(prep_unit_submit(pool, t, &dev, &b, u, POOL_SPEC, &err) == 0);
+    prep_unit_cancel(&b, u);   /* queued behind a's, which holds the one thread */
+    CHECK(b.units[u].state == PREP_UNIT_RENDERED);
+    err.msg[0] = 0;
+    CHECK(prep_unit_wait(pool, &b, u, &err) == -1);
+    CHECK_CONTAINS(err.msg, "never submitted");
+    CHECK_MSG(prep_unit_wait(pool, &a, u, &err) == 0, "%s", err.msg);
+    CHECK(a.units[u].state == PREP_UNIT_DONE && a.units[u].res.ok);
+    prep_free(&a);
+    prep_free(&b);
+out:
+    pool_close(&pool);
+    task_free(&t);
+}
+
 int main(void)
 {
     RUN(test_two_waiters);
+    RUN(test_never_submitted);
     return test_report();
 }

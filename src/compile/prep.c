@@ -308,14 +308,16 @@ static void lower_launches(PlanLaunch *l, int n, const PrepUnit *u);
 /* Wait for queued unit u of p and move its result in, once: the first
  * waiter to wake takes it and, with take, folds it into p and lowers the
  * plans' launches, under g_units, so that a second waiter returns to a
- * finished p. Returns the compile's rc, and 0 for a unit already done. */
+ * finished p. Returns the compile's rc, 0 for a unit already done, and -1
+ * (err) for one never submitted (or cancelled). */
 static int unit_join(Prepared *p, int u, int take, EvoErr *err)
 {
     PrepUnit *pu = &p->units[u];
     pthread_mutex_lock(&g_units);
     if (pu->state != PREP_UNIT_QUEUED) {
+        int never = pu->state == PREP_UNIT_RENDERED;
         pthread_mutex_unlock(&g_units);
-        return 0;
+        return never ? err_set(err, "prep: unit %d was never submitted", u) : 0;
     }
     PrepCompile *c = pu->job;
     c->waiters++;
@@ -394,11 +396,6 @@ void prep_ref_lower(const PrepRef *ref, Plan *plan, int shape)
 
 int prep_unit_wait(Pool *pool, Prepared *p, int u, EvoErr *err)
 {
-    pthread_mutex_lock(&g_units);
-    int never = p->units[u].state == PREP_UNIT_RENDERED;
-    pthread_mutex_unlock(&g_units);
-    if (never)
-        return err_set(err, "prep: unit %d was never submitted", u);
     (void)pool;
     return unit_join(p, u, 1, err) ? -1 : 0;
 }
