@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -132,6 +133,25 @@ static void test_replay(void)
         free(out);
         free(csv);
     }
+    /* A knob added to the template after the truth was measured: the
+     * truth's keys take its default, so the space and the best are the
+     * same, and a replay starts from the baseline (which it would not
+     * find in the truth otherwise). */
+    char *newer = xasprintf("%s/tests/data/search_task_newknob.json", getenv("EVO_SOURCE_ROOT"));
+    ReplayTruth *tn = NULL;
+    CHECK_MSG(replay_truth_load(&tn, truth_db, 0, newer, &err) == 0, "%s", err.msg);
+    if (tn) {
+        CHECK(replay_truth_size(tn) == valid);
+        const char *key = NULL;
+        CHECK_NEAR(replay_truth_best(tn, &key), best, 1e-9);
+        CHECK(key && strstr(key, ",NEWKNOB=0") != NULL);
+        ReplayResult r;
+        CHECK_MSG(replay_run(tn, "evolve", 1, valid / 4, scratch, &r, &err) == 0, "%s", err.msg);
+        CHECK(r.n > 0);
+        replay_result_free(&r);
+        replay_truth_free(&tn);
+    }
+    free(newer);
     free(scratch);
     free(truth_db);
 }

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "search/ops.h"
+
 typedef struct Truth {
     char  *key;
     char  *status;     /* "ok" or the failure */
@@ -81,6 +83,33 @@ static int truth_task(const RunRecord *r, const char *task_path, Task **task, Ev
     return rc;
 }
 
+/* A truth's key in the task's terms: a knob its run did not have yet
+ * (added to the template since) takes its default, which is what the
+ * template did before the knob existed, and the knobs come in the task's
+ * order. NULL for a key that names a knob the task no longer has, or is
+ * not NAME=INT,...; a key of an outside kernel (with "@hash") as it is. */
+static char *truth_key(const Task *t, const char *key)
+{
+    if (strchr(key, '@'))
+        return xstrdup(key);
+    int n = task_nparams(t), ok = 1;
+    int64_t *vals = xcalloc((size_t)n + 1, sizeof(int64_t));
+    task_defaults(t, vals);
+    char *dup = xstrdup(key), *save = NULL;
+    for (char *tok = strtok_r(dup, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '='), *end = NULL;
+        int i = eq ? (*eq = 0, task_param_index(t, tok)) : -1;
+        long long v = i >= 0 ? strtoll(eq + 1, &end, 10) : 0;
+        ok = i >= 0 && end != eq + 1 && *end == 0;
+        if (ok)
+            vals[i] = (int64_t)v;
+    }
+    char *out = ok ? ops_params_key(t, vals, NULL) : NULL;
+    free(dup);
+    free(vals);
+    return out;
+}
+
 int replay_truth_load(ReplayTruth **out, const char *path, int64_t run_id, const char *task_path, EvoErr *err)
 {
     *out = NULL;
@@ -97,10 +126,13 @@ int replay_truth_load(ReplayTruth **out, const char *path, int64_t run_id, const
     t->run_id = r.id;
     t->rows = xcalloc((size_t)nl + 1, sizeof(Truth));
     for (int i = 0; i < nl; i++) {
-        if (!l[i].status || strcmp(l[i].status, "invalid") == 0)
+        char *key = l[i].status && strcmp(l[i].status, "invalid") != 0 && l[i].params_key
+                        ? truth_key(t->task, l[i].params_key)
+                        : NULL;
+        if (!key)
             continue;
         Truth *x = &t->rows[t->n++];
-        x->key = xstrdup(l[i].params_key);
+        x->key = key;
         x->status = xstrdup(l[i].status);
         x->latency_us = l[i].latency_us;
     }

@@ -33,8 +33,11 @@ typedef struct ReplayTruth ReplayTruth;
  * latest run whose strategy is exhaustive. task_path, when not NULL,
  * loads the task from that spec instead of the run's stored text (whose
  * template path may not exist on this machine); the run's dims apply
- * either way. *out is a fresh handle (replay_truth_free). Returns 0, or -1
- * with err (no such run, no ok candidate, the task does not load). */
+ * either way. A stored key is read in that task's terms: a knob the run
+ * did not have yet takes the task's default, and a key naming a knob the
+ * task no longer has is left out. *out is a fresh handle
+ * (replay_truth_free). Returns 0, or -1 with err (no such run, no ok
+ * candidate, the task does not load). */
 int replay_truth_load(ReplayTruth **out, const char *path, int64_t run_id, const char *task_path, EvoErr *err);
 void replay_truth_free(ReplayTruth **t);
 
