@@ -4,6 +4,7 @@
  * configurations, a deceptive landscape, planted failures), then every
  * strategy is replayed against it. Nothing is hard-coded: the expected
  * figures come from the synthetic run itself. */
+#include "testdata.h"
 #include "testhelp.h"
 #include "device.h"
 #include "search/evolve.h"
@@ -137,7 +138,7 @@ static void test_replay(void)
      * truth's keys take its default, so the space and the best are the
      * same, and a replay starts from the baseline (which it would not
      * find in the truth otherwise). */
-    char *newer = xasprintf("%s/tests/data/search_task_newknob.json", getenv("EVO_SOURCE_ROOT"));
+    char *newer = test_source_path("tests/data/search_task_newknob.json");
     ReplayTruth *tn = NULL;
     CHECK_MSG(replay_truth_load(&tn, truth_db, 0, newer, &err) == 0, "%s", err.msg);
     if (tn) {

@@ -83,29 +83,19 @@ static int truth_task(const RunRecord *r, const char *task_path, Task **task, Ev
     return rc;
 }
 
-/* A truth's key in the task's terms: a knob its run did not have yet
- * (added to the template since) takes its default, which is what the
- * template did before the knob existed, and the knobs come in the task's
- * order. NULL for a key that names a knob the task no longer has, or is
- * not NAME=INT,...; a key of an outside kernel (with "@hash") as it is. */
+/* A truth's key in the task's terms (task_params_parse): a knob its run
+ * did not have yet (added to the template since) takes its default, which
+ * is what the template did before the knob existed, and the knobs come in
+ * the task's order. NULL for a key that names a knob the task no longer
+ * has or a value it no longer allows; a key of an outside kernel (with
+ * "@hash") as it is. */
 static char *truth_key(const Task *t, const char *key)
 {
     if (strchr(key, '@'))
         return xstrdup(key);
-    int n = task_nparams(t), ok = 1;
-    int64_t *vals = xcalloc((size_t)n + 1, sizeof(int64_t));
-    task_defaults(t, vals);
-    char *dup = xstrdup(key), *save = NULL;
-    for (char *tok = strtok_r(dup, ",", &save); tok && ok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '='), *end = NULL;
-        int i = eq ? (*eq = 0, task_param_index(t, tok)) : -1;
-        long long v = i >= 0 ? strtoll(eq + 1, &end, 10) : 0;
-        ok = i >= 0 && end != eq + 1 && *end == 0;
-        if (ok)
-            vals[i] = (int64_t)v;
-    }
-    char *out = ok ? ops_params_key(t, vals, NULL) : NULL;
-    free(dup);
+    int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
+    EvoErr e;
+    char *out = task_params_parse(t, key, vals, &e) == 0 ? ops_params_key(t, vals, NULL) : NULL;
     free(vals);
     return out;
 }

@@ -35,7 +35,7 @@ typedef struct ReplayTruth ReplayTruth;
  * template path may not exist on this machine); the run's dims apply
  * either way. A stored key is read in that task's terms: a knob the run
  * did not have yet takes the task's default, and a key naming a knob the
- * task no longer has is left out. *out is a fresh handle
+ * task no longer has, or a value it no longer allows, is left out. *out is a fresh handle
  * (replay_truth_free). Returns 0, or -1 with err (no such run, no ok
  * candidate, the task does not load). */
 int replay_truth_load(ReplayTruth **out, const char *path, int64_t run_id, const char *task_path, EvoErr *err);
