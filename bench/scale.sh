@@ -98,7 +98,7 @@ run_one() {
     # mpirun in Open MPI 4's recovery mode exits 0 whatever rank 0 returns:
     # rank 0's own exit code is in the error document --json prints
     local jx
-    jx=$(sed -n 's/^  "exit": \([0-9]*\),\{0,1\}$/\1/p' "$d/out.jsonl" | tail -1)
+    jx=$(python3 "$EVO_SOURCE_ROOT/bench/scale_report.py" --error-exit "$d/out.jsonl")
     [ "$rc" -eq 0 ] && [ -n "$jx" ] && rc=$jx
     t1=$(date +%s.%N)
     c1=$(cpu_ticks)

@@ -184,10 +184,20 @@ def fmt(v, f):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("outdir")
+    ap.add_argument("outdir", nargs="?")
     ap.add_argument("--cores", type=int, default=os.cpu_count())
     ap.add_argument("--json", action="store_true", help="print the JSON instead of the tables")
+    ap.add_argument("--error-exit", metavar="FILE",
+                    help="print the exit code of the error document in a run's --json output FILE"
+                         " (nothing when there is none) and stop: scale.sh's rule for an MPI run")
     a = ap.parse_args()
+    if a.error_exit:
+        code = error_exit(a.error_exit)
+        if code is not None:
+            print(code)
+        return 0
+    if not a.outdir:
+        ap.error("an OUTDIR is needed (or --error-exit FILE)")
     rows, sim = runs(a.outdir, a.cores), sims(a.outdir)
     doc = {"runs": rows, "simulated": sim}
     with open(os.path.join(a.outdir, "scale.json"), "w") as f:

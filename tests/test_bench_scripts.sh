@@ -63,6 +63,11 @@ assert rows["s2048-mpi"]["exit"] == 8 and rows["seed-mpi"]["exit"] == 0, rows["s
 PYEOF
 then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores, the median second's cores, the cores' cap, the bound, a failed MPI run's exit"
 else bad "scale_report.py: $(head -3 "$tmp/err")"; fi
+# the same rule as scale.sh asks it of one run's output
+if [ "$("$PY" "$ROOT/bench/scale_report.py" --error-exit "$tmp/sc/s2048-mpi/out.jsonl")" = 8 ] &&
+   [ -z "$("$PY" "$ROOT/bench/scale_report.py" --error-exit "$tmp/sc/seed-mpi/out.jsonl")" ]
+then ok "scale_report.py --error-exit: 8 for the lost rank's run, nothing for a run that ended well"
+else bad "scale_report.py --error-exit"; fi
 
 # sdpa_shapes.sh's exit status: a stub evoeng whose run fails at S=77
 cat >"$tmp/evo_sq" <<'STUB'
