@@ -26,8 +26,9 @@
  * cuMemsetD32Async; only the run itself sits between the events.
  *
  * A/B compare (parent A, child B): `pairs` (default 15) pairs, the order
- * within each pair drawn at random from a seeded generator; each member
- * is one sample as above; ratio per pair = B/A. Reported: median ratio,
+ * within each pair counterbalanced (bench_pair_b_first: each profile
+ * alternates, from a side drawn from the seed); each member is one
+ * sample as above; ratio per pair = B/A. Reported: median ratio,
  * p10..p90 and CV of the ratios. Pairs come in rounds and are pooled:
  * while the median ratio's 95% half-width (bench_ratio_halfwidth) is
  * above noise_threshold (0.5%), a profile gets another round, up to
@@ -41,8 +42,10 @@
  * the bay. bench_time is called once per profile (the worker takes 25 /
  * n samples a profile, at least 10). bench_compare_multi interleaves the
  * profiles within one comparison: every round is one pair of each
- * unsettled profile, A_p1 B_p1 A_p2 B_p2 ... (each pair's order drawn at
- * random), max(5, pairs / n) rounds an attempt, so n profiles cost about
+ * unsettled profile, A_p1 B_p1 A_p2 B_p2 ... (warm timing: each pair
+ * after one untimed run of its first side, so that the L2 holds that
+ * profile's buffers, not the last one's, when the pair starts),
+ * max(5, pairs / n) rounds an attempt, so n profiles cost about
  * what one did. Each profile is judged settled on its own; an attempt
  * redoes only the unsettled ones. The aggregates that cross to the
  * caller: the ratio is the profile whose median ratio is the largest
@@ -209,6 +212,11 @@ void bench_compare_aggregate(CompareResult *r);
 /* The pairs (A/B rounds) and timing samples each of n profiles gets. */
 int bench_pairs_per_profile(const BenchOptions *o, int n);
 int bench_samples_per_profile(const BenchOptions *o, int n);
+/* The order of pair `pair` (0, 1, ...) of profile k in a comparison
+ * seeded with seed: 1 when B's sample goes first. Each profile alternates
+ * from a side drawn from (seed, k), so every two consecutive pairs of a
+ * profile put each side first once, whatever the seed. Pure. */
+int bench_pair_b_first(uint64_t seed, int k, int pair);
 
 /* Fill achieved tflops/gbps and their share of the device peaks from the
  * median time, and each profile's tflops from its median. */
