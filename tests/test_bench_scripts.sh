@@ -69,6 +69,32 @@ if [ "$("$PY" "$ROOT/bench/scale_report.py" --error-exit "$tmp/sc/s2048-mpi/out.
 then ok "scale_report.py --error-exit: 8 for the lost rank's run, nothing for a run that ended well"
 else bad "scale_report.py --error-exit"; fi
 
+# rate_ab_report.py on made-up A B B A runs: B judges 10% fewer a minute
+# only because more of its children reached stage B; at the pooled
+# stage-B share the two are equal. A run without its stage line: exit 1.
+mkab() {  # DIR RATE NA NB
+    mkdir -p "$tmp/ab/$1"
+    echo "{\"event\": \"summary\", \"candidates_per_min\": $2, \"evaluated\": $3, \"slots\": 1, \"slot_busy\": [0.9]}" >"$tmp/ab/$1/out.jsonl"
+    echo "dbg slots: stage A $3, 50.0 ms each; stage B $4, 80.0 ms each; idle 1.0 s" >"$tmp/ab/$1/err.txt"
+}
+mkab r1.a 600 500 100; mkab r2.b 540 450 150; mkab r3.b 540 450 150; mkab r4.a 600 500 100
+"$PY" "$ROOT/bench/rate_ab_report.py" "$tmp/ab" >"$tmp/ab.txt" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "B / A: 0.900x as measured; 1.000x at the pooled stage-B share" "$tmp/ab.txt" &&
+   grep -q "^| 2 | B | 540.0 | 0.90 | 450, 50.0 | 150, 80.0 | 0.333 | - |" "$tmp/ab.txt"
+then ok "rate_ab_report.py: the measured ratio and the ratio at the pooled stage-B share"
+else bad "rate_ab_report.py: exit $rc: $(head -12 "$tmp/ab.txt")"; fi
+: >"$tmp/ab/r4.a/err.txt"
+"$PY" "$ROOT/bench/rate_ab_report.py" "$tmp/ab" >"$tmp/ab.txt" 2>&1
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "unreadable runs (no summary or stage line): r4.a" "$tmp/ab.txt"
+then ok "rate_ab_report.py: a run without its stage line is named, exit 1"
+else bad "rate_ab_report.py (a run without its stage line): exit $rc: $(head -3 "$tmp/ab.txt")"; fi
+if bash "$ROOT/bench/rate_ab.sh" "$tmp/abx" /bin/true /bin/true --runs 3 >/dev/null 2>"$tmp/err"; rc=$?; [ "$rc" -eq 2 ] &&
+   grep -q "a multiple of 4" "$tmp/err"
+then ok "rate_ab.sh --runs 3: usage error (2)"
+else bad "rate_ab.sh --runs 3: exit $rc: $(head -3 "$tmp/err")"; fi
+
 # sdpa_shapes.sh's exit status: a stub evoeng whose run fails at S=77
 cat >"$tmp/evo_sq" <<'STUB'
 #!/bin/sh
