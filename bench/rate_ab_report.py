@@ -23,23 +23,15 @@ import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scale_report import summary_of  # noqa: E402  (the same summary line scale.sh reads)
+
 STAGES = re.compile(r"dbg slots: stage A (\d+), ([0-9.]+) ms each; stage B (\d+), ([0-9.]+) ms each; idle ([0-9.]+) s")
 RUN_DIR = re.compile(r"^r(\d+)\.([ab])$")
 
 
 def read_run(d):
-    summ = None
-    with open(os.path.join(d, "out.jsonl"), errors="replace") as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                o = json.loads(line)
-            except ValueError:
-                continue
-            if o.get("event") == "summary":
-                summ = o
+    summ = summary_of(os.path.join(d, "out.jsonl"))
     stages = None
     with open(os.path.join(d, "err.txt"), errors="replace") as f:
         for line in f:
