@@ -568,11 +568,7 @@ fail:
 
 int bench_pair_b_first(uint64_t seed, int k, int pair)
 {
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t)(k + 1);   /* splitmix64 of (seed, k) */
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (int)((z >> 63) ^ ((uint64_t)pair & 1));
+    return (int)((rng_mix(seed, (uint64_t)k) >> 63) ^ ((uint64_t)pair & 1));
 }
 
 /* One round of pairs: one pair of each profile not settled yet, in
