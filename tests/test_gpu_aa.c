@@ -126,24 +126,24 @@ static void test_sensitivity(void)
     child_drop(&b);
 }
 
-/* Open the task at rel with the dims NAME=V of dims (NULL-terminated, or
- * NULL) and a GpuEval on it. 0, 77 (no GPU) or 1. */
-static int open_task(const char *rel, const char *const *dims)
+/* A dim of the benchmark shape to set (task_set_dim). */
+typedef struct Dim {
+    const char *name;
+    int64_t     value;
+} Dim;
+
+/* Open the task at rel with the ndims dims of dims set and a GpuEval on
+ * it. 0, 77 (no GPU) or 1. */
+static int open_task(const char *rel, const Dim *dims, int ndims)
 {
     const char *root = getenv("EVO_SOURCE_ROOT");
     EvoErr err;
     char *p = xasprintf("%s/%s", root ? root : ".", rel);
     int rc = task_load(p, &task, &err);
     free(p);
-    for (int i = 0; rc == 0 && dims && dims[i]; i++) {
-        char name[32];
-        long long v;
-        if (sscanf(dims[i], "%31[^=]=%lld", name, &v) != 2 || task_set_dim(task, name, v, &err)) {
-            fprintf(stderr, "dim %s: %s\n", dims[i], err.msg);
+    for (int i = 0; rc == 0 && i < ndims; i++)
+        if ((rc = task_set_dim(task, dims[i].name, dims[i].value, &err)) != 0)
             task_free(&task);
-            rc = -1;
-        }
-    }
     if (rc) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;
@@ -172,18 +172,18 @@ int main(int argc, char **argv)
     int code;
     if (worker_dispatch(argc, argv, &code))
         return code;
-    if ((code = open_task("templates/attention/task.json", NULL)) != 0)
+    if ((code = open_task("templates/attention/task.json", NULL, 0)) != 0)
         return code;
     RUN(test_aa);
     RUN(test_sensitivity);
     close_task();
-    if ((code = open_task("templates/triad/task.json", NULL)) != 0)
+    if ((code = open_task("templates/triad/task.json", NULL, 0)) != 0)
         return code;
     RUN(test_aa);
     close_task();
     /* the table's B8 H16 S512 D64 causal winner (docs/results/2026-11-27d-input-profiles-table.md) */
-    static const char *const b8h16[] = {"B=8", "H=16", "CAUSAL=1", NULL};
-    if ((code = open_task("templates/attention/task.json", b8h16)) != 0)
+    static const Dim b8h16[] = {{"B", 8}, {"H", 16}, {"CAUSAL", 1}};
+    if ((code = open_task("templates/attention/task.json", b8h16, 3)) != 0)
         return code;
     aa_params = "BLOCK_M=128,BLOCK_N=64,STAGES=2,WS=1,PERSIST=1,TAIL=1,DESCADD=1,PVSPLIT=2,EARLY=1";
     RUN(test_aa);
