@@ -82,10 +82,8 @@ def main(argv):
         return 2 if len(args) != 1 else 0
     out = args[0]
     runs, bad = [], []
-    for name in sorted(os.listdir(out), key=lambda n: int(RUN_DIR.match(n).group(1)) if RUN_DIR.match(n) else 0):
-        m = RUN_DIR.match(name)
-        if not m:
-            continue
+    for m in sorted(filter(None, map(RUN_DIR.match, os.listdir(out))), key=lambda m: int(m.group(1))):
+        name = m.group(0)
         try:
             r = read_run(os.path.join(out, name))
         except OSError:
@@ -102,7 +100,7 @@ def main(argv):
               file=sys.stderr)
         return 1
     st = {s: side_stats(sides[s]) for s in "ab"}
-    pooled = sum(r["b_n"] for r in runs) / max(1, sum(r["a_n"] for r in runs))
+    pooled = (st["a"]["b_n"] + st["b"]["b_n"]) / max(1, st["a"]["a_n"] + st["b"]["a_n"])
     for s in "ab":
         st[s]["rate_at_pooled_share"] = at_share(st[s], pooled)
     res = {
