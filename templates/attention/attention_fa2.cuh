@@ -1,5 +1,18 @@
 /* ---------------------------------------------------------------- main */
 
+/* K/V ring slot of tile i: i % STAGES.  On the mma.sync path at D = 64 and
+ * STAGES = 3 the loops carry it as a counter s instead: there NVVM's loop
+ * optimiser rewrites the modulo of the loop counter (i - 3 * (i / 3))
+ * through every shared-memory address of the tile, about 0.2 of the 0.8
+ * CPU-s NVRTC spends on the seed configuration; the counter costs it
+ * nothing.  Elsewhere (a power of two: a mask; D = 128 and WGMMA, where
+ * NVVM spends no more on the modulo) the kernels stay as they were. */
+#if (STAGES & (STAGES - 1)) && D == 64 && !ATT_WG
+#define ATT_SLOT(i, s) (s)
+#else
+#define ATT_SLOT(i, s) ((i) % STAGES)
+#endif
+
 #if ATT_CLUSTER
 #define ATT_CLUSTER_ATTR __cluster_dims__(1, 1, SPLITS)
 #else
@@ -265,16 +278,17 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
                           qf[mi][kk][0], qf[mi][kk][1], qf[mi][kk][2], qf[mi][kk][3]);
 #endif
     };
-    auto kslot = [&](int i) { return sK + (i % STAGES) * BLOCK_N * ATT_ROWB; };
-    auto vslot = [&](int i) { return sV + (i % STAGES) * BLOCK_N * ATT_ROWB; };
-    auto load_k = [&](int i) {           /* i: tile index relative to t_begin */
+    /* i: tile index relative to t_begin; s: its ring slot (ATT_SLOT) */
+    auto kslot = [&](int i, int s) { return sK + ATT_SLOT(i, s) * BLOCK_N * ATT_ROWB; };
+    auto vslot = [&](int i, int s) { return sV + ATT_SLOT(i, s) * BLOCK_N * ATT_ROWB; };
+    auto load_k = [&](int i, int s) {
         if (t_begin + i < t_end)
-            att_load_tile<BLOCK_N>(kslot(i), Kb, (t_begin + i) * BLOCK_N, S, tid);
+            att_load_tile<BLOCK_N>(kslot(i, s), Kb, (t_begin + i) * BLOCK_N, S, tid);
         att_commit();
     };
-    auto load_v = [&](int i) {
+    auto load_v = [&](int i, int s) {
         if (t_begin + i < t_end)
-            att_load_tile<BLOCK_N>(vslot(i), Vb, (t_begin + i) * BLOCK_N, S, tid);
+            att_load_tile<BLOCK_N>(vslot(i, s), Vb, (t_begin + i) * BLOCK_N, S, tid);
         att_commit();
     };
 
@@ -288,59 +302,63 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
      * Commit groups: Q, K0, then pairs (K[j+1], V[j]).  Iteration i waits
      * for pair i, then issues K[i+STAGES] (slot of K[i], consumed) and
      * V[i+STAGES-1] (slot of V[i-1], consumed). */
-    load_k(0);
+    load_k(0, 0);
 #pragma unroll
     for (int j = 0; j < STAGES - 1; ++j) {
-        load_k(j + 1);
-        load_v(j);
+        load_k(j + 1, j + 1);
+        load_v(j, j);
     }
     att_wait<2 * (STAGES - 1)>();              /* Q and K0 */
     att_sync_tiles();
     load_q();
     float sc[ATT_MT][ATT_NT][4], sn[ATT_MT][ATT_NT][4];
     if (nit > 0)
-        qk(sc, kslot(0));
-    for (int i = 0; i < nit; ++i) {
+        qk(sc, kslot(0, 0));
+    for (int i = 0, s = 0; i < nit; ++i) {
+        const int s_prev = s == 0 ? STAGES - 1 : s - 1, s_next = s + 1 == STAGES ? 0 : s + 1;
         att_wait<2 * (STAGES - 2)>();          /* K[i+1] and V[i] */
         att_sync_tiles();                      /* tile i-1 fully consumed */
-        load_k(i + STAGES);
-        load_v(i + STAGES - 1);
+        load_k(i + STAGES, s);
+        load_v(i + STAGES - 1, s_prev);
         if (i + 1 < nit)
-            qk(sn, kslot(i + 1));
+            qk(sn, kslot(i + 1, s_next));
         softmax(sc, (t_begin + i) * BLOCK_N);
-        pv(sc, vslot(i));
+        pv(sc, vslot(i, s));
 #pragma unroll
         for (int mi = 0; mi < ATT_MT; ++mi)
 #pragma unroll
             for (int nt = 0; nt < ATT_NT; ++nt)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) sc[mi][nt][e] = sn[mi][nt][e];
+        s = s_next;
     }
 #else
     /* Prologue: K/V tiles 0 .. STAGES - 2 (groups K, V per tile). */
 #pragma unroll
     for (int j = 0; j < STAGES - 1; ++j) {
-        load_k(j);
-        load_v(j);
+        load_k(j, j);
+        load_v(j, j);
     }
     att_wait<2 * (STAGES - 1)>();              /* Q */
     att_sync_tiles();
     load_q();
-    for (int i = 0; i < nit; ++i) {
+    for (int i = 0, s = 0; i < nit; ++i) {
+        const int s_prev = s == 0 ? STAGES - 1 : s - 1;   /* the slot of tile i + STAGES - 1 */
+        (void)s_prev;
 #if STAGES == 1
         __syncthreads();                       /* previous tile fully consumed */
-        load_k(i);
-        load_v(i);
+        load_k(i, s);
+        load_v(i, s);
         att_wait<1>();                         /* K[i] */
         att_sync_tiles();
 #else
         att_wait<2 * STAGES - 3>();            /* K[i] */
         att_sync_tiles();                      /* and tile i-1 fully consumed */
-        load_k(i + STAGES - 1);
-        load_v(i + STAGES - 1);
+        load_k(i + STAGES - 1, s_prev);
+        load_v(i + STAGES - 1, s_prev);
 #endif
         float sc[ATT_MT][ATT_NT][4];
-        qk(sc, kslot(i));
+        qk(sc, kslot(i, s));
         softmax(sc, (t_begin + i) * BLOCK_N);
 #if STAGES == 1
         att_wait<0>();                         /* V[i] */
@@ -348,7 +366,8 @@ attn_fwd(const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K,
         att_wait<2 * (STAGES - 1)>();
 #endif
         att_sync_tiles();
-        pv(sc, vslot(i));
+        pv(sc, vslot(i, s));
+        s = s + 1 == STAGES ? 0 : s + 1;
     }
 #endif
 
