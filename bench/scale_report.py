@@ -146,8 +146,10 @@ def runs(outdir, cores):
             "best_latency_us": s.get("best_latency_us"), "slots": s.get("slots"),
             "gpu_busy": gpu_busy(os.path.join(d, "gpu.csv")), "cores_busy": cores_busy, "cores": cores,
             "cores_busy_median": cores_median(os.path.join(d, "cpu.txt"), cores),
-            # rank 0 compiles nothing under MPI; the agents' units are not sent back
-            "nvrtc_units_per_candidate": None if mode == "mpi" else s.get("nvrtc_units_per_candidate"),
+            # under MPI the agents' units, which their replies carry to rank 0;
+            # an older rank 0 counted only its own: 0, unknown rather than none
+            "nvrtc_units_per_candidate": (s.get("nvrtc_units_per_candidate") or None) if mode == "mpi"
+            else s.get("nvrtc_units_per_candidate"),
             "cpu_s_per_candidate": cpu_per_candidate(s, mode, cores_busy, wall), "compile_busy": s.get("compile_busy"),
             "in_flight": s.get("in_flight"),
             # rank 0 compiles nothing under MPI: its summary cannot tell what bounded the run
@@ -222,7 +224,7 @@ def main():
             fmt(r["bound"], "{}"), fmt(r["exit"], "{}")))
     if any(r["mode"] == "mpi" for r in rows):
         print("mpi rows: CPU-s / cand is the machine's busy cores over the wall time (rank 0 sees only itself);"
-              " the agents' NVRTC units are not reported back.")
+              " NVRTC units / cand are the agents', as their replies report them.")
     if sim:
         print()
         print("Simulated (bench/pipe_sim: sleeping compilations and GPU work, not measured on a GPU):")

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "compile/nvrtc.h"
+
 FakeEval *fake_eval_new(double (*model_us)(const Child *), const char *(*compile_error)(const Child *),
                         const char *(*gate_error)(const Child *, int))
 {
@@ -71,6 +73,8 @@ static int fake_submit(void *ctx, Child *c, int stage, EvoErr *err)
         p->stage = 1;
         p->t1_ms = time_now_ms();
         c->priv = p;
+        if (f->account_units)
+            nvrtc_stats_account(1, 1.0, 1.0);
     } else if (stage == 2) {
         if (!c->priv)
             return err_set(err, "fake submit: stage 2 of a child never submitted");
@@ -78,6 +82,8 @@ static int fake_submit(void *ctx, Child *c, int stage, EvoErr *err)
         if (p->stage != 2) {   /* its other units are queued */
             p->stage = 2;
             p->t2_ms = time_now_ms();
+            if (f->account_units)
+                nvrtc_stats_account(1, 1.0, 1.0);
         }
     }
     return 0;

@@ -24,6 +24,8 @@ typedef struct FakeEval {
                            * says 0 until then, its gate and an A/B against it wait */
     int compile_us;       /* a child's stage-2 units build this long after their submit:
                            * ready() says 0 until then and the stage-2 gate waits */
+    int account_units;    /* 1: each unit "built" (a child's first stage-1 submit, its first
+                           * stage-2 one) counts as an NVRTC compile of 1 ms (nvrtc_stats) */
     int die_slot;         /* with die_after > 0: this slot is lost after ... */
     int die_after;        /* ... that many requests on it (EVAL_RETRY from then on) */
     pthread_mutex_t lock; /* the counters: slots run on threads of their own */

@@ -30,7 +30,8 @@ else bad "tail_sched.py --check: exit $rc: $(head -3 "$tmp/out")"; fi
 
 # scale_report.py on a made-up outdir: ratios against one GPU, and an MPI
 # row's CPU-s a candidate from the machine's cores (rank 0 sees only its
-# own process), its NVRTC units unknown rather than 0
+# own process), its NVRTC units the agents' (seed-mpi), or unknown where
+# rank 0 reported 0 (an older rank 0 counted only its own: s2048-mpi)
 mkrun() {  # NAME CANDS_PER_MIN EVALUATED CPU_S UNITS  (32 cores, 16 busy, 60 s; bound: compile)
     mkdir -p "$tmp/sc/$1"
     echo "0 100 160 1000 2000 2000 4000" >"$tmp/sc/$1/times.txt"
@@ -41,7 +42,7 @@ mkrun seed-1 1000 1000 0.8 1.5
 mkrun seed-all 1800 1800 0.8 1.5
 # seed-all's seconds: 4, 30, 31, 30 and 2 cores busy of 32: median 30
 printf '0 0\n4 32\n34 64\n65 96\n95 128\n97 160\n' >"$tmp/sc/seed-all/cpu.txt"
-mkrun seed-mpi 1600 1600 0.02 0
+mkrun seed-mpi 1600 1600 0.02 1.4
 # an MPI run that lost a rank: mpirun exited 0, rank 0's --json said 8
 mkrun s2048-mpi 100 100 0.02 0
 printf '{\n  "error": "MPI rank 1 is lost",\n  "exit": 8,\n  "messages": [\n    "x"\n  ]\n}\n' >>"$tmp/sc/s2048-mpi/out.jsonl"
@@ -52,7 +53,8 @@ rows = {r["name"]: r for r in json.load(open(sys.argv[1]))["runs"]}
 assert abs(rows["seed-all"]["ratio_vs_1gpu"] - 1.8) < 1e-9, rows["seed-all"]
 assert abs(rows["seed-mpi"]["cores_busy"] - 16.0) < 1e-9, rows["seed-mpi"]
 assert abs(rows["seed-mpi"]["cpu_s_per_candidate"] - 16.0 * 60 / 1600) < 1e-9, rows["seed-mpi"]
-assert rows["seed-mpi"]["nvrtc_units_per_candidate"] is None, rows["seed-mpi"]
+assert rows["seed-mpi"]["nvrtc_units_per_candidate"] == 1.4, rows["seed-mpi"]
+assert rows["s2048-mpi"]["nvrtc_units_per_candidate"] is None, rows["s2048-mpi"]
 assert rows["seed-1"]["cpu_s_per_candidate"] == 0.8 and rows["seed-1"]["nvrtc_units_per_candidate"] == 1.5
 assert abs(rows["seed-all"]["cores_busy_median"] - 30.0) < 1e-9, rows["seed-all"]
 assert rows["seed-1"]["cores_busy_median"] is None, rows["seed-1"]

@@ -78,6 +78,7 @@ static void fake_work(FakeEval *f)
     f->delay_us = env_int("EVO_TEST_GATE_US", 2000);
     f->work_us = env_int("EVO_TEST_WORK_US", 0);
     f->unit_us = env_int("EVO_TEST_UNIT_US", 0);
+    f->account_units = 1;   /* the run's NVRTC figures count them: under MPI, the agents' */
 }
 
 static uint64_t key_hash(const Child *c)
@@ -152,9 +153,11 @@ static int run_into(const char *db, int64_t run, const EvaluatorOps *ev, void *c
     rc = stop ? 8 : rc ? 1 : 0;
     printf("run %lld: %d evaluated, interrupted %d, exit %d, taken over %ld\n", (long long)sum.run_id, sum.evaluated,
            sum.interrupted, rc, sum.pipe.taken_over);
+    printf("nvrtc units %d, cpu %.3f s\n", sum.nvrtc_units, sum.nvrtc_cpu_s);
     printf("bench: %d slots, %d candidates in %.2f s: %.0f / min, slot time %.2f ms a candidate, slots busy %.2f\n",
            sum.slots, sum.evaluated, wall, sum.evaluated * 60.0 / wall, sum.evaluated ? busy * 1000.0 / sum.evaluated : 0,
            sum.slots ? busy / (wall * sum.slots) : 0);
+    fflush(stdout);   /* before MPI's teardown: mpirun forwards what a rank wrote */
     store_close(&st);
     return rc;
 }

@@ -11,7 +11,8 @@
 #   3. resume on fewer ranks (-np 2) completes it, to the same candidates
 #      as the single-process run;
 #   4. EVOENG_MPI_DEBUG prints each rank's timing line, and the A/Bs ran
-#      on the agents right after their stage-A gates.
+#      on the agents right after their stage-A gates;
+#   5. the MPI run's NVRTC figures are the agents' (rank 0 compiles none).
 # Skips (77) without mpirun, or when evoeng was built without MPI.
 set -u
 T=$1
@@ -31,7 +32,7 @@ MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca orte_enable_recovery 1 
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
 
-"$T" single "$dir/single.db" >/dev/null || { echo "FAIL: the single-process run"; exit 1; }
+"$T" single "$dir/single.db" > "$dir/single.log" || { echo "FAIL: the single-process run"; exit 1; }
 "$T" dump "$dir/single.db" > "$dir/single.txt"
 timeout 120 $MPIRUN -np 3 "$T" mpi "$dir/mpi.db" > "$dir/mpi.log" 2>&1
 rc=$?
@@ -40,6 +41,15 @@ check "mpirun -np 3 exits 0 (got $rc)" '[ $rc -eq 0 ]' || cat "$dir/mpi.log"
 check "the MPI run commits what one process commits ($(grep -c . "$dir/single.txt") lines)" \
       'cmp -s "$dir/single.txt" "$dir/mpi.txt"' || diff "$dir/single.txt" "$dir/mpi.txt" | head -20
 check "the reference run completed" 'grep -q "completed" "$dir/single.txt"'
+# 5. the run's NVRTC figures count the agents' units (the fake evaluator
+#    counts each unit it "builds"): rank 0 compiles nothing itself, so
+#    without the agents' figures they would read 0. Every unit of the
+#    single run is built by some agent; a parent adopted by another agent
+#    may build more.
+units() { sed -n 's/^nvrtc units \([0-9]*\),.*/\1/p' "$1" | head -1; }
+u1=$(units "$dir/single.log"); u3=$(units "$dir/mpi.log")
+check "the MPI run's NVRTC units are the agents' ($u3, one process: $u1)" \
+      '[ -n "$u1" ] && [ -n "$u3" ] && [ "$u1" -gt 0 ] && [ "$u3" -ge "$u1" ]'
 EVO_TEST_AGENT_SLOTS=2 timeout 120 $MPIRUN -np 2 -x EVO_TEST_AGENT_SLOTS "$T" mpi "$dir/mpi2.db" > "$dir/mpi2.log" 2>&1
 "$T" dump "$dir/mpi2.db" > "$dir/mpi2.txt"
 check "mpirun -np 2, one agent of 2 slots, commits the same" 'cmp -s "$dir/single.txt" "$dir/mpi2.txt"' \

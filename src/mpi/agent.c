@@ -54,6 +54,7 @@ typedef struct Agent {
     Watch              *watch;  /* (main thread) stages to announce once built */
     int                 nwatch, capwatch;
     MpiStat            *stat;   /* EVOENG_MPI_DEBUG: where the requests' time goes, or NULL */
+    NvrtcStats          nv0;    /* this process's compile figures when it began to serve */
 } Agent;
 
 /* ---- mirrors ----------------------------------------------------------- */
@@ -151,8 +152,11 @@ static void mirror_sweep(Agent *a)
 
 /* ---- replies ----------------------------------------------------------- */
 
-/* A reply to request seq: rc, the error, and extra fields of o (taken). */
-static char *reply_text(json_t *req, int rc, const EvoErr *err, json_t *o)
+/* A reply to request seq: rc, the error, and extra fields of o (taken).
+ * Every reply also carries "nv", this agent's compile figures since it
+ * began to serve ([compiles, cache hits, CPU s, wall s]), which rank 0
+ * adds to its run's NVRTC figures: the agents compile, rank 0 does not. */
+static char *reply_text(const Agent *a, json_t *req, int rc, const EvoErr *err, json_t *o)
 {
     if (!o)
         o = json_object();
@@ -163,6 +167,9 @@ static char *reply_text(json_t *req, int rc, const EvoErr *err, json_t *o)
         json_object_set_new(o, "agent_ms", json_real(time_now_ms() - json_real_value(t)));
     if (rc < 0 && rc != EVAL_RETRY)
         json_object_set_new(o, "err", json_string(err->msg));
+    NvrtcStats nv;
+    nvrtc_stats(&nv);
+    json_object_set_new(o, "nv", wire_nv_put(&nv, &a->nv0));
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
@@ -261,7 +268,7 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
     if (rc == 0 && !kid->rec.status && parent && json_is_true(json_object_get(req, "ab")))
         json_object_set_new(o, "ab", then_compare(a, kid, parent));
     t0 = a->stat ? time_now_ms() : 0;
-    char *text = reply_text(req, rc, &err, o);
+    char *text = reply_text(a, req, rc, &err, o);
     mpistat_add(a->stat, name, "encode_ms", a->stat ? enc + time_now_ms() - t0 : 0);
     mpistat_add(a->stat, name, "reply_bytes", (double)strlen(text));
     return text;
@@ -361,7 +368,7 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
         } else {
             json_object_set_new(o, "ready", json_integer(!a->ev->ready || a->ev->ready(a->ctx, &m->c, stage)));
         }
-        outbox_push(a, reply_text(req, rc, &e, o));
+        outbox_push(a, reply_text(a, req, rc, &e, o));
         return 0;
     }
     /* gate, time, compare, calibrate: on the slot's thread */
@@ -487,6 +494,7 @@ int agent_serve(MpiLink *l, const EvaluatorOps *ev, void *ctx, int nparams, cons
 {
     Agent a = {.l = l, .ev = ev, .ctx = ctx, .nparams = nparams, .stat = mpistat_new("agent", mpilink_rank(l))};
     a.nslots = ev->slots ? ev->slots(ctx) : 1;
+    nvrtc_stats(&a.nv0);
     pthread_mutex_init(&a.lock, NULL);
     pthread_cond_init(&a.cv, NULL);
     a.slots = xcalloc((size_t)a.nslots, sizeof(SlotThread));

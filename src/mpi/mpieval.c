@@ -42,6 +42,7 @@ typedef struct AgentInfo {
     int        hello, lost;
     char      *error;         /* the agent's refusal, or NULL */
     DeviceInfo dev;
+    NvrtcStats nv;            /* its compile figures, as its latest reply said ("nv") */
 } AgentInfo;
 
 typedef struct MChild {       /* a child's priv on rank 0 */
@@ -163,6 +164,7 @@ static void on_message(MpiEval *m, int src, const char *text)
         pthread_cond_broadcast(&m->cv);
         return;
     }
+    wire_nv_get(o, &m->ag[a].nv);   /* the agent's compile figures */
     for (Pending *p = m->pending; p; p = p->next)
         if (p->seq == (int64_t)json_integer_value(seq) && !p->done) {
             p->reply = o;
@@ -596,6 +598,12 @@ static void me_pipe_stats(void *ctx, EvalPipeStats *out)
     MpiEval *m = ctx;
     pthread_mutex_lock(&m->lock);
     out->taken_over = m->taken_over;
+    for (int a = 0; a < m->nag; a++) {
+        out->remote_units += m->ag[a].nv.compiles;
+        out->remote_hits += m->ag[a].nv.cache_hits;
+        out->remote_cpu_s += m->ag[a].nv.cpu_s;
+        out->remote_wall_s += m->ag[a].nv.wall_s;
+    }
     pthread_mutex_unlock(&m->lock);
 }
 

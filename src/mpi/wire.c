@@ -76,3 +76,21 @@ int wire_result_get(json_t *o, Child *c, EvoErr *err)
         return err_prefix(err, "MPI wire: result");
     return 0;
 }
+
+json_t *wire_nv_put(const NvrtcStats *cur, const NvrtcStats *base)
+{
+    return json_pack("[i, i, f, f]", cur->compiles - base->compiles, cur->cache_hits - base->cache_hits,
+                     cur->cpu_s - base->cpu_s, cur->wall_s - base->wall_s);
+}
+
+int wire_nv_get(json_t *o, NvrtcStats *nv)
+{
+    json_t *a = json_object_get(o, "nv");
+    if (!json_is_array(a) || json_array_size(a) != 4 || json_integer_value(json_array_get(a, 0)) < nv->compiles)
+        return 0;
+    nv->compiles = (int)json_integer_value(json_array_get(a, 0));
+    nv->cache_hits = (int)json_integer_value(json_array_get(a, 1));
+    nv->cpu_s = json_number_value(json_array_get(a, 2));
+    nv->wall_s = json_number_value(json_array_get(a, 3));
+    return 1;
+}

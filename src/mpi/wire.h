@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "compile/nvrtc.h"
 #include "search/evolve.h"
 
 /* The child as the agent must rebuild it: {"id", "key", "vals", "pid",
@@ -26,5 +27,13 @@ json_t *wire_result_put(const Child *c, int full);
 /* Overwrite those fields of c from o (fields absent from o are left).
  * Returns 0, or -1 with err naming the path of a malformed value. */
 int wire_result_get(json_t *o, Child *c, EvoErr *err);
+
+/* An agent's compile figures since it began to serve (cur less base), as
+ * a reply's "nv": [compiles, cache hits, CPU s, wall s]. */
+json_t *wire_nv_put(const NvrtcStats *cur, const NvrtcStats *base);
+/* Read o's "nv" into *nv where o has one and it is not behind *nv (the
+ * figures only grow; replies may arrive out of order). Returns 1 when
+ * read, 0 otherwise. */
+int wire_nv_get(json_t *o, NvrtcStats *nv);
 
 #endif
