@@ -5,8 +5,8 @@
  * not (a cold L2 after another profile's pair) cannot lean the ratios one
  * way. Before, each pair's order was drawn at random from the run's seed:
  * with 5 pairs a profile one side went first at least 3 times, the same
- * side in every comparison of a run, and the A/A at B8 H16 S512 causal read 0.9936-0.9966
- * on one profile (issue 33).
+ * side in every comparison of a run, and the A/A at B8 H16 S512 causal
+ * read 0.9936-0.9966 on one profile (issue 33).
  */
 #include <stdint.h>
 

@@ -183,7 +183,7 @@ int main(int argc, char **argv)
     close_task();
     /* the table's B8 H16 S512 D64 causal winner (docs/results/2026-11-27d-input-profiles-table.md) */
     static const Dim b8h16[] = {{"B", 8}, {"H", 16}, {"CAUSAL", 1}};
-    if ((code = open_task("templates/attention/task.json", b8h16, 3)) != 0)
+    if ((code = open_task("templates/attention/task.json", b8h16, (int)(sizeof(b8h16) / sizeof(b8h16[0])))) != 0)
         return code;
     aa_params = "BLOCK_M=128,BLOCK_N=64,STAGES=2,WS=1,PERSIST=1,TAIL=1,DESCADD=1,PVSPLIT=2,EARLY=1";
     RUN(test_aa);
