@@ -15,7 +15,8 @@
 typedef struct Mirror {
     int64_t id;
     Child   c;
-    int     sent;   /* its compile row and text went to rank 0 (they do not change) */
+    int     sent;   /* its compile row and text went to rank 0 (they do not change); a
+                     * mirror judged only at stage B has none to send */
     int     busy;   /* slot threads serving a request on it, as kid or parent (Agent.lock) */
     int     doomed; /* released while busy: dropped once no slot uses it (main thread) */
 } Mirror;
@@ -226,8 +227,8 @@ static json_t *then_compare(Agent *a, Child *kid, Child *parent)
 
 /* Serve one blocking request on slot t->slot; the mirrors it names were
  * resolved by the main thread into kid and parent. The kid's compile row
- * and source text (tens of kB of JSON) go with the first reply only
- * (*sent): rank 0 keeps what a reply leaves out. */
+ * and source text (tens of kB of JSON) go with the first reply that has
+ * them (*sent): rank 0 keeps what a reply leaves out. */
 static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *parent, int *sent)
 {
     const char *op = json_string_value(json_object_get(req, "op"));
@@ -260,8 +261,9 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
         mpistat_add(a->stat, name, "serve_ms", (t1 = time_now_ms()) - t0);
         t0 = t1;
     }
-    json_object_set_new(o, "res", wire_result_put(kid, !*sent));
-    *sent = 1;
+    int full = !*sent && (kid->comp.cache_key || kid->source_text);   /* the first reply that has them */
+    json_object_set_new(o, "res", wire_result_put(kid, full));
+    *sent |= full;
     double enc = a->stat ? time_now_ms() - t0 : 0;
     /* "ab": a stage-A gate that names the parent goes on to the A/B
      * when it passed, as loop_stage_a would ask next */

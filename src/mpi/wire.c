@@ -63,11 +63,24 @@ int wire_child_get(json_t *o, Child *c, int nparams, int64_t *id)
     return 0;
 }
 
+/* Add result field f of c to o. */
+static void put_field(json_t *o, const Field *f, const Child *c)
+{
+    json_t *one = fld_to_json(f, 1, c);
+    json_object_update(o, one);
+    json_decref(one);
+}
+
 json_t *wire_result_put(const Child *c, int full)
 {
-    /* the record alone, or with the compile row and (when there is one) the text */
-    int n = full ? NFIELDS(result_fields) - !c->source_text : 1;
-    return fld_to_json(result_fields, n, c);
+    json_t *o = fld_to_json(result_fields, 1, c);   /* the record */
+    /* a compile row only where there is one: an empty one would blank
+     * rank 0's (an agent that gates only a child's stage B has none) */
+    if (full && c->comp.cache_key)
+        put_field(o, &result_fields[1], c);
+    if (full && c->source_text)
+        put_field(o, &result_fields[2], c);
+    return o;
 }
 
 int wire_result_get(json_t *o, Child *c, EvoErr *err)

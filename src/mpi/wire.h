@@ -21,8 +21,8 @@ json_t *wire_child_put(const Child *c, int64_t id, int nparams, int with_source)
  * object; *id gets the rank-0 id. Returns 0 or -1 (malformed). */
 int wire_child_get(json_t *o, Child *c, int nparams, int64_t *id);
 
-/* The evaluator's fields of c->rec (and, with full, c->comp and
- * c->source_text). */
+/* The evaluator's fields of c->rec (and, with full, c->comp when it has
+ * a cache key and c->source_text when there is one). */
 json_t *wire_result_put(const Child *c, int full);
 /* Overwrite those fields of c from o (fields absent from o are left).
  * Returns 0, or -1 with err naming the path of a malformed value. */
