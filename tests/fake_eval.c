@@ -56,6 +56,44 @@ static void fail(Child *c, const char *status, const char *msg)
     c->rec.error = xstrdup(msg);
 }
 
+char *fake_eval_source(const FakeEval *f, const Child *c)
+{
+    StrBuf sb = {0};
+    sb_printf(&sb, "// %s\n%s", c->params_key, c->custom_source ? c->custom_source : "template");
+    /* lines of the kind a rendered kernel has (indented code, quotes,
+     * tabs), cheap to make: a template's render takes a fraction of a ms */
+    char *line = xasprintf("\n#include \"part.cuh\"\n\tacc[i] += a[i * 8] * b[j]; /* %s */", c->params_key);
+    size_t n = strlen(line);
+    while ((int)sb.len < f->text_bytes)
+        sb_appendn(&sb, line, n);
+    free(line);
+    if (f->plant)
+        sb_append(&sb, "\n// rendered from another host's template\n");
+    return sb_take(&sb);
+}
+
+/* c's compile row: a cache key, its source's hash and a log of about
+ * f->log_bytes, as prep_compile_record fills one (at the stage-1 gate, as
+ * GpuEval's: an MPI agent that only gates a child's stage 2 has none). */
+static void fake_comp(const FakeEval *f, Child *c)
+{
+    compile_record_free(&c->comp);
+    compile_record_init(&c->comp);
+    c->comp.cache_key = xasprintf("%.32s%.32s", c->rec.source_hash, c->rec.source_hash);
+    c->comp.source_hash = xstrdup(c->rec.source_hash);
+    c->comp.arch = xstrdup("sm_90");
+    c->comp.options = xstrdup("-arch=sm_90 -Xptxas -v");
+    c->comp.nvrtc_version = xstrdup("12.8");
+    c->comp.ok = 1;
+    StrBuf sb = {0};
+    for (int i = 0; (int)sb.len < f->log_bytes; i++)
+        sb_printf(&sb, "ptxas info    : Used %d registers, used 1 barriers, %d bytes smem, 400 bytes cmem[0] (%s)\n",
+                  32 + i % 64, 1024 * (i % 48), c->params_key);
+    c->comp.log = sb_take(&sb);
+    c->comp.resources_json = xstrdup("[]");
+    c->comp.registers = 32;
+}
+
 static int fake_submit(void *ctx, Child *c, int stage, EvoErr *err)
 {
     FakeEval *f = ctx;
@@ -66,7 +104,7 @@ static int fake_submit(void *ctx, Child *c, int stage, EvoErr *err)
     pthread_mutex_unlock(&f->lock);
     if (stage <= 1 && !c->priv) {
         char hex[65];
-        c->source_text = xasprintf("// %s\n%s", c->params_key, c->custom_source ? c->custom_source : "template");
+        c->source_text = fake_eval_source(f, c);
         sha256_hex(c->source_text, strlen(c->source_text), hex);
         c->rec.source_hash = xstrdup(hex);
         FakePriv *p = xcalloc(1, sizeof(*p));   /* non-NULL: release() must be called */
@@ -131,6 +169,14 @@ static int fake_gate(void *ctx, Child *c, int stage, EvoErr *err)
     wait_ms(stage == 2 ? build_left_ms(f, c) : unit_left_ms(f, c));
     if (slot_lost(f, c))
         return EVAL_RETRY;
+    if (stage == 1 && c->source_text) {   /* the source it built and its compile row, as GpuEval's gate */
+        char hex[65];
+        sha256_hex(c->source_text, strlen(c->source_text), hex);
+        free(c->rec.source_hash);
+        c->rec.source_hash = xstrdup(hex);
+        if (f->log_bytes > 0)
+            fake_comp(f, c);
+    }
     if (stage == 1 && f->delay_us > 0)
         usleep((useconds_t)f->delay_us);
     if (stage == 2 && f->work_us > 0)

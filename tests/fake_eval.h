@@ -26,6 +26,11 @@ typedef struct FakeEval {
                            * ready() says 0 until then and the stage-2 gate waits */
     int account_units;    /* 1: each unit "built" (a child's first stage-1 submit, its first
                            * stage-2 one) counts as an NVRTC compile of 1 ms (nvrtc_stats) */
+    int text_bytes;       /* pad each child's source text to about this size (0: no padding), as
+                           * a rendered template's is (tens of kB) */
+    int log_bytes;        /* > 0: a child's compile row (comp, filled by its stage-1 gate) with a
+                           * log of about this size, as NVRTC's with ptxas -v; 0: none */
+    int plant;            /* 1: this evaluator renders differently (another host's template) */
     int die_slot;         /* with die_after > 0: this slot is lost after ... */
     int die_after;        /* ... that many requests on it (EVAL_RETRY from then on) */
     pthread_mutex_t lock; /* the counters: slots run on threads of their own */
@@ -45,6 +50,11 @@ FakeEval *fake_eval_new(double (*model_us)(const Child *), const char *(*compile
                         const char *(*gate_error)(const Child *, int));
 
 void fake_eval_free(FakeEval *f);
+
+/* The source text f renders for c (what submit puts into c->source_text;
+ * it depends on c's params key, custom_source, text_bytes and plant), a
+ * fresh string. */
+char *fake_eval_source(const FakeEval *f, const Child *c);
 
 extern const EvaluatorOps fake_eval_ops;
 

@@ -14,6 +14,11 @@
  * rank 0 lets an idle agent take over another's built children.
  * EVO_TEST_DIE=RANK:N makes agent RANK kill itself (SIGKILL) in its N-th
  * stage-1 gate, mid-request.
+ * EVO_TEST_TEXT_BYTES=N pads each child's source text to about N bytes,
+ * EVO_TEST_LOG_BYTES=N gives it a compile row with a log of about N bytes
+ * (a rendered template and NVRTC's log are tens of kB and a few).
+ * EVO_TEST_PLANT=RANK makes agent RANK render sources that rank 0 does
+ * not (another host's template files).
  * A throughput bench of the MPI path (bench/mpi_fake.sh): EVO_TEST_GATE_US
  * (a stage-1 gate, default 2000), EVO_TEST_WORK_US (a stage-2 gate, a
  * timing, an A/B; default 0) mimic GPU work with sleeps, EVO_TEST_UNIT_US
@@ -79,6 +84,8 @@ static void fake_work(FakeEval *f)
     f->work_us = env_int("EVO_TEST_WORK_US", 0);
     f->unit_us = env_int("EVO_TEST_UNIT_US", 0);
     f->account_units = 1;   /* the run's NVRTC figures count them: under MPI, the agents' */
+    f->text_bytes = env_int("EVO_TEST_TEXT_BYTES", 0);
+    f->log_bytes = env_int("EVO_TEST_LOG_BYTES", 0);
 }
 
 static uint64_t key_hash(const Child *c)
@@ -177,14 +184,25 @@ static int dump(const char *db)
     int n = 0, dup = 0;
     store_candidate_list(st, r.id, STORE_ALL_BY_ID, 0, &l, &n, &err);
     for (int i = 0; i < n; i++) {
-        /* the kernel text committed with it (over MPI: sent once by the agent that judged it) */
+        /* the kernel text committed with it (over MPI: sent once by the
+         * agent that judged it), the hash of that text (it must be the
+         * candidate's source_hash: "=") and of its compile row's log */
         char *text = l[i].source_hash ? store_source_get(st, l[i].source_hash, &err) : NULL;
+        char th[65] = "-", lh[65] = "-";
+        if (text)
+            sha256_hex(text, strlen(text), th);
+        CompileRecord cr;
+        if (l[i].compile_id > 0 && store_compile_get(st, l[i].compile_id, &cr, &err) == 1) {
+            if (cr.log)
+                sha256_hex(cr.log, strlen(cr.log), lh);
+            compile_record_free(&cr);
+        }
         char *nl = text ? strchr(text, '\n') : NULL;
         if (nl)
             *nl = 0;
-        printf("%lld %s %s %s %.4f %s\n", (long long)l[i].generation, l[i].params_key, l[i].status,
-               l[i].decision ? l[i].decision : "-", isfinite(l[i].latency_us) ? l[i].latency_us : -1.0,
-               text ? text : "-");
+        printf("%lld %s %s %s %.4f %s %.16s%s log %.16s\n", (long long)l[i].generation, l[i].params_key,
+               l[i].status, l[i].decision ? l[i].decision : "-", isfinite(l[i].latency_us) ? l[i].latency_us : -1.0,
+               text ? text : "-", th, text && strcmp(th, l[i].source_hash) != 0 ? "!=" : "=", lh);
         free(text);
         for (int j = 0; j < i; j++)
             dup += strcmp(l[i].params_key, l[j].params_key) == 0;
@@ -229,6 +247,7 @@ static int mpi_main(const char *db, int64_t run, Task *task)
     const char *slow = getenv("EVO_TEST_SLOW");   /* RANK:US: that agent's stage-A gates take US */
     if (slow && atoi(slow) == rank && strchr(slow, ':'))
         f->delay_us = atoi(strchr(slow, ':') + 1);
+    f->plant = env_int("EVO_TEST_PLANT", 0) == rank;
     if (getenv("EVO_TEST_CACHE"))   /* a compile cache folder: agents that share it may take over */
         nvrtc_set_cache_dir(getenv("EVO_TEST_CACHE"));
     DeviceInfo dev;

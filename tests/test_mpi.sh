@@ -12,7 +12,9 @@
 #      as the single-process run;
 #   4. EVOENG_MPI_DEBUG prints each rank's timing line, and the A/Bs ran
 #      on the agents right after their stage-A gates;
-#   5. the MPI run's NVRTC figures are the agents' (rank 0 compiles none).
+#   5. the MPI run's NVRTC figures are the agents' (rank 0 compiles none);
+#   6. rank 0 stores each candidate's source and compile log byte for byte
+#      as one process does.
 # Skips (77) without mpirun, or when evoeng was built without MPI.
 set -u
 T=$1
@@ -27,8 +29,14 @@ ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export ASAN_OPTIONS
 dir=$(mktemp -d /tmp/evo_test_mpi_XXXXXX)
 trap 'rm -rf "$dir"' EXIT
+# Sources of 20 kB and compile logs of 2 kB, as a rendered template's and
+# NVRTC's are: every run's dump shows each committed candidate's source
+# text hash, whether it is the candidate's source_hash, and its compile
+# log's hash, so the MPI runs must store them byte for byte as one process.
+EVO_TEST_TEXT_BYTES=20000 EVO_TEST_LOG_BYTES=2000
+export EVO_TEST_TEXT_BYTES EVO_TEST_LOG_BYTES
 # --mca orte_enable_recovery 1: mpirun keeps rank 0 alive when an agent dies
-MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca orte_enable_recovery 1 --mca btl self,tcp,vader"
+MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca orte_enable_recovery 1 --mca btl self,tcp,vader -x EVO_TEST_TEXT_BYTES -x EVO_TEST_LOG_BYTES"
 fail=0
 check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
 
@@ -41,6 +49,8 @@ check "mpirun -np 3 exits 0 (got $rc)" '[ $rc -eq 0 ]' || cat "$dir/mpi.log"
 check "the MPI run commits what one process commits ($(grep -c . "$dir/single.txt") lines)" \
       'cmp -s "$dir/single.txt" "$dir/mpi.txt"' || diff "$dir/single.txt" "$dir/mpi.txt" | head -20
 check "the reference run completed" 'grep -q "completed" "$dir/single.txt"'
+check "every stored source matches its candidate's hash, with a compile log" \
+      '! grep "^[0-9]" "$dir/single.txt" | grep -q -e "!= log" -e " log -$"'
 # 5. the run's NVRTC figures count the agents' units (the fake evaluator
 #    counts each unit it "builds"): rank 0 compiles nothing itself, so
 #    without the agents' figures they would read 0. Every unit of the
