@@ -45,6 +45,7 @@
 #include "mpi/agent.h"
 #include "mpi/link.h"
 #include "mpi/mpieval.h"
+#include "mpi/wire.h"
 #endif
 
 static int die_after;   /* this agent's gate that kills it, 0: never */
@@ -252,7 +253,7 @@ static int mpi_main(const char *db, int64_t run, Task *task)
         nvrtc_set_cache_dir(getenv("EVO_TEST_CACHE"));
     DeviceInfo dev;
     memset(&dev, 0, sizeof(dev));
-    char *hex = mpieval_device_hex(&dev);
+    char *hex = wire_device_hex(&dev);
     int abandon = 0;
     if (agent_wait_setup(l, &setup, &err) ||
         (setup && agent_serve(l, &fake_eval_ops, f, task_nparams(task), hex, &abandon, &err))) {

@@ -13,6 +13,7 @@
 #include "mpi/agent.h"
 #include "mpi/link.h"
 #include "mpi/mpieval.h"
+#include "mpi/wire.h"
 
 /* MPI is one per process: so is its session. */
 static MpiLink *link_;
@@ -83,7 +84,7 @@ static EvoExit agent_main(const Settings *given, int *abandon)
         rc = nogpu ? EVO_EXIT_NO_GPU : EVO_EXIT_TASK;
         goto out;
     }
-    char *hex = mpieval_device_hex(gpueval_device(ge));
+    char *hex = wire_device_hex(gpueval_device(ge));
     if (agent_serve(link_, &gpueval_ops, ge, task_nparams(task), hex, abandon, &err)) {
         errorf("MPI rank %d: %s", mpilink_rank(link_), err.msg);
         rc = EVO_EXIT_FAIL;

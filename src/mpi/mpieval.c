@@ -9,226 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpi/mpicomm.h"
 #include "mpi/mpistat.h"
 #include "mpi/wire.h"
 #include "msg.h"
-
-/* An agent opening its GPUs (worker start, the reference's compilation)
- * sends nothing: it has this many timeouts to say hello. */
-#define STARTUP_FACTOR 10
-
-typedef struct Pending {      /* a request waiting for its reply */
-    int64_t         seq;
-    int             agent;
-    int             done, lost;
-    json_t         *reply;
-    double          t_sent, t_recv;   /* ms: handed to MPI, reply decoded (EVOENG_MPI_DEBUG) */
-    struct Pending *next;
-} Pending;
-
-typedef struct OutMsg {
-    int            dest;
-    int64_t        seq;       /* the request's seq, 0: none */
-    char          *text;
-    struct OutMsg *next;
-} OutMsg;
-
-typedef struct AgentInfo {
-    int        rank, first, nslots;
-    int        lanes;         /* its compile threads (hello) */
-    char      *cache;         /* "host:dir" of its compile cache (hello), or NULL: none */
-    int        cache_group;   /* the first agent with the same cache, or -1 without one (start) */
-    int        load;          /* children homed there, not yet released */
-    int        hello, lost;
-    char      *error;         /* the agent's refusal, or NULL */
-    DeviceInfo dev;
-    NvrtcStats nv;            /* its compile figures, as its latest reply said ("nv") */
-} AgentInfo;
-
-typedef struct MChild {       /* a child's priv on rank 0 */
-    int64_t        id;
-    int            home;      /* the agent it was submitted to (read unlocked: atomic) */
-    int            ready;     /* bit s: its home announced stage s's units built (atomic) */
-    int            st[3];     /* the stages submitted */
-    unsigned char *on;        /* per agent: it has a mirror there */
-    json_t        *ab;        /* the A/B an agent ran right after the stage-A gate (me_gate), or NULL */
-    int64_t        ab_parent; /* ... against this parent (its MChild id) */
-    int            ab_slot, ab_rank;   /* ... on this slot, of this rank */
-} MChild;
-
-struct MpiEval {
-    MpiLink        *l;
-    int             nparams;
-    volatile int   *stop;
-    pthread_t       thr;
-    int             thr_started;
-    pthread_mutex_t lock;      /* everything below */
-    pthread_cond_t  cv;
-    OutMsg         *qhead, *qtail;
-    Pending        *pending;
-    int64_t         seq, next_id;
-    AgentInfo      *ag;
-    int             nag, nslots;
-    int            *slot_ag, *slot_local;
-    MChild        **live;      /* children submitted and not released, for the ready notices */
-    int             nlive, caplive;
-    void          (*watch_fn)(void *);   /* the loop's hook: a unit was built */
-    void           *watch_arg;
-    int             notify;    /* a notice came in: call the hook (outside the lock) */
-    int             lost_rank, quit;
-    long            taken_over; /* children judged away from their home (me_home's 2) */
-    MpiStat        *stat;      /* EVOENG_MPI_DEBUG: where the requests' time goes, or NULL */
-};
-
-/* ---- the communication thread ---------------------------------------- */
-
-static void enqueue(MpiEval *m, int agent, json_t *o)
-{
-    OutMsg *q = xcalloc(1, sizeof(*q));
-    q->dest = m->ag[agent].rank;
-    q->seq = (int64_t)json_integer_value(json_object_get(o, "seq"));
-    double t0 = m->stat ? time_now_ms() : 0;
-    q->text = json_dumps(o, JSON_COMPACT);
-    if (m->stat) {
-        char name[32];
-        mpistat_name(o, name, sizeof(name));
-        mpistat_add(m->stat, name, "encode_ms", time_now_ms() - t0);
-        mpistat_add(m->stat, name, "req_bytes", (double)strlen(q->text));
-        if (!q->seq)
-            mpistat_add(m->stat, name, "unanswered", 1);
-    }
-    json_decref(o);
-    if (m->qtail)
-        m->qtail->next = q;
-    else
-        m->qhead = q;
-    m->qtail = q;
-}
-
-/* Under m->lock: agent a is gone; fail its requests, stop the run. */
-static void agent_lost(MpiEval *m, int a, const char *why)
-{
-    if (m->ag[a].lost)
-        return;
-    m->ag[a].lost = 1;
-    if (!m->lost_rank)
-        m->lost_rank = m->ag[a].rank;
-    for (Pending *p = m->pending; p; p = p->next)
-        if (p->agent == a && !p->done)
-            p->done = p->lost = 1;
-    if (m->stop)
-        *m->stop = 1;
-    errorf("MPI rank %d is lost (%s): the run stops; what was committed is kept (continue with resume)",
-           m->ag[a].rank, why);
-    pthread_cond_broadcast(&m->cv);
-}
-
-/* Under m->lock: a message from rank src. */
-static void on_message(MpiEval *m, int src, const char *text)
-{
-    int a = src - 1;
-    if (a < 0 || a >= m->nag)
-        return;
-    double t0 = m->stat ? time_now_ms() : 0;
-    json_t *o = json_loads(text, 0, NULL);
-    if (!o)
-        return;
-    mpistat_add(m->stat, "reply", "decode_ms", time_now_ms() - t0);
-    mpistat_add(m->stat, "reply", "bytes", (double)strlen(text));
-    json_t *seq = json_object_get(o, "seq");
-    const char *op = json_string_value(json_object_get(o, "op"));
-    if (!seq && op && strcmp(op, "ready") == 0) {   /* a child's units are built at its home */
-        int64_t id = (int64_t)json_integer_value(json_object_get(o, "id"));
-        int stage = (int)json_integer_value(json_object_get(o, "stage"));
-        for (int i = 0; i < m->nlive; i++)
-            if (m->live[i]->id == id && stage >= 0 && stage < 8)
-                __atomic_fetch_or(&m->live[i]->ready, 1 << stage, __ATOMIC_RELEASE);
-        m->notify = 1;
-        json_decref(o);
-        return;
-    }
-    if (!seq) {   /* hello */
-        AgentInfo *ai = &m->ag[a];
-        const char *e = json_string_value(json_object_get(o, "error"));
-        const char *dev = json_string_value(json_object_get(o, "device"));
-        ai->nslots = (int)json_integer_value(json_object_get(o, "slots"));
-        ai->lanes = (int)json_integer_value(json_object_get(o, "lanes"));
-        const char *cache = json_string_value(json_object_get(o, "cache"));
-        ai->cache = cache && *cache ? xstrdup(cache) : NULL;
-        if (e)
-            ai->error = xstrdup(e);
-        else if (ai->nslots < 1 || !dev || mpieval_device_unhex(dev, &ai->dev))
-            ai->error = xasprintf("a malformed hello: %.200s", text);
-        ai->hello = 1;
-        json_decref(o);
-        pthread_cond_broadcast(&m->cv);
-        return;
-    }
-    wire_nv_get(o, &m->ag[a].nv);   /* the agent's compile figures */
-    for (Pending *p = m->pending; p; p = p->next)
-        if (p->seq == (int64_t)json_integer_value(seq) && !p->done) {
-            p->reply = o;
-            p->done = 1;
-            p->t_recv = m->stat ? time_now_ms() : 0;
-            pthread_cond_broadcast(&m->cv);
-            return;
-        }
-    json_decref(o);
-}
-
-static void *comm_main(void *arg)
-{
-    MpiEval *m = arg;
-    EvoErr err;
-    pthread_mutex_lock(&m->lock);
-    while (!m->quit || m->qhead) {
-        while (m->qhead) {
-            OutMsg *q = m->qhead;
-            m->qhead = q->next;
-            if (!m->qhead)
-                m->qtail = NULL;
-            for (Pending *p = m->pending; m->stat && q->seq && p; p = p->next)
-                if (p->seq == q->seq)
-                    p->t_sent = time_now_ms();
-            mpilink_send(m->l, q->dest, LINK_TAG_REQ, q->text);   /* takes the text */
-            free(q);
-        }
-        pthread_mutex_unlock(&m->lock);
-        int src, tag, any = 0;
-        char *msg = NULL;
-        int got = mpilink_poll(m->l, &src, &tag, &msg, &err);
-        pthread_mutex_lock(&m->lock);
-        if (got < 0) {
-            for (int a = 0; a < m->nag; a++)
-                agent_lost(m, a, err.msg);
-        } else if (got) {
-            any = 1;
-            if (tag == LINK_TAG_REPLY)
-                on_message(m, src, msg);
-            free(msg);
-        }
-        if (m->notify && m->watch_fn) {   /* the hook takes the loop's lock: not under ours */
-            void (*fn)(void *) = m->watch_fn;
-            void *fn_arg = m->watch_arg;
-            m->notify = 0;
-            pthread_mutex_unlock(&m->lock);
-            double t0 = m->stat ? time_now_ms() : 0;
-            fn(fn_arg);
-            mpistat_add(m->stat, "ready_hook", "ms", m->stat ? time_now_ms() - t0 : 0);
-            pthread_mutex_lock(&m->lock);
-        }
-        for (int a = 0; a < m->nag; a++)
-            if (!m->ag[a].lost && mpilink_lost(m->l, m->ag[a].rank, m->ag[a].hello ? 1 : STARTUP_FACTOR))
-                agent_lost(m, a, "no message or heartbeat within the timeout (EVOENG_MPI_TIMEOUT)");
-        if (!any && !m->qhead) {
-            pthread_mutex_unlock(&m->lock);
-            usleep(50);
-            pthread_mutex_lock(&m->lock);
-        }
-    }
-    pthread_mutex_unlock(&m->lock);
-    return NULL;
-}
 
 /* ---- requests --------------------------------------------------------- */
 
@@ -259,7 +43,7 @@ static json_t *child_at(MpiEval *m, int a, const Child *c, int upto)
                 mc->on[a] |= ON_STAGE(s);
             }
         if (first || json_array_size(st))
-            enqueue(m, a, json_pack("{s:s, s:o, s:o}", "op", "adopt", "kid",
+            mpicomm_enqueue(m, a, json_pack("{s:s, s:o, s:o}", "op", "adopt", "kid",
                                     wire_child_put(c, mc->id, m->nparams, first), "stages", st));
         else
             json_decref(st);
@@ -312,7 +96,7 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, const Child *pare
     if (parent)
         json_object_set_new(req, "parent", child_at(m, a, parent, 1));
     if (!reply) {
-        enqueue(m, a, req);
+        mpicomm_enqueue(m, a, req);
         pthread_mutex_unlock(&m->lock);
         return 0;
     }
@@ -324,7 +108,7 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, const Child *pare
     json_object_set_new(req, "seq", json_integer((json_int_t)p.seq));
     p.next = m->pending;
     m->pending = &p;
-    enqueue(m, a, req);
+    mpicomm_enqueue(m, a, req);
     while (!p.done)
         pthread_cond_wait(&m->cv, &m->lock);
     for (Pending **pp = &m->pending; *pp; pp = &(*pp)->next)
@@ -665,7 +449,7 @@ int mpieval_open(MpiEval **out, MpiLink *l, volatile int *stop, EvoErr *err)
         m->ag[a].rank = a + 1;
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->cv, NULL);
-    int e = pthread_create(&m->thr, NULL, comm_main, m);
+    int e = pthread_create(&m->thr, NULL, mpicomm_main, m);
     if (e) {
         mpieval_close(&m);
         return err_set(err, "pthread_create: %s", strerror(e));
@@ -683,7 +467,7 @@ int mpieval_start(MpiEval *m, const char *setup_json, int nparams, EvoErr *err)
         return err_set(err, "mpieval_start: the setup is not JSON");
     pthread_mutex_lock(&m->lock);
     for (int a = 0; a < m->nag; a++)
-        enqueue(m, a, json_pack("{s:s, s:O}", "op", "setup", "setup", setup));
+        mpicomm_enqueue(m, a, json_pack("{s:s, s:O}", "op", "setup", "setup", setup));
     json_decref(setup);
     int rc = 0;
     for (int a = 0; a < m->nag && rc == 0; a++) {
@@ -725,7 +509,7 @@ void mpieval_close(MpiEval **mp)
     pthread_mutex_lock(&m->lock);
     for (int a = 0; a < m->nag; a++)   /* after a loss, the agents skip MPI_Finalize */
         if (!m->ag[a].lost)
-            enqueue(m, a, json_pack("{s:s, s:i}", "op", "quit", "lost", m->lost_rank));
+            mpicomm_enqueue(m, a, json_pack("{s:s, s:i}", "op", "quit", "lost", m->lost_rank));
     m->quit = 1;
     pthread_mutex_unlock(&m->lock);
     if (m->thr_started)
@@ -768,27 +552,4 @@ const DeviceInfo *mpieval_agent_device(const MpiEval *m, int i)
 int mpieval_lost(const MpiEval *m)
 {
     return m->lost_rank;
-}
-
-char *mpieval_device_hex(const DeviceInfo *d)
-{
-    const unsigned char *p = (const unsigned char *)d;
-    char *s = xmalloc(2 * sizeof(*d) + 1);
-    for (size_t i = 0; i < sizeof(*d); i++)
-        snprintf(s + 2 * i, 3, "%02x", p[i]);
-    return s;
-}
-
-int mpieval_device_unhex(const char *hex, DeviceInfo *d)
-{
-    if (strlen(hex) != 2 * sizeof(*d))
-        return -1;
-    unsigned char *p = (unsigned char *)d;
-    for (size_t i = 0; i < sizeof(*d); i++) {
-        unsigned v;
-        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
-            return -1;
-        p[i] = (unsigned char)v;
-    }
-    return 0;
 }

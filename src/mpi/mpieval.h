@@ -58,8 +58,4 @@ const DeviceInfo *mpieval_agent_device(const MpiEval *m, int i);
 /* The first agent rank that was lost, or 0. */
 int mpieval_lost(const MpiEval *m);
 
-/* DeviceInfo as hex text and back (the agents run the same binary). */
-char *mpieval_device_hex(const DeviceInfo *d);
-int mpieval_device_unhex(const char *hex, DeviceInfo *d);
-
 #endif

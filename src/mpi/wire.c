@@ -2,6 +2,7 @@
 #include "mpi/wire.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,4 +107,27 @@ int wire_nv_get(json_t *o, NvrtcStats *nv)
     nv->cpu_s = json_number_value(json_array_get(a, 2));
     nv->wall_s = json_number_value(json_array_get(a, 3));
     return 1;
+}
+
+char *wire_device_hex(const DeviceInfo *d)
+{
+    const unsigned char *p = (const unsigned char *)d;
+    char *s = xmalloc(2 * sizeof(*d) + 1);
+    for (size_t i = 0; i < sizeof(*d); i++)
+        snprintf(s + 2 * i, 3, "%02x", p[i]);
+    return s;
+}
+
+int wire_device_unhex(const char *hex, DeviceInfo *d)
+{
+    if (strlen(hex) != 2 * sizeof(*d))
+        return -1;
+    unsigned char *p = (unsigned char *)d;
+    for (size_t i = 0; i < sizeof(*d); i++) {
+        unsigned v;
+        if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+            return -1;
+        p[i] = (unsigned char)v;
+    }
+    return 0;
 }

@@ -4,7 +4,8 @@
  * record, every CandidateRecord and CompileRecord field an evaluator
  * fills (status, error, gate stage, latencies, metrics, gate_json, log,
  * the compile row) plus the rendered source, described once in field
- * tables (util.h). Doubles that are not finite travel as null.
+ * tables (util.h), and an agent's DeviceInfo. Doubles that are not finite
+ * travel as null.
  */
 #ifndef EVO_MPI_WIRE_H
 #define EVO_MPI_WIRE_H
@@ -12,6 +13,7 @@
 #include <jansson.h>
 
 #include "compile/nvrtc.h"
+#include "device.h"
 #include "search/evolve.h"
 
 /* The child as the agent must rebuild it: {"id", "key", "vals", "pid",
@@ -35,5 +37,10 @@ json_t *wire_nv_put(const NvrtcStats *cur, const NvrtcStats *base);
  * figures only grow; replies may arrive out of order). Returns 1 when
  * read, 0 otherwise. */
 int wire_nv_get(json_t *o, NvrtcStats *nv);
+
+/* DeviceInfo as hex text and back (the agents run the same binary): a
+ * fresh string; 0, or -1 when hex is not one. */
+char *wire_device_hex(const DeviceInfo *d);
+int wire_device_unhex(const char *hex, DeviceInfo *d);
 
 #endif
