@@ -188,6 +188,17 @@ static int same_compile_dims(const Task *t, int s)
     return -1;
 }
 
+/* The NVRTC program name of a kernel that is not the task's template. */
+#define CUSTOM_FILE "candidate.cu"
+
+int prep_render_source(const Task *t, const PrepInput *in, int shape, char **src, EvoErr *err)
+{
+    *src = NULL;
+    if (in->custom_source)
+        return render(t, in->custom_source, CUSTOM_FILE, in->vals, shape, src, err);
+    return render(t, task_template_text(t), task_template_path(t), in->vals, shape, src, err);
+}
+
 int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *p, EvoErr *err)
 {
     int nshapes = task_nshapes(t);
@@ -205,9 +216,7 @@ int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepa
     p->shape_unit = xcalloc((size_t)nshapes, sizeof(int));
     p->plans = xcalloc((size_t)nshapes, sizeof(Plan));
     p->nplans = nshapes;
-    const char *text = in->custom_source ? in->custom_source : task_template_text(t);
-    const char *file = in->custom_source ? "candidate.cu" : task_template_path(t);
-    p->file = file;
+    p->file = in->custom_source ? CUSTOM_FILE : task_template_path(t);
     for (int s = 0; s < nshapes; s++) {
         EvoErr e2;
         char *src = NULL;
@@ -220,7 +229,7 @@ int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepa
             p->shape_unit[s] = p->shape_unit[same];
             continue;
         }
-        if (render(t, text, file, in->vals, s, &src, &e2)) {
+        if (prep_render_source(t, in, s, &src, &e2)) {
             set_status(p, "invalid", "%s", e2.msg);
             break;
         }

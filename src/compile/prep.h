@@ -72,6 +72,14 @@ typedef struct PrepRef {
  * when it may be compiled, or -1 when the check itself errs (err). */
 int prep_render(const Task *t, const DeviceInfo *dev, const PrepInput *in, Prepared *p, EvoErr *err);
 
+/* The source prep_render renders for one shape of in (shape 0: the
+ * benchmark shape, the text a candidate's source_hash names), with no
+ * constraint check: *src gets a fresh string. The same text from the same
+ * task files on every host, so rank 0 of an MPI run renders what its
+ * agents compiled instead of receiving it. Returns 0, or -1 with err (a
+ * parameter or file name the template cannot take). */
+int prep_render_source(const Task *t, const PrepInput *in, int shape, char **src, EvoErr *err);
+
 /* Staged compilation, one unit at a time, so a caller can gate a
  * candidate's benchmark shape while its other units (or other candidates)
  * compile.
