@@ -18,7 +18,8 @@
  * EVO_TEST_LOG_BYTES=N gives it a compile row with a log of about N bytes
  * (a rendered template and NVRTC's log are tens of kB and a few).
  * EVO_TEST_PLANT=RANK makes agent RANK render sources that rank 0 does
- * not (another host's template files).
+ * not (another host's template files). Rank 0 renders the sources itself
+ * unless EVO_TEST_NO_RENDER=1 (then the agents send theirs).
  * A throughput bench of the MPI path (bench/mpi_fake.sh): EVO_TEST_GATE_US
  * (a stage-1 gate, default 2000), EVO_TEST_WORK_US (a stage-2 gate, a
  * timing, an A/B; default 0) mimic GPU work with sleeps, EVO_TEST_UNIT_US
@@ -185,9 +186,10 @@ static int dump(const char *db)
     int n = 0, dup = 0;
     store_candidate_list(st, r.id, STORE_ALL_BY_ID, 0, &l, &n, &err);
     for (int i = 0; i < n; i++) {
-        /* the kernel text committed with it (over MPI: sent once by the
-         * agent that judged it), the hash of that text (it must be the
-         * candidate's source_hash: "=") and of its compile row's log */
+        /* the kernel text committed with it (over MPI: rendered by rank 0
+         * and checked against the agent's hash, or sent by the agent), the
+         * hash of that text (it must be the candidate's source_hash: "=")
+         * and of its compile row's log */
         char *text = l[i].source_hash ? store_source_get(st, l[i].source_hash, &err) : NULL;
         char th[65] = "-", lh[65] = "-";
         if (text)
@@ -216,6 +218,15 @@ static int dump(const char *db)
 }
 
 #if EVO_HAVE_MPI
+/* Rank 0 renders a child's source as the agents' fake evaluators do
+ * (MpiRenderFn; ctx: a FakeEval with their settings). */
+static int render_fake(void *ctx, const Child *c, char **text, EvoErr *err)
+{
+    (void)err;
+    *text = fake_eval_source(ctx, c);
+    return 0;
+}
+
 static int mpi_main(const char *db, int64_t run, Task *task)
 {
     MpiLink *l = NULL;
@@ -227,12 +238,17 @@ static int mpi_main(const char *db, int64_t run, Task *task)
     int rank = mpilink_rank(l), rc = 0;
     if (rank == 0) {
         MpiEval *m = NULL;
+        FakeEval *f = fake_eval_new(model_us, compile_error, gate_error);
+        fake_work(f);
         if (mpieval_open(&m, l, &stop, &err) || mpieval_start(m, "{}", task_nparams(task), &err)) {
             fprintf(stderr, "%s\n", err.msg);
             rc = 1;
         } else {
+            if (!env_int("EVO_TEST_NO_RENDER", 0))   /* 1: the agents send their sources */
+                mpieval_set_render(m, render_fake, f);
             rc = run_into(db, run, &mpieval_ops, m, task);
         }
+        fake_eval_free(f);
         int lost = m && mpieval_lost(m);
         mpieval_close(&m);
         mpilink_close(&l, lost);

@@ -14,7 +14,9 @@
 #      on the agents right after their stage-A gates;
 #   5. the MPI run's NVRTC figures are the agents' (rank 0 compiles none);
 #   6. rank 0 stores each candidate's source and compile log byte for byte
-#      as one process does.
+#      as one process does, whether it renders the sources itself or the
+#      agents send them, and an agent that renders another text (a
+#      planted mismatch) is caught: its texts are stored, with a warning.
 # Skips (77) without mpirun, or when evoeng was built without MPI.
 set -u
 T=$1
@@ -60,10 +62,31 @@ units() { sed -n 's/^nvrtc units \([0-9]*\),.*/\1/p' "$1" | head -1; }
 u1=$(units "$dir/single.log"); u3=$(units "$dir/mpi.log")
 check "the MPI run's NVRTC units are the agents' ($u3, one process: $u1)" \
       '[ -n "$u1" ] && [ -n "$u3" ] && [ "$u1" -gt 0 ] && [ "$u3" -ge "$u1" ]'
-EVO_TEST_AGENT_SLOTS=2 timeout 120 $MPIRUN -np 2 -x EVO_TEST_AGENT_SLOTS "$T" mpi "$dir/mpi2.db" > "$dir/mpi2.log" 2>&1
+# ... with the agent sending its sources (rank 0 renders none)
+EVO_TEST_NO_RENDER=1 EVO_TEST_AGENT_SLOTS=2 timeout 120 $MPIRUN -np 2 -x EVO_TEST_AGENT_SLOTS -x EVO_TEST_NO_RENDER \
+    "$T" mpi "$dir/mpi2.db" > "$dir/mpi2.log" 2>&1
 "$T" dump "$dir/mpi2.db" > "$dir/mpi2.txt"
-check "mpirun -np 2, one agent of 2 slots, commits the same" 'cmp -s "$dir/single.txt" "$dir/mpi2.txt"' \
-    || { cat "$dir/mpi2.log"; diff "$dir/single.txt" "$dir/mpi2.txt" | head -20; }
+check "mpirun -np 2, one agent of 2 slots sending its sources, commits the same" \
+      'cmp -s "$dir/single.txt" "$dir/mpi2.txt"' || { cat "$dir/mpi2.log"; diff "$dir/single.txt" "$dir/mpi2.txt" | head -20; }
+
+# 6. Agent 2 renders other sources than rank 0 (a planted mismatch: other
+#    template files on its host). Rank 0 must not store its own render
+#    under the agent's hash: it warns once, naming both hashes, and stores
+#    the agent's texts (other hashes than one process's for the children
+#    agent 2 judged, each its candidate's source_hash); all else the same.
+EVO_TEST_PLANT=2 timeout 120 $MPIRUN -np 3 -x EVO_TEST_PLANT "$T" mpi "$dir/plant.db" > "$dir/plant.log" 2>&1
+rc=$?
+"$T" dump "$dir/plant.db" > "$dir/plant.txt"
+# a dump line without the text's and the log's hashes
+strip() { sed 's/ [0-9a-f]\{16\}[!=]* log [0-9a-f-]*$//' "$1"; }
+nw=$(grep -c "MPI rank 2 compiled .* from a source of sha256 [0-9a-f]\{64\}, rank 0 renders sha256 [0-9a-f]\{64\}" "$dir/plant.log")
+ndiff=$(grep '^[0-9]' "$dir/plant.txt" | cut -d' ' -f2,8 | sort | comm -13 "$(grep '^[0-9]' "$dir/single.txt" | cut -d' ' -f2,8 | sort > "$dir/s.keys"; echo "$dir/s.keys")" - | grep -c .)
+check "a planted mismatch: exits 0, one warning naming both hashes ($nw), agent 2's texts stored ($ndiff), each its hash's" \
+      '[ $rc -eq 0 ] && [ "$nw" -eq 1 ] && [ "$ndiff" -gt 0 ] && ! grep "^[0-9]" "$dir/plant.txt" | grep -q -e "!= log" -e " log -$"' \
+    || { cat "$dir/plant.log"; head "$dir/plant.txt"; }
+check "a planted mismatch: the same candidates and verdicts as one process" \
+      '[ "$(strip "$dir/single.txt")" = "$(strip "$dir/plant.txt")" ]' \
+    || diff "$dir/single.txt" "$dir/plant.txt" | head -20
 
 # The steady mode (the default of run) over MPI: every generation full,
 # nothing committed twice, with one agent a slot and with one agent of 2.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/runctx.h"
+#include "compile/prep.h"
 #include "device.h"
 #include "gpu/gpueval.h"
 #include "mpi/agent.h"
@@ -18,6 +19,7 @@
 /* MPI is one per process: so is its session. */
 static MpiLink *link_;
 static MpiEval *eval_;
+static const Task *task_;   /* rank 0's task, for mpieval's renders (runmpi_start) */
 
 #define TIMEOUT_S 60.0
 #define NOGPU_TAG "no usable GPU: "
@@ -138,6 +140,15 @@ int runmpi_active(void)
     return eval_ != NULL;
 }
 
+/* A child's benchmark-shape source as the agents' GpuEval renders it
+ * (MpiRenderFn): rank 0 renders instead of receiving it. */
+static int render_child(void *ctx, const Child *c, char **text, EvoErr *err)
+{
+    (void)ctx;
+    PrepInput in = {.vals = c->vals, .custom_source = c->custom_source};
+    return prep_render_source(task_, &in, 0, text, err);
+}
+
 EvoExit runmpi_start(const Settings *s, const Task *task, const char *task_abs, const EvaluatorOps **ops,
                      void **ctx, const DeviceInfo **dev, int quiet)
 {
@@ -166,6 +177,8 @@ EvoExit runmpi_start(const Settings *s, const Task *task, const char *task_abs, 
             return EVO_EXIT_TASK;
         }
     }
+    task_ = task;
+    mpieval_set_render(eval_, render_child, NULL);
     *ops = &mpieval_ops;
     *ctx = eval_;
     for (int a = 0; a < mpieval_agents(eval_) && !quiet; a++) {

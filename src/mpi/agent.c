@@ -15,7 +15,7 @@
 typedef struct Mirror {
     int64_t id;
     Child   c;
-    int     sent;   /* its compile row and text went to rank 0 (they do not change); a
+    int     sent;   /* its compile row (and text) went to rank 0 (they do not change); a
                      * mirror judged only at stage B has none to send */
     int     busy;   /* slot threads serving a request on it, as kid or parent (Agent.lock) */
     int     doomed; /* released while busy: dropped once no slot uses it (main thread) */
@@ -219,7 +219,7 @@ static json_t *then_compare(Agent *a, Child *kid, Child *parent)
     int rc = compare_into(a, kid, parent, o, &err);
     mpistat_add(a->stat, "compare", "fused_serve_ms", a->stat ? time_now_ms() - t0 : 0);
     json_object_set_new(o, "rc", json_integer(rc));
-    json_object_set_new(o, "res", wire_result_put(kid, 0));
+    json_object_set_new(o, "res", wire_result_put(kid, WIRE_REC));
     if (rc < 0 && rc != EVAL_RETRY)
         json_object_set_new(o, "err", json_string(err.msg));
     return o;
@@ -227,8 +227,10 @@ static json_t *then_compare(Agent *a, Child *kid, Child *parent)
 
 /* Serve one blocking request on slot t->slot; the mirrors it names were
  * resolved by the main thread into kid and parent. The kid's compile row
- * and source text (tens of kB of JSON) go with the first reply that has
- * them (*sent): rank 0 keeps what a reply leaves out. */
+ * goes with the first reply only (*sent): rank 0 keeps what a reply
+ * leaves out. Its source text (tens of kB of JSON) goes too only when
+ * the request asks for it ("text"): rank 0 renders it itself
+ * (mpitext.h) and knows it by its hash, in the record. */
 static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *parent, int *sent)
 {
     const char *op = json_string_value(json_object_get(req, "op"));
@@ -261,9 +263,12 @@ static char *serve_slow(Agent *a, int slot, json_t *req, Child *kid, Child *pare
         mpistat_add(a->stat, name, "serve_ms", (t1 = time_now_ms()) - t0);
         t0 = t1;
     }
-    int full = !*sent && (kid->comp.cache_key || kid->source_text);   /* the first reply that has them */
-    json_object_set_new(o, "res", wire_result_put(kid, full));
-    *sent |= full;
+    int what = WIRE_REC;
+    if (!*sent && (kid->comp.cache_key || kid->source_text)) {   /* the first reply that has them */
+        what = json_is_true(json_object_get(req, "text")) ? WIRE_TEXT : WIRE_COMP;
+        *sent = 1;
+    }
+    json_object_set_new(o, "res", wire_result_put(kid, what));
     double enc = a->stat ? time_now_ms() - t0 : 0;
     /* "ab": a stage-A gate that names the parent goes on to the A/B
      * when it passed, as loop_stage_a would ask next */
@@ -358,7 +363,7 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
         if (op[0] == 's') {
             rc = wire_result_get(json_object_get(req, "res"), &m->c, &e) ? -1
                                                                           : a->ev->submit(a->ctx, &m->c, stage, &e);
-            json_object_set_new(o, "res", wire_result_put(&m->c, 0));
+            json_object_set_new(o, "res", wire_result_put(&m->c, WIRE_REC));
             if (rc == 0 && stage >= 0 && stage <= 2)
                 watch_add(a, m->id, stage == 2 ? 2 : 1);
             if (!json_object_get(req, "seq")) {   /* sent without waiting for a reply */
@@ -371,6 +376,10 @@ static int handle(Agent *a, json_t *req, EvoErr *err)
             json_object_set_new(o, "ready", json_integer(!a->ev->ready || a->ev->ready(a->ctx, &m->c, stage)));
         }
         outbox_push(a, reply_text(a, req, rc, &e, o));
+        return 0;
+    }
+    if (strcmp(op, "text") == 0) {   /* the source rank 0 did not render as this agent did (mpitext.h) */
+        outbox_push(a, reply_text(a, req, 0, NULL, json_pack("{s:s?}", "text", m->c.source_text)));
         return 0;
     }
     /* gate, time, compare, calibrate: on the slot's thread */

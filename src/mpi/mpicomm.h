@@ -19,6 +19,7 @@
 #include "device.h"
 #include "mpi/link.h"
 #include "mpi/mpistat.h"
+#include "mpi/mpitext.h"
 
 typedef struct MpiEval MpiEval;   /* as mpieval.h names it */
 
@@ -45,6 +46,7 @@ typedef struct AgentInfo {
     int        cache_group;   /* the first agent with the same cache, or -1 without one (start) */
     int        load;          /* children homed there, not yet released */
     int        hello, lost;
+    int        want_text;     /* its sources differ from rank 0's renders: it sends them (mpitext.h) */
     char      *error;         /* the agent's refusal, or NULL */
     DeviceInfo dev;
     NvrtcStats nv;            /* its compile figures, as its latest reply said ("nv") */
@@ -59,6 +61,7 @@ typedef struct MChild {       /* a child's priv on rank 0 */
     json_t        *ab;        /* the A/B an agent ran right after the stage-A gate (me_gate), or NULL */
     int64_t        ab_parent; /* ... against this parent (its MChild id) */
     int            ab_slot, ab_rank;   /* ... on this slot, of this rank */
+    MpiText        txt;       /* its source as rank 0 renders it (slot threads, one at a time) */
 } MChild;
 
 struct MpiEval {
@@ -83,6 +86,8 @@ struct MpiEval {
     int             lost_rank, quit;
     long            taken_over; /* children judged away from their home (me_home's 2) */
     MpiStat        *stat;      /* EVOENG_MPI_DEBUG: where the requests' time goes, or NULL */
+    MpiRenderFn     render;    /* renders a child's source at rank 0, or NULL: the agents send it */
+    void           *render_ctx;
 };
 
 /* Under m->lock: queue request o (taken) for agent `agent` (an index into

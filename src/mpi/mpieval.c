@@ -100,7 +100,9 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, const Child *pare
         pthread_mutex_unlock(&m->lock);
         return 0;
     }
-    json_object_set_new(req, "res", wire_result_put(kid, 0));
+    json_object_set_new(req, "res", wire_result_put(kid, WIRE_REC));
+    if (!m->render || m->ag[a].want_text)   /* its first reply about kid brings kid's source */
+        json_object_set_new(req, "text", json_true());
     char name[32];
     mpistat_name(req, name, sizeof(name));
     double t0 = time_now_ms();
@@ -109,6 +111,15 @@ static int call(MpiEval *m, int a, const char *op, Child *kid, const Child *pare
     p.next = m->pending;
     m->pending = &p;
     mpicomm_enqueue(m, a, req);
+    MChild *mc = kid->priv;
+    if (m->render && !m->ag[a].want_text && mc && !mc->txt.rendered && strcmp(op, "gate") == 0) {
+        /* kid's source, rendered while the agent gates it */
+        double ms = 0;
+        pthread_mutex_unlock(&m->lock);
+        mpitext_render(&mc->txt, m->render, m->render_ctx, kid, &ms);
+        mpistat_add(m->stat, "render", "ms", ms);
+        pthread_mutex_lock(&m->lock);
+    }
     while (!p.done)
         pthread_cond_wait(&m->cv, &m->lock);
     for (Pending **pp = &m->pending; *pp; pp = &(*pp)->next)
@@ -152,6 +163,52 @@ static int take(json_t *reply, Child *kid, int rc, EvoErr *err)
     if (reply && rc != EVAL_RETRY && wire_result_get(json_object_get(reply, "res"), kid, err))
         rc = -1;
     json_decref(reply);
+    return rc;
+}
+
+/* Kid's source as agent a has it, which rank 0 does not (mpitext.h):
+ * asked for, and from now on sent by a with its first reply about a
+ * child. Returns 0, EVAL_RETRY (a is lost) or -1 with err. */
+static int fetch_text(MpiEval *m, int a, Child *kid, EvoErr *err)
+{
+    MChild *mc = kid->priv;
+    pthread_mutex_lock(&m->lock);
+    int first = m->render && !m->ag[a].want_text, rank = m->ag[a].rank;
+    m->ag[a].want_text = 1;
+    pthread_mutex_unlock(&m->lock);
+    if (first) {
+        char *mine = mpitext_describe(&mc->txt);
+        warnf("MPI rank %d compiled %s from a source of sha256 %s, rank 0 renders %s: do the task's files "
+              "differ between the hosts? The run stores the agents' sources, which rank %d sends from now on",
+              rank, kid->params_key ? kid->params_key : "a child", kid->rec.source_hash, mine, rank);
+        free(mine);
+    }
+    json_t *reply = NULL;
+    int rc = call(m, a, "text", kid, NULL, NULL, &reply, err);
+    if (rc == 0)
+        rc = mpitext_take(&mc->txt, kid, json_string_value(json_object_get(reply, "text")), rank, err);
+    json_decref(reply);
+    return rc;
+}
+
+/* take() for a gate, time, compare or calibrate of kid on agent a, then
+ * kid's source: rank 0's render when it is the text the agent's hash
+ * names, else the agent's (fetch_text). */
+static int take_slow(MpiEval *m, int a, json_t *reply, Child *kid, int rc, EvoErr *err)
+{
+    json_t *res = rc != EVAL_RETRY ? json_object_get(reply, "res") : NULL;
+    const char *t = json_string_value(json_object_get(res, "text"));
+    char *sent = t ? xstrdup(t) : NULL;   /* settled below, not copied blindly */
+    json_object_del(res, "text");
+    rc = take(reply, kid, rc, err);
+    MChild *mc = kid->priv;
+    if (rc == 0 && mc) {
+        if (!sent)
+            mpitext_render(&mc->txt, m->render, m->render_ctx, kid, NULL);
+        if (mpitext_settle(&mc->txt, kid, sent))
+            rc = fetch_text(m, a, kid, err);
+    }
+    free(sent);
     return rc;
 }
 
@@ -257,7 +314,7 @@ static int me_gate(void *ctx, Child *kid, int stage, EvoErr *err)
         mc->ab_slot = kid->gpu;
         mc->ab_rank = m->ag[a].rank;
     }
-    return take(reply, kid, rc, err);
+    return take_slow(m, a, reply, kid, rc, err);
 }
 
 static int me_time(void *ctx, Child *kid, EvoErr *err)
@@ -265,7 +322,8 @@ static int me_time(void *ctx, Child *kid, EvoErr *err)
     MpiEval *m = ctx;
     json_t *extra, *reply = NULL;
     int a = slot_agent(m, kid, 1, &extra);
-    return take(reply, kid, call(m, a, "time", kid, NULL, extra, &reply, err), err);
+    int rc = call(m, a, "time", kid, NULL, extra, &reply, err);   /* before reply is read */
+    return take_slow(m, a, reply, kid, rc, err);
 }
 
 static int me_compare(void *ctx, Child *parent, Child *kid, double *ratio, double *spread, EvoErr *err)
@@ -277,24 +335,25 @@ static int me_compare(void *ctx, Child *parent, Child *kid, double *ratio, doubl
         return err_set(err, "compare: the parent was never submitted");
     MChild *mc = kid->priv;
     json_t *ab = mc ? mc->ab : NULL;
-    int rc;
+    int rc, a;
     if (mc)
         mc->ab = NULL;
     if (ab && mc->ab_parent == ((const MChild *)parent->priv)->id && mc->ab_slot == kid->gpu) {
         /* run by the agent after the stage-A gate (me_gate): its reply is this one */
         mpistat_add(m->stat, "compare", "fused", 1);
         reply = ab;
+        a = mc->ab_rank - 1;
         rc = reply_rc(reply, mc->ab_rank, err);
     } else {
         json_decref(ab);
-        int a = slot_agent(m, kid, 1, &extra);
+        a = slot_agent(m, kid, 1, &extra);
         rc = call(m, a, "compare", kid, parent, extra, &reply, err);
     }
     if (reply && rc != EVAL_RETRY) {
         *ratio = num_or_nan(json_object_get(reply, "ratio"));
         *spread = num_or_nan(json_object_get(reply, "spread"));
     }
-    return take(reply, kid, rc, err);
+    return take_slow(m, a, reply, kid, rc, err);
 }
 
 /* Send op (release, drop) to every agent that holds kid. */
@@ -326,6 +385,7 @@ static void me_release(void *ctx, Child *kid)
         m->ag[mc->home].load--;
     pthread_mutex_unlock(&m->lock);
     json_decref(mc->ab);
+    mpitext_free(&mc->txt);
     free(mc->on);
     free(mc);
     kid->priv = NULL;
@@ -417,7 +477,7 @@ static int me_calibrate(void *ctx, Child *base, EvoErr *err)
         if (m->ag[a].nslots < 2)
             continue;
         int rc = call(m, a, "calibrate", base, NULL, json_pack("{s:i}", "slot", 0), &reply, err);
-        rc = take(reply, base, rc, err);
+        rc = take_slow(m, a, reply, base, rc, err);
         if (rc == EVAL_RETRY)
             return err_set(err, "calibrate: MPI rank %d is lost", m->ag[a].rank);
         if (rc)
@@ -527,6 +587,12 @@ void mpieval_close(MpiEval **mp)
     pthread_cond_destroy(&m->cv);
     free(m);
     *mp = NULL;
+}
+
+void mpieval_set_render(MpiEval *m, MpiRenderFn fn, void *ctx)
+{
+    m->render = fn;
+    m->render_ctx = ctx;
 }
 
 int mpieval_agents(const MpiEval *m)

@@ -31,6 +31,7 @@
 
 #include "device.h"
 #include "mpi/link.h"
+#include "mpi/mpitext.h"
 #include "search/evolve.h"
 
 typedef struct MpiEval MpiEval;
@@ -45,6 +46,12 @@ int mpieval_open(MpiEval **out, MpiLink *l, volatile int *stop, EvoErr *err);
 int mpieval_start(MpiEval *m, const char *setup_json, int nparams, EvoErr *err);
 /* Tell every agent to quit, stop the thread, free. NULL is fine. */
 void mpieval_close(MpiEval **m);
+
+/* Let rank 0 render each child's source itself with fn(ctx) (mpitext.h),
+ * checked against the hash the agent that compiled it names, instead of
+ * receiving it from that agent. Without it (NULL, the default) the agents
+ * send their sources. Call before the run; ctx is borrowed until close. */
+void mpieval_set_render(MpiEval *m, MpiRenderFn fn, void *ctx);
 
 /* The Evaluator vtable; its context is the MpiEval. */
 extern const EvaluatorOps mpieval_ops;

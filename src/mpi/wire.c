@@ -72,14 +72,14 @@ static void put_field(json_t *o, const Field *f, const Child *c)
     json_decref(one);
 }
 
-json_t *wire_result_put(const Child *c, int full)
+json_t *wire_result_put(const Child *c, int what)
 {
     json_t *o = fld_to_json(result_fields, 1, c);   /* the record */
     /* a compile row only where there is one: an empty one would blank
      * rank 0's (an agent that gates only a child's stage B has none) */
-    if (full && c->comp.cache_key)
+    if (what != WIRE_REC && c->comp.cache_key)
         put_field(o, &result_fields[1], c);
-    if (full && c->source_text)
+    if (what == WIRE_TEXT && c->source_text)
         put_field(o, &result_fields[2], c);
     return o;
 }

@@ -23,9 +23,15 @@ json_t *wire_child_put(const Child *c, int64_t id, int nparams, int with_source)
  * object; *id gets the rank-0 id. Returns 0 or -1 (malformed). */
 int wire_child_get(json_t *o, Child *c, int nparams, int64_t *id);
 
-/* The evaluator's fields of c->rec (and, with full, c->comp when it has
- * a cache key and c->source_text when there is one). */
-json_t *wire_result_put(const Child *c, int full);
+/* What a result carries besides the record: the compile row and the
+ * rendered source do not change, so they go once; the source (tens of
+ * kB) only where rank 0 cannot render it itself (mpitext.h). */
+#define WIRE_REC  0   /* c->rec */
+#define WIRE_COMP 1   /* c->rec, c->comp (when it has a cache key) */
+#define WIRE_TEXT 2   /* c->rec, c->comp (the same), c->source_text (when there is one) */
+
+/* The evaluator's fields of c, as much as `what` (WIRE_*) says. */
+json_t *wire_result_put(const Child *c, int what);
 /* Overwrite those fields of c from o (fields absent from o are left).
  * Returns 0, or -1 with err naming the path of a malformed value. */
 int wire_result_get(json_t *o, Child *c, EvoErr *err);
