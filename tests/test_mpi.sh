@@ -40,7 +40,7 @@ export EVO_TEST_TEXT_BYTES EVO_TEST_LOG_BYTES
 # --mca orte_enable_recovery 1: mpirun keeps rank 0 alive when an agent dies
 MPIRUN="mpirun --allow-run-as-root --oversubscribe --mca orte_enable_recovery 1 --mca btl self,tcp,vader -x EVO_TEST_TEXT_BYTES -x EVO_TEST_LOG_BYTES"
 fail=0
-check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; fi; }
+check() { if eval "$2"; then echo "ok: $1"; else echo "FAIL: $1"; fail=1; return 1; fi; }
 
 "$T" single "$dir/single.db" > "$dir/single.log" || { echo "FAIL: the single-process run"; exit 1; }
 "$T" dump "$dir/single.db" > "$dir/single.txt"
