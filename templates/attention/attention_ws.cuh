@@ -472,36 +472,22 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
      * alone: mma.sync m16n8k16 from the Q fragments and K read from global
      * memory (the K slot is long released), whose accumulators have the
      * wgmma's layout (rows g, g + 8; columns 2 t4, 2 t4 + 1 of each n8
-     * tile); keys past S read as zeros (the mask drops them).  The k16
-     * steps run as a rolled loop (Q's fragments of step kk picked by
-     * selects: an indexed register array would go to local memory), each
-     * tile's accumulation in the same order: unrolled, this rare way was
-     * WS_BN / 8 * D / 16 mma.sync and twice as many guarded loads in one
-     * block, 0.3-0.4 of the 1.3-1.8 CPU-s NVRTC spent on a MAXSKIP unit
-     * (docs/results/raw/2026-11-28) */
+     * tile); keys past S read as zeros (the mask drops them) */
     auto qk_warp = [&](float *sc, int n) {
         const int n0 = n * WS_BN;
         const att_u16 *kg = K + ((size_t)kv_head(bh) * S + n0) * D + 2 * t4;
 #pragma unroll
         for (int i = 0; i < WS_BN / 2; ++i)
             sc[i] = 0.f;
-#pragma unroll 1
-        for (int kk = 0; kk < D / 16; ++kk) {
-            att_u32 a[4];
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                a[e] = qf[0][e];
+        for (int j = 0; j < WS_BN / 8; ++j) {
+            const bool in = n0 + j * 8 + g < S;
+            const att_u16 *kr = kg + (size_t)(j * 8 + g) * D;
 #pragma unroll
-                for (int k = 1; k < D / 16; ++k)
-                    a[e] = kk == k ? qf[k][e] : a[e];
-            }
-#pragma unroll
-            for (int j = 0; j < WS_BN / 8; ++j) {
-                const bool in = n0 + j * 8 + g < S;
-                const att_u16 *kr = kg + (size_t)(j * 8 + g) * D + kk * 16;
-                const att_u32 b0 = in ? *(const att_u32 *)kr : 0u;
-                const att_u32 b1 = in ? *(const att_u32 *)(kr + 8) : 0u;
-                att_mma(sc + j * 4, a, b0, b1);
+            for (int kk = 0; kk < D / 16; ++kk) {
+                const att_u32 b0 = in ? *(const att_u32 *)(kr + kk * 16) : 0u;
+                const att_u32 b1 = in ? *(const att_u32 *)(kr + kk * 16 + 8) : 0u;
+                att_mma(sc + j * 4, qf[kk], b0, b1);
             }
         }
     };
