@@ -19,7 +19,6 @@
 /* MPI is one per process: so is its session. */
 static MpiLink *link_;
 static MpiEval *eval_;
-static const Task *task_;   /* rank 0's task, for mpieval's renders (runmpi_start) */
 
 #define TIMEOUT_S 60.0
 #define NOGPU_TAG "no usable GPU: "
@@ -144,9 +143,9 @@ int runmpi_active(void)
  * (MpiRenderFn): rank 0 renders instead of receiving it. */
 static int render_child(void *ctx, const Child *c, char **text, EvoErr *err)
 {
-    (void)ctx;
+    const Task *task = ctx;   /* rank 0's, which outlives the run's evaluator */
     PrepInput in = {.vals = c->vals, .custom_source = c->custom_source};
-    return prep_render_source(task_, &in, 0, text, err);
+    return prep_render_source(task, &in, 0, text, err);
 }
 
 EvoExit runmpi_start(const Settings *s, const Task *task, const char *task_abs, const EvaluatorOps **ops,
@@ -177,8 +176,7 @@ EvoExit runmpi_start(const Settings *s, const Task *task, const char *task_abs, 
             return EVO_EXIT_TASK;
         }
     }
-    task_ = task;
-    mpieval_set_render(eval_, render_child, NULL);
+    mpieval_set_render(eval_, render_child, (void *)task);
     *ops = &mpieval_ops;
     *ctx = eval_;
     for (int a = 0; a < mpieval_agents(eval_) && !quiet; a++) {
