@@ -443,10 +443,10 @@ static void me_pipe_stats(void *ctx, EvalPipeStats *out)
     pthread_mutex_lock(&m->lock);
     out->taken_over = m->taken_over;
     for (int a = 0; a < m->nag; a++) {
-        out->remote_units += m->ag[a].nv.compiles;
-        out->remote_hits += m->ag[a].nv.cache_hits;
-        out->remote_cpu_s += m->ag[a].nv.cpu_s;
-        out->remote_wall_s += m->ag[a].nv.wall_s;
+        out->agents.compiles += m->ag[a].nv.compiles;
+        out->agents.cache_hits += m->ag[a].nv.cache_hits;
+        out->agents.cpu_s += m->ag[a].nv.cpu_s;
+        out->agents.wall_s += m->ag[a].nv.wall_s;
     }
     pthread_mutex_unlock(&m->lock);
 }

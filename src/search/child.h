@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "compile/nvrtc.h"
 #include "store/store.h"
 #include "util.h"
 
@@ -125,8 +126,8 @@ typedef struct EvalPipeStats {
     double compile_busy_s;      /* their busy seconds since the evaluator opened */
     long   units_now, units_next, units_spec, units_cancelled;
     long   taken_over;          /* children judged by another agent than their home (MPI) */
-    long   remote_units, remote_hits;     /* other processes' NVRTC compiles and cache hits (MPI agents) */
-    double remote_cpu_s, remote_wall_s;   /* ... and their seconds in NVRTC (in no figure of this process) */
+    NvrtcStats agents;          /* the MPI agents' NVRTC figures (compiles, cache hits, CPU and wall
+                                 * s; not remote_cpu_s): in no figure of this process */
 } EvalPipeStats;
 
 /* Evaluate one child completely on slot kid->gpu, with no parent: both

@@ -106,10 +106,10 @@ static void pipe_figures(Loop *L, double cpu0, const NvrtcStats *nv0, const Eval
         s->pipe.units_cancelled = p.units_cancelled - ps0->units_cancelled;
         s->pipe.taken_over = p.taken_over - ps0->taken_over;
         /* MPI: the agents compile; their units count as the run's */
-        s->nvrtc_units += (int)(p.remote_units - ps0->remote_units);
-        s->cache_hits += (int)(p.remote_hits - ps0->remote_hits);
-        s->nvrtc_cpu_s += p.remote_cpu_s - ps0->remote_cpu_s;
-        s->nvrtc_wall_s += p.remote_wall_s - ps0->remote_wall_s;
+        s->nvrtc_units += p.agents.compiles - ps0->agents.compiles;
+        s->cache_hits += p.agents.cache_hits - ps0->agents.cache_hits;
+        s->nvrtc_cpu_s += p.agents.cpu_s - ps0->agents.cpu_s;
+        s->nvrtc_wall_s += p.agents.wall_s - ps0->agents.wall_s;
     }
 }
 
