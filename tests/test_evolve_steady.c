@@ -245,6 +245,34 @@ static void test_steady_time_limit(void)
     restore_task(saved);
 }
 
+/* A time-limited run stops proposing once the children in flight would
+ * take it to its limit (steady.c, deadline_near): near the end the slots
+ * judge what is in flight, and few children are dropped unjudged at the
+ * limit. Without the hold, about the whole window (16 here) is. */
+static void test_steady_deadline(void)
+{
+    Task *saved = swap_task("search_task.json");
+    Store *s = fresh_store("steady_deadline.db");
+    FakeEval *f = fake_new();
+    f->nslots = 2;
+    f->delay_us = 40000;   /* a stage A: about 50 commits a second over both slots */
+    f->unit_us = 100000;   /* a benchmark unit's build */
+    EvolveConfig c = config("evolve", 100000);
+    c.time_limit_s = 5;
+    EvolveSummary sum;
+    EvoErr err;
+    CHECK_MSG(evolve_run(s, task, &dev, &fake_eval_ops, f, &c, 0, &sum, &err) == 0, "%s", err.msg);
+    CHECK(sum.interrupted && sum.time_limited);
+    CHECK_MSG(sum.in_flight == 16, "window %d", sum.in_flight);
+    CHECK_MSG(sum.held_s > 0 && sum.held_s < 3, "proposals last held %.2f s before the limit", sum.held_s);
+    CHECK_MSG(sum.dropped < 8, "%d of a window of %d dropped unjudged at the limit", sum.dropped, sum.in_flight);
+    CHECK_MSG(sum.evaluated > 40, "%d evaluated in 5 s", sum.evaluated);
+    check_run(s, sum.run_id, "deadline");
+    store_close(&s);
+    fake_eval_free(f);
+    restore_task(saved);
+}
+
 /* A slot lost mid-run hands its child to another: the run completes,
  * nothing judged twice. */
 static void test_steady_slot_lost(void)
@@ -351,6 +379,7 @@ int main(void)
     RUN(test_steady_resume);
     RUN(test_steady_refill);
     RUN(test_steady_time_limit);
+    RUN(test_steady_deadline);
     RUN(test_steady_slot_lost);
     RUN(test_steady_exhaustive);
     RUN(test_bound);

@@ -355,6 +355,8 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
                               (json_int_t)m->pipe.units_now, "next", (json_int_t)m->pipe.units_next, "spec",
                               (json_int_t)m->pipe.units_spec, "cancelled", (json_int_t)m->pipe.units_cancelled,
                               "taken_over", (json_int_t)m->pipe.taken_over);
+        json_object_set_new(o, "dropped", json_integer(m->dropped));
+        json_object_set_new(o, "held_s", json_real(m->held_s));
         json_object_set_new(o, "bound", json_string(evolve_bound_name(bound)));
         json_object_set_new(o, "cores", json_integer(cores));
         json_object_set_new(o, "core_cap_per_min", json_real(load.cap_per_min));
@@ -368,6 +370,10 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
            min > 0 ? m->evaluated / min : 0.0);
     if (!sync)
         printf(", %d in flight", m->in_flight);
+    if (!sync && m->held_s > 0)
+        printf(" (none proposed in the last %.1f s: they could not be judged in time)", m->held_s);
+    if (!sync && m->dropped > 0)
+        printf(", %d dropped unjudged at the end", m->dropped);
     for (int i = 0; i < m->slots && i < 8; i++)
         printf("%s GPU slot %d busy %.0f%%", i ? "," : ";", i, wall_s > 0 ? 100 * m->slot_busy_s[i] / wall_s : 0);
     printf("\n  compile: %d threads busy %.0f%%, %d NVRTC units (%.2f a candidate, %.2f CPU-s and %.2f s "

@@ -302,6 +302,7 @@ static int harvest(Steady *S, int drop, EvoErr *err)
         Wave *w = wave_of(S, x->wave);
         if (w)
             w->open--;
+        S->dropped++;
         loop_parent_put(S->L, x->parent);
         bury(S, &x->kid);   /* its queued compilations are cancelled */
         free(x);
@@ -526,6 +527,52 @@ static int window_of(const Loop *L, int nslots)
     return w > floor ? w : floor;
 }
 
+/* ---- the time limit ----------------------------------------------------- */
+
+#define RATE_STEP_MS 1000   /* the commit rate's samples: at most one a second */
+#define RATE_MIN_MS  4000   /* and at least this much of them before it is used */
+
+/* Sample the commit rate (the loop thread, each turn). */
+static void rate_sample(Steady *S)
+{
+    double t = now_ms();
+    int last = (S->rate_i + 15) % 16;
+    if (S->rate_n > 0 && t - S->rate_t[last] < RATE_STEP_MS)
+        return;
+    S->rate_t[S->rate_i] = t;
+    S->rate_c[S->rate_i] = S->L->commits;
+    S->rate_i = (S->rate_i + 1) % 16;
+    if (S->rate_n < 16)
+        S->rate_n++;
+}
+
+/* Would the children in flight already take a time-limited run to its
+ * limit? At the commit rate of the last (up to 15) seconds, the flights
+ * drain in nf / rate seconds; a child proposed while that is longer than
+ * the time left would be dropped unjudged at the limit, and its NVRTC
+ * units would take cores from children that can still be judged. So a
+ * run stops proposing once nf / rate reaches the time left (the GPU slots
+ * keep judging what is in flight) and goes on when it falls below.
+ * Without a limit, or before RATE_MIN_MS of samples, never. */
+static int deadline_near(Steady *S)
+{
+    const Loop *L = S->L;
+    if (!(L->cfg->time_limit_s > 0) || S->rate_n < 2)
+        return 0;
+    int first = (S->rate_i + 16 - S->rate_n) % 16, last = (S->rate_i + 15) % 16;
+    double span = S->rate_t[last] - S->rate_t[first];
+    int done = S->rate_c[last] - S->rate_c[first];
+    if (span < RATE_MIN_MS || done <= 0)
+        return 0;
+    double left_ms = L->cfg->time_limit_s * 1000.0 - (now_ms() - L->t0);
+    double drain_ms = inflight(S) * span / done;
+    int hold = drain_ms >= left_ms;
+    if (hold && !S->holding)   /* the last time proposals stopped */
+        S->held_ms = left_ms > 0 ? left_ms : 1e-3;
+    S->holding = hold;
+    return hold;
+}
+
 /* Anything on a GPU or waiting for one that the drain lets finish? */
 static int busy(Steady *S)
 {
@@ -613,10 +660,12 @@ int loop_steady(Loop *L, EvoErr *err)
             pthread_mutex_unlock(&S.lock);
         }
         double q2 = now_ms();
-        for (int i = 0; i < S.nwaves && !S.draining && inflight(&S) < S.window; i++)
+        rate_sample(&S);
+        int held = deadline_near(&S);
+        for (int i = 0; i < S.nwaves && !S.draining && !held && inflight(&S) < S.window; i++)
             if (S.waves[i].refill > 0 && propose_wave(&S, &S.waves[i], err))
                 goto out_threads;
-        while (!S.draining && S.proposing && inflight(&S) < S.window) {
+        while (!S.draining && !held && S.proposing && inflight(&S) < S.window) {
             if (propose_wave(&S, NULL, err))
                 goto out_threads;
             if (L->cfg->stop && *L->cfg->stop)
@@ -679,6 +728,8 @@ closing:
     }
     if (S.draining)
         L->sum->interrupted = 1;
+    L->sum->dropped = S.dropped;
+    L->sum->held_s = S.held_ms / 1000.0;
     slots_summary(&S, L->sum);
 out:
     graves_sweep(&S, 1);

@@ -62,6 +62,14 @@ typedef struct Steady {
     int             nwaves;
     int64_t         first_wave, next_wave;
     int             window, proposing, exhausted;
+    /* the commit rate of the last seconds (steady.c, deadline_near): at
+     * most once a RATE_STEP_MS, the time and L->commits, in a ring */
+    double          rate_t[16];
+    int             rate_c[16];
+    int             rate_i, rate_n;
+    int             holding;   /* proposals stopped for the time limit (deadline_near) */
+    double          held_ms;   /* the time left when they last stopped (0: never) */
+    int             dropped;   /* children dropped unjudged at the limit or a stop */
     pthread_t      *tids;
 } Steady;
 
