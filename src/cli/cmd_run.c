@@ -371,7 +371,7 @@ static void print_pipeline(const EvolveSummary *m, int sync, int json)
     if (!sync)
         printf(", %d in flight", m->in_flight);
     if (!sync && m->held_s > 0)
-        printf(" (none proposed in the last %.1f s: they could not be judged in time)", m->held_s);
+        printf(" (tapered off over the last %.1f s to what could still be judged)", m->held_s);
     if (!sync && m->dropped > 0)
         printf(", %d dropped unjudged at the end", m->dropped);
     for (int i = 0; i < m->slots && i < 8; i++)

@@ -53,8 +53,8 @@ typedef struct EvolveSummary {
     /* the pipeline (steady mode; the sync mode fills what applies) */
     int     in_flight;            /* the window: children kept in flight */
     int     dropped;              /* children proposed and dropped unjudged (at the time limit or a stop) */
-    double  held_s;               /* time-limited: seconds before the limit that proposals last stopped
-                                     (the flights would drain no sooner; steady.c); 0: they never did */
+    double  held_s;               /* time-limited: seconds before the limit that the flights began to
+                                     taper off with the time left (steady.c); 0: they never did */
     int     slots;                /* GPU slots */
     double  slot_busy_s[8];       /* per slot (the first 8): seconds inside gate, time and compare */
     double  slot_idle_s;          /* summed over slots: waiting with nothing ready to judge */

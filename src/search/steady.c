@@ -550,10 +550,10 @@ static void rate_sample(Steady *S)
  * limit? At the commit rate of the last (up to 15) seconds, the flights
  * drain in nf / rate seconds; a child proposed while that is longer than
  * the time left would be dropped unjudged at the limit, and its NVRTC
- * units would take cores from children that can still be judged. So a
- * run stops proposing once nf / rate reaches the time left (the GPU slots
- * keep judging what is in flight) and goes on when it falls below.
- * Without a limit, or before RATE_MIN_MS of samples, never. */
+ * units would take cores from children that can still be judged. So the
+ * loop asks before each wave, and the flights taper off with the time
+ * left (the GPU slots keep judging what is in flight). Without a limit,
+ * or before RATE_MIN_MS of samples, never. */
 static int deadline_near(Steady *S)
 {
     const Loop *L = S->L;
@@ -567,9 +567,8 @@ static int deadline_near(Steady *S)
     double left_ms = L->cfg->time_limit_s * 1000.0 - (now_ms() - L->t0);
     double drain_ms = inflight(S) * span / done;
     int hold = drain_ms >= left_ms;
-    if (hold && !S->holding)   /* the last time proposals stopped */
+    if (hold && S->held_ms == 0)   /* the first time: the taper starts */
         S->held_ms = left_ms > 0 ? left_ms : 1e-3;
-    S->holding = hold;
     return hold;
 }
 
@@ -661,11 +660,13 @@ int loop_steady(Loop *L, EvoErr *err)
         }
         double q2 = now_ms();
         rate_sample(&S);
-        int held = deadline_near(&S);
-        for (int i = 0; i < S.nwaves && !S.draining && !held && inflight(&S) < S.window; i++)
+        /* deadline_near before each wave: a run that may propose again
+         * near its limit tops the flights up to what it can still judge,
+         * not to the window */
+        for (int i = 0; i < S.nwaves && !S.draining && inflight(&S) < S.window && !deadline_near(&S); i++)
             if (S.waves[i].refill > 0 && propose_wave(&S, &S.waves[i], err))
                 goto out_threads;
-        while (!S.draining && !held && S.proposing && inflight(&S) < S.window) {
+        while (!S.draining && S.proposing && inflight(&S) < S.window && !deadline_near(&S)) {
             if (propose_wave(&S, NULL, err))
                 goto out_threads;
             if (L->cfg->stop && *L->cfg->stop)

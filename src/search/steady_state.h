@@ -67,8 +67,7 @@ typedef struct Steady {
     double          rate_t[16];
     int             rate_c[16];
     int             rate_i, rate_n;
-    int             holding;   /* proposals stopped for the time limit (deadline_near) */
-    double          held_ms;   /* the time left when they last stopped (0: never) */
+    double          held_ms;   /* the time left when deadline_near first held a wave back (0: never) */
     int             dropped;   /* children dropped unjudged at the limit or a stop */
     pthread_t      *tids;
 } Steady;
