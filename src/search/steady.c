@@ -527,49 +527,13 @@ static int window_of(const Loop *L, int nslots)
     return w > floor ? w : floor;
 }
 
-/* ---- the time limit ----------------------------------------------------- */
-
-#define RATE_STEP_MS 1000   /* the commit rate's samples: at most one a second */
-#define RATE_MIN_MS  4000   /* and at least this much of them before it is used */
-
-/* Sample the commit rate (the loop thread, each turn). */
-static void rate_sample(Steady *S)
-{
-    double t = now_ms();
-    int last = (S->rate_i + 15) % 16;
-    if (S->rate_n > 0 && t - S->rate_t[last] < RATE_STEP_MS)
-        return;
-    S->rate_t[S->rate_i] = t;
-    S->rate_c[S->rate_i] = S->L->commits;
-    S->rate_i = (S->rate_i + 1) % 16;
-    if (S->rate_n < 16)
-        S->rate_n++;
-}
-
-/* Would the children in flight already take a time-limited run to its
- * limit? At the commit rate of the last (up to 15) seconds, the flights
- * drain in nf / rate seconds; a child proposed while that is longer than
- * the time left would be dropped unjudged at the limit, and its NVRTC
- * units would take cores from children that can still be judged. So the
- * loop asks before each wave, and the flights taper off with the time
- * left (the GPU slots keep judging what is in flight). Without a limit,
- * or before RATE_MIN_MS of samples, never. */
+/* Hold the next wave back for the time limit? (taper.h) */
 static int deadline_near(Steady *S)
 {
     const Loop *L = S->L;
-    if (!(L->cfg->time_limit_s > 0) || S->rate_n < 2)
+    if (!(L->cfg->time_limit_s > 0))
         return 0;
-    int first = (S->rate_i + 16 - S->rate_n) % 16, last = (S->rate_i + 15) % 16;
-    double span = S->rate_t[last] - S->rate_t[first];
-    int done = S->rate_c[last] - S->rate_c[first];
-    if (span < RATE_MIN_MS || done <= 0)
-        return 0;
-    double left_ms = L->cfg->time_limit_s * 1000.0 - (now_ms() - L->t0);
-    double drain_ms = inflight(S) * span / done;
-    int hold = drain_ms >= left_ms;
-    if (hold && S->held_ms == 0)   /* the first time: the taper starts */
-        S->held_ms = left_ms > 0 ? left_ms : 1e-3;
-    return hold;
+    return taper_hold(&S->taper, L->cfg->time_limit_s * 1000.0 - (now_ms() - L->t0), inflight(S));
 }
 
 /* Anything on a GPU or waiting for one that the drain lets finish? */
@@ -628,6 +592,7 @@ int loop_steady(Loop *L, EvoErr *err)
     S.busy_s = xcalloc((size_t)S.nslots + 1, sizeof(double));
     S.window = window_of(L, S.nslots);
     L->sum->in_flight = S.window;
+    taper_init(&S.taper, L->commits, S.window);
     L->sum->slots = S.nslots;
     int rc = -1;
     if (L->resumed) {
@@ -659,7 +624,7 @@ int loop_steady(Loop *L, EvoErr *err)
             pthread_mutex_unlock(&S.lock);
         }
         double q2 = now_ms();
-        rate_sample(&S);
+        taper_sample(&S.taper, now_ms(), L->commits);
         /* deadline_near before each wave: a run that may propose again
          * near its limit tops the flights up to what it can still judge,
          * not to the window */
@@ -730,7 +695,7 @@ closing:
     if (S.draining)
         L->sum->interrupted = 1;
     L->sum->dropped = S.dropped;
-    L->sum->held_s = S.held_ms / 1000.0;
+    L->sum->held_s = S.taper.held_ms / 1000.0;
     slots_summary(&S, L->sum);
 out:
     graves_sweep(&S, 1);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 
 #include "search/loop.h"
+#include "search/taper.h"
 
 #define F_QUEUED_A 0   /* submitted; waits for its benchmark unit and a free GPU */
 #define F_RUNNING  1   /* on a GPU */
@@ -62,12 +63,7 @@ typedef struct Steady {
     int             nwaves;
     int64_t         first_wave, next_wave;
     int             window, proposing, exhausted;
-    /* the commit rate of the last seconds (steady.c, deadline_near): at
-     * most once a RATE_STEP_MS, the time and L->commits, in a ring */
-    double          rate_t[16];
-    int             rate_c[16];
-    int             rate_i, rate_n;
-    double          held_ms;   /* the time left when deadline_near first held a wave back (0: never) */
+    Taper           taper;     /* when a time-limited run stops proposing */
     int             dropped;   /* children dropped unjudged at the limit or a stop */
     pthread_t      *tids;
 } Steady;
