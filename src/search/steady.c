@@ -536,6 +536,26 @@ static int deadline_near(Steady *S)
     return taper_hold(&S->taper, L->cfg->time_limit_s * 1000.0 - (now_ms() - L->t0), inflight(S));
 }
 
+/* Fill the window: first the children a kill cut from resumed waves,
+ * then new waves. deadline_near is asked before each wave: a run that may
+ * propose again near its limit tops the flights up to what it can still
+ * judge, not to the window. 0 or -1. */
+static int propose_more(Steady *S, EvoErr *err)
+{
+    const Loop *L = S->L;
+    taper_sample(&S->taper, now_ms(), L->commits);
+    for (int i = 0; i < S->nwaves && !S->draining && inflight(S) < S->window && !deadline_near(S); i++)
+        if (S->waves[i].refill > 0 && propose_wave(S, &S->waves[i], err))
+            return -1;
+    while (!S->draining && S->proposing && inflight(S) < S->window && !deadline_near(S)) {
+        if (propose_wave(S, NULL, err))
+            return -1;
+        if (L->cfg->stop && *L->cfg->stop)
+            break;
+    }
+    return 0;
+}
+
 /* Anything on a GPU or waiting for one that the drain lets finish? */
 static int busy(Steady *S)
 {
@@ -624,19 +644,8 @@ int loop_steady(Loop *L, EvoErr *err)
             pthread_mutex_unlock(&S.lock);
         }
         double q2 = now_ms();
-        taper_sample(&S.taper, now_ms(), L->commits);
-        /* deadline_near before each wave: a run that may propose again
-         * near its limit tops the flights up to what it can still judge,
-         * not to the window */
-        for (int i = 0; i < S.nwaves && !S.draining && inflight(&S) < S.window && !deadline_near(&S); i++)
-            if (S.waves[i].refill > 0 && propose_wave(&S, &S.waves[i], err))
-                goto out_threads;
-        while (!S.draining && S.proposing && inflight(&S) < S.window && !deadline_near(&S)) {
-            if (propose_wave(&S, NULL, err))
-                goto out_threads;
-            if (L->cfg->stop && *L->cfg->stop)
-                break;
-        }
+        if (propose_more(&S, err))
+            goto out_threads;
         t_p += now_ms() - q2;
         if (!S.draining && take_llm(&S, 0, err))
             goto out_threads;
