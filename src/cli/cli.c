@@ -144,7 +144,7 @@ static const OptInfo options[] = {
     {"no-warm-start", no_argument, O_NO_WARM, BIT(CMD_RUN), NULL, "do not seed generation 0 with the best of earlier runs of the task on this device"},
     {"sync", no_argument, O_SYNC, BIT(CMD_RUN) | BIT(CMD_RESUME), NULL, "generation-synchronous mode: a barrier after each generation, the same children for the same seed (replay, exact reproduction); default: steady state"},
     {"in-flight", required_argument, O_IN_FLIGHT, BIT(CMD_RUN) | BIT(CMD_RESUME), "N", "steady state: children kept in flight (default 2 x compile threads + 4 x GPUs)"},
-    {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h; 0: no limit); the run is marked time_limit"},
+    {"time-limit", required_argument, O_TIME_LIMIT, BIT(CMD_RUN) | BIT(CMD_RESUME), "T", "stop after T seconds (suffix s, m or h; 0: no limit); the run is marked time_limit; near the end the children in flight taper off to what can still be judged"},
     {"revert-threshold", required_argument, O_REVERT, BIT(CMD_RUN) | BIT(CMD_BENCH), "F", "revert a child more than F slower than its parent (default 0.02)"},
     {"jobs", required_argument, O_JOBS, C_EVAL, "N", "compile threads (default: one per core)"},
     {"seeds", required_argument, O_SEEDS, C_EVAL & ~BIT(CMD_RESUME), "N", "input seeds for the correctness gate (default 3, at least 3)"},
