@@ -8,9 +8,9 @@
 # nvidia-smi samples each GPU's utilisation and /proc/stat the cores. It
 # prints, per run: candidates a minute, each GPU's busy share, the cores
 # busy (of how many: the run's mean, and the median of its seconds, which
-# leaves out the start and the end), the best latency reached, and the
-# ratios against one GPU; OUTDIR/scale.md and OUTDIR/scale.json hold the
-# same.
+# leaves out the start and the end), the best latency reached, the
+# children dropped unjudged at the time limit, and the ratios against one
+# GPU; OUTDIR/scale.md and OUTDIR/scale.json hold the same.
 #
 # Usage (repository root): bench/scale.sh [OUTDIR] [--time-limit S]
 #        [--shapes "seed s2048"] [--modes "1 all mpi"] [--sync] [--sim]

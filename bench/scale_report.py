@@ -152,6 +152,9 @@ def runs(outdir, cores):
             else s.get("nvrtc_units_per_candidate"),
             "cpu_s_per_candidate": cpu_per_candidate(s, mode, cores_busy, wall), "compile_busy": s.get("compile_busy"),
             "in_flight": s.get("in_flight"),
+            # the children left unjudged at the limit, and when the flights
+            # began to taper off (None from a binary before the taper)
+            "dropped": s.get("dropped"), "held_s": s.get("held_s"),
             # rank 0 compiles nothing under MPI: its summary cannot tell what bounded the run
             "bound": None if mode == "mpi" else s.get("bound"),
         })
@@ -209,19 +212,19 @@ def main():
         print()
         return 0
     print("| run | mode | GPUs | candidates / min | vs 1 GPU | GPU busy | cores busy | best us | NVRTC units / cand"
-          " | CPU-s / cand | the cores' cap / min | bound | exit |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          " | CPU-s / cand | the cores' cap / min | bound | dropped at the limit | exit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         busy = " ".join("{:.0%}".format(b) for b in r["gpu_busy"]) or "-"
         med = r["cores_busy_median"]
         cores = "-" if r["cores_busy"] is None else "{:.1f} of {}{}".format(
             r["cores_busy"], r["cores"], "" if med is None else " ({:.1f} in the median second)".format(med))
-        print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+        print("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
             r["shape"], r["mode"] + (" sync" if r["sync"] else ""), fmt(r["slots"], "{}"),
             fmt(r["candidates_per_min"], "{:.1f}"), fmt(r["ratio_vs_1gpu"], "{:.2f}x"), busy, cores,
             fmt(r["best_latency_us"], "{:.2f}"), fmt(r["nvrtc_units_per_candidate"], "{:.2f}"),
             fmt(r["cpu_s_per_candidate"], "{:.2f}"), fmt(r["core_cap_per_min"], "{:.0f}"),
-            fmt(r["bound"], "{}"), fmt(r["exit"], "{}")))
+            fmt(r["bound"], "{}"), fmt(r["dropped"], "{}"), fmt(r["exit"], "{}")))
     if any(r["mode"] == "mpi" for r in rows):
         print("mpi rows: CPU-s / cand is the machine's busy cores over the wall time (rank 0 sees only itself);"
               " NVRTC units / cand are the agents', as their replies report them.")

@@ -32,14 +32,14 @@ else bad "tail_sched.py --check: exit $rc: $(head -3 "$tmp/out")"; fi
 # row's CPU-s a candidate from the machine's cores (rank 0 sees only its
 # own process), its NVRTC units the agents' (seed-mpi), or unknown where
 # rank 0 reported 0 (an older rank 0 counted only its own: s2048-mpi)
-mkrun() {  # NAME CANDS_PER_MIN EVALUATED CPU_S UNITS  (32 cores, 16 busy, 60 s; bound: compile)
+mkrun() {  # NAME CANDS_PER_MIN EVALUATED CPU_S UNITS [DROPPED]  (32 cores, 16 busy, 60 s; bound: compile)
     mkdir -p "$tmp/sc/$1"
     echo "0 100 160 1000 2000 2000 4000" >"$tmp/sc/$1/times.txt"
     printf '0, 50\n1, 40\n' >"$tmp/sc/$1/gpu.csv"
-    echo "{\"event\": \"summary\", \"candidates_per_min\": $2, \"evaluated\": $3, \"cpu_s_per_candidate\": $4, \"nvrtc_units_per_candidate\": $5, \"slots\": 2, \"bound\": \"compile\"}" >"$tmp/sc/$1/out.jsonl"
+    echo "{\"event\": \"summary\", \"candidates_per_min\": $2, \"evaluated\": $3, \"cpu_s_per_candidate\": $4, \"nvrtc_units_per_candidate\": $5, \"slots\": 2, \"bound\": \"compile\"${6:+, \"dropped\": $6, \"held_s\": 1.5}}" >"$tmp/sc/$1/out.jsonl"
 }
 mkrun seed-1 1000 1000 0.8 1.5
-mkrun seed-all 1800 1800 0.8 1.5
+mkrun seed-all 1800 1800 0.8 1.5 3
 # seed-all's seconds: 4, 30, 31, 30 and 2 cores busy of 32: median 30
 printf '0 0\n4 32\n34 64\n65 96\n95 128\n97 160\n' >"$tmp/sc/seed-all/cpu.txt"
 mkrun seed-mpi 1600 1600 0.02 1.4
@@ -62,8 +62,10 @@ assert abs(rows["seed-1"]["core_cap_per_min"] - 32 * 60 / 0.8) < 1e-9, rows["see
 assert abs(rows["seed-mpi"]["core_cap_per_min"] - 1600 * 32 / 16.0) < 1e-9, rows["seed-mpi"]
 assert rows["seed-all"]["bound"] == "compile" and rows["seed-mpi"]["bound"] is None, rows
 assert rows["s2048-mpi"]["exit"] == 8 and rows["seed-mpi"]["exit"] == 0, rows["s2048-mpi"]
+assert rows["seed-all"]["dropped"] == 3 and rows["seed-all"]["held_s"] == 1.5, rows["seed-all"]
+assert rows["seed-1"]["dropped"] is None, rows["seed-1"]   # a summary from before the taper
 PYEOF
-then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores, the median second's cores, the cores' cap, the bound, a failed MPI run's exit"
+then ok "scale_report.py: ratios, MPI CPU-s from the machine's cores, the median second's cores, the cores' cap, the bound, a failed MPI run's exit, the children dropped at the limit"
 else bad "scale_report.py: $(head -3 "$tmp/err")"; fi
 # the same rule as scale.sh asks it of one run's output
 if [ "$("$PY" "$ROOT/bench/scale_report.py" --error-exit "$tmp/sc/s2048-mpi/out.jsonl")" = 8 ] &&
