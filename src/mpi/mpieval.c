@@ -197,8 +197,9 @@ static int fetch_text(MpiEval *m, int a, Child *kid, EvoErr *err)
 static int take_slow(MpiEval *m, int a, json_t *reply, Child *kid, int rc, EvoErr *err)
 {
     json_t *res = rc != EVAL_RETRY ? json_object_get(reply, "res") : NULL;
-    const char *t = json_string_value(json_object_get(res, "text"));
-    char *sent = t ? xstrdup(t) : NULL;   /* settled below, not copied blindly */
+    /* the text is settled below, not copied blindly by take(): held out of res */
+    json_t *text = json_incref(json_object_get(res, "text"));
+    const char *sent = json_string_value(text);
     json_object_del(res, "text");
     rc = take(reply, kid, rc, err);
     MChild *mc = kid->priv;
@@ -208,7 +209,7 @@ static int take_slow(MpiEval *m, int a, json_t *reply, Child *kid, int rc, EvoEr
         if (mpitext_settle(&mc->txt, kid, sent))
             rc = fetch_text(m, a, kid, err);
     }
-    free(sent);
+    json_decref(text);
     return rc;
 }
 

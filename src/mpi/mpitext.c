@@ -25,6 +25,14 @@ void mpitext_render(MpiText *t, MpiRenderFn fn, void *ctx, const Child *c, doubl
         *ms = time_now_ms() - t0;
 }
 
+/* text (borrowed), whose sha256 is hex, becomes c's source. */
+static void hold_copy(MpiText *t, Child *c, const char *text, const char hex[65])
+{
+    free(c->source_text);
+    c->source_text = xstrdup(text);
+    memcpy(t->held, hex, sizeof(t->held));
+}
+
 int mpitext_settle(MpiText *t, Child *c, const char *sent)
 {
     const char *want = c->rec.source_hash;
@@ -34,9 +42,7 @@ int mpitext_settle(MpiText *t, Child *c, const char *sent)
         char hex[65];
         sha256_hex(sent, strlen(sent), hex);
         if (strcmp(hex, want) == 0) {
-            free(c->source_text);
-            c->source_text = xstrdup(sent);
-            memcpy(t->held, hex, sizeof(t->held));
+            hold_copy(t, c, sent, hex);
             return 0;
         }
     }
@@ -63,9 +69,7 @@ int mpitext_take(MpiText *t, Child *c, const char *text, int rank, EvoErr *err)
     if (strcmp(hex, want) != 0)
         return err_set(err, "MPI rank %d: the source text it sent for %s has sha256 %s, not %s as its record says",
                        rank, c->params_key ? c->params_key : "a child", hex, want);
-    free(c->source_text);
-    c->source_text = xstrdup(text);
-    memcpy(t->held, hex, sizeof(t->held));
+    hold_copy(t, c, text, hex);
     return 0;
 }
 
