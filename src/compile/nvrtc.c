@@ -102,6 +102,15 @@ void nvrtc_stats(NvrtcStats *out)
     out->remote_cpu_s = (double)atomic_load(&g_remote_cpu_us) / 1e6;
 }
 
+void nvrtc_stats_add(NvrtcStats *acc, const NvrtcStats *x, int sign)
+{
+    acc->compiles += sign * x->compiles;
+    acc->cache_hits += sign * x->cache_hits;
+    acc->cpu_s += sign * x->cpu_s;
+    acc->wall_s += sign * x->wall_s;
+    acc->remote_cpu_s += sign * x->remote_cpu_s;
+}
+
 void nvrtc_set_cache_dir(const char *dir)
 {
     char *copy = dir && dir[0] ? xstrdup(dir) : NULL;

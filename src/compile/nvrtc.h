@@ -121,6 +121,9 @@ typedef struct NvrtcStats {
     double remote_cpu_s;   /* of cpu_s, in helper processes (not in this process's CPU time) */
 } NvrtcStats;
 void nvrtc_stats(NvrtcStats *out);
+/* acc += sign * x, field by field (sign 1: a sum, as of other processes'
+ * figures; -1: a difference, as since a snapshot). */
+void nvrtc_stats_add(NvrtcStats *acc, const NvrtcStats *x, int sign);
 /* Count compilations made elsewhere for this process (a helper process,
  * compile/cserver.h) whose results this process then loaded from the
  * cache: compiles more, as many cache hits less, their CPU and wall ms. */

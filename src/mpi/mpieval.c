@@ -443,12 +443,8 @@ static void me_pipe_stats(void *ctx, EvalPipeStats *out)
     MpiEval *m = ctx;
     pthread_mutex_lock(&m->lock);
     out->taken_over = m->taken_over;
-    for (int a = 0; a < m->nag; a++) {
-        out->agents.compiles += m->ag[a].nv.compiles;
-        out->agents.cache_hits += m->ag[a].nv.cache_hits;
-        out->agents.cpu_s += m->ag[a].nv.cpu_s;
-        out->agents.wall_s += m->ag[a].nv.wall_s;
-    }
+    for (int a = 0; a < m->nag; a++)
+        nvrtc_stats_add(&out->agents, &m->ag[a].nv, 1);
     pthread_mutex_unlock(&m->lock);
 }
 

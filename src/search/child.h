@@ -126,8 +126,7 @@ typedef struct EvalPipeStats {
     double compile_busy_s;      /* their busy seconds since the evaluator opened */
     long   units_now, units_next, units_spec, units_cancelled;
     long   taken_over;          /* children judged by another agent than their home (MPI) */
-    NvrtcStats agents;          /* the MPI agents' NVRTC figures (compiles, cache hits, CPU and wall
-                                 * s; not remote_cpu_s): in no figure of this process */
+    NvrtcStats agents;          /* the MPI agents' NVRTC figures, summed: in no figure of this process */
 } EvalPipeStats;
 
 /* Evaluate one child completely on slot kid->gpu, with no parent: both

@@ -88,10 +88,7 @@ static void pipe_figures(Loop *L, double cpu0, const NvrtcStats *nv0, const Eval
     nvrtc_stats(&nv);
     /* this process's CPU and its compile helpers' */
     s->cpu_s = (process_cpu_ms() - cpu0) / 1000.0 + nv.remote_cpu_s - nv0->remote_cpu_s;
-    s->nvrtc_cpu_s = nv.cpu_s - nv0->cpu_s;
-    s->nvrtc_wall_s = nv.wall_s - nv0->wall_s;
-    s->nvrtc_units = nv.compiles - nv0->compiles;
-    s->cache_hits = nv.cache_hits - nv0->cache_hits;
+    nvrtc_stats_add(&nv, nv0, -1);   /* the run's */
     if (!s->slots)
         s->slots = L->ev->slots ? L->ev->slots(L->ev_ctx) : 1;
     if (L->ev->pipe_stats) {
@@ -106,11 +103,13 @@ static void pipe_figures(Loop *L, double cpu0, const NvrtcStats *nv0, const Eval
         s->pipe.units_cancelled = p.units_cancelled - ps0->units_cancelled;
         s->pipe.taken_over = p.taken_over - ps0->taken_over;
         /* MPI: the agents compile; their units count as the run's */
-        s->nvrtc_units += p.agents.compiles - ps0->agents.compiles;
-        s->cache_hits += p.agents.cache_hits - ps0->agents.cache_hits;
-        s->nvrtc_cpu_s += p.agents.cpu_s - ps0->agents.cpu_s;
-        s->nvrtc_wall_s += p.agents.wall_s - ps0->agents.wall_s;
+        nvrtc_stats_add(&nv, &p.agents, 1);
+        nvrtc_stats_add(&nv, &ps0->agents, -1);
     }
+    s->nvrtc_cpu_s = nv.cpu_s;
+    s->nvrtc_wall_s = nv.wall_s;
+    s->nvrtc_units = nv.compiles;
+    s->cache_hits = nv.cache_hits;
 }
 
 /* Evaluate and commit the baseline, or reload it on resume. */
