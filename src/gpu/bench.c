@@ -356,6 +356,8 @@ static int timer_open(Timer *t, CudaCtx *c, int cold, int hold)
     t->c = c;
     if (hold)
         timer_hold_open(t);
+    /* the end event spins while waited for, whatever the wait mode: the
+     * next sample is queued the moment one ends (cuda_api.h, CudaWait) */
     if ((t->cu = api->cuEventCreate(&t->e0, CU_EVENT_DEFAULT)) != CUDA_SUCCESS ||
         (t->cu = api->cuEventCreate(&t->e1, CU_EVENT_DEFAULT)) != CUDA_SUCCESS)
         return cuda_check(api, t->cu, "cuEventCreate", &t->err);

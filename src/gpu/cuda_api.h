@@ -145,9 +145,14 @@ int cuda_query_device(CudaApi *api, int ordinal, DeviceInfo *out, EvoErr *err);
 /* ---- context --------------------------------------------------------- */
 
 /* How a thread waits for the GPU (EVOENG_GPU_WAIT):
- *  - block (the default): every wait sleeps until the GPU signals; the
- *    core goes to the compile helpers, which run SCHED_IDLE, so the woken
- *    thread gets it back at once;
+ *  - block (the default): the context's waits (stream and context
+ *    synchronisation: the gate, loads, copies) sleep until the GPU
+ *    signals; the core goes to the compile helpers, which run SCHED_IDLE,
+ *    so the woken thread gets it back at once. A timing sample's end
+ *    event spins (cuEventSynchronize on an event without
+ *    CU_EVENT_BLOCKING_SYNC): blocking there made an A/B 3 ms slower on
+ *    one H200 and 7-10 ms on four, and a run 13-15% slower
+ *    (docs/results/2026-11-28c-pipeline.md);
  *  - spin: the driver's default, a core spins through every wait;
  *  - sleep: waits block, but a timing sample is slept through for most of
  *    its expected length and its end polled.
