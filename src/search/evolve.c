@@ -86,9 +86,9 @@ static void pipe_figures(Loop *L, double cpu0, const NvrtcStats *nv0, const Eval
     EvolveSummary *s = L->sum;
     NvrtcStats nv;
     nvrtc_stats(&nv);
-    /* this process's CPU and its compile helpers' */
-    s->cpu_s = (process_cpu_ms() - cpu0) / 1000.0 + nv.remote_cpu_s - nv0->remote_cpu_s;
     nvrtc_stats_add(&nv, nv0, -1);   /* the run's */
+    /* this process's CPU and its compile helpers' */
+    s->cpu_s = (process_cpu_ms() - cpu0) / 1000.0 + nv.remote_cpu_s;
     if (!s->slots)
         s->slots = L->ev->slots ? L->ev->slots(L->ev_ctx) : 1;
     if (L->ev->pipe_stats) {
