@@ -7,7 +7,11 @@
 # watchdog: 20 x the baseline's gate time, at least 2 s; 9.75 s on a worker
 # just respawned, which rebuilds its inputs first: the 10 s ceiling less
 # 250 ms for the kill and reap), kills and respawns the
-# worker each time, goes on and completes with the others ok. Then `check --gpu` of HANG=1, which
+# worker each time, goes on and completes with the others ok. The run is
+# held to one GPU (--gpus 1): on two, the quick children finish on one
+# worker while the other waits out a hang, every hang is recorded after
+# them, and no candidate is left to show a respawned worker judging on.
+# Then `check --gpu` of HANG=1, which
 # has no parent: the default ceiling (10 s: a 9750 ms wait), and
 # EVOENG_WATCHDOG_S=3 (2750 ms).
 # Prints each time to verdict. Exits 77 without a GPU.
@@ -21,7 +25,7 @@ db=$tmp/p.db
 
 t0=$(date +%s)
 expect 0 "an exhaustive run with three hung children completes" -- "$EVOENG" run --task "$T" --strategy exhaustive \
-    --population 1 --children 2 --db "$db" --quiet
+    --population 1 --children 2 --gpus 1 --db "$db" --quiet
 echo "run: $(( $(date +%s) - t0 )) s wall"
 python3 - "$db" <<'PY' >"$tmp/verdicts" 2>&1; rc=$?
 import re, sqlite3, sys
