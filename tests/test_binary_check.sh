@@ -17,9 +17,9 @@ grep_out out "valid after constraints" "check prints the space before and after 
 grep_out out "configurations, [0-9][0-9]* valid after constraints" "check counts the attention task's valid space exactly (enumerated, no 'about')"
 grep_out out "(default)" "check prints the compile table with the default"
 expect 0 "check the WGMMA path of the attention template (NVRTC target sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WGMMA=1,BLOCK_N=64 --sample 0
-grep_out out "WGMMA=1,WS=0,CONSUMERS=2,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0  (--params)" "check compiles the --params configuration"
+grep_out out "WGMMA=1,WS=0,CONSUMERS=2,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0,OTMA=0  (--params)" "check compiles the --params configuration"
 expect 0 "check the warp-specialised path (WS=1, TMA tensor maps, sm_90a)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2 --sample 0
-grep_out out "WS=1,CONSUMERS=3,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0  (--params)" "check compiles the WS configuration"
+grep_out out "WS=1,CONSUMERS=3,REGSPLIT=1,PINGPONG=0,PERSIST=0,LOADS=0,LAZY=0,TAIL=0,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0,OTMA=0  (--params)" "check compiles the WS configuration"
 # LOADS=1: the WS producer loads with cp.async (all 128 producer threads) in
 # place of TMA; check compiles every (D, CAUSAL) unit of the task's shapes
 # and fails on any spill (the task allows 0), the producer's 24 or 32
@@ -28,7 +28,7 @@ for p in WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGES=2,OVERLAP=1,LOADS=1 \
          WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1 \
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=1,OVERLAP=1,LOADS=1; do
     expect 0 "check the WS path with cp.async loads ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "LOADS=1,LAZY=0,TAIL=0,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0  (--params)" "check compiles the LOADS=1 configuration"
+    grep_out out "LOADS=1,LAZY=0,TAIL=0,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0,OTMA=0  (--params)" "check compiles the LOADS=1 configuration"
 done
 # O_STAGE on the WS path: 1 (the default) stores 16 bytes a lane after a
 # quad transpose of the accumulator pairs, 0 the 4-byte fragment stores;
@@ -45,7 +45,7 @@ for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LA
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=2,OVERLAP=1,LAZY=1 \
          WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,BLOCK_N=64,STAGES=1,LAZY=1; do
     expect 0 "check the WS path's lazy rescale ($p)" -- "$EVOENG" check "$EVO_SOURCE_ROOT/templates/attention/task.json" --arch sm_90 --params "$p" --sample 0
-    grep_out out "LAZY=1,TAIL=0,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0  (--params)" "check compiles the WS configuration with LAZY=1"
+    grep_out out "LAZY=1,TAIL=0,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0,OTMA=0  (--params)" "check compiles the WS configuration with LAZY=1"
 done
 # TAIL (the persistent scheduler's last wave as items of all consumer
 # warpgroups but one): in the search since its gate and A/Bs ran on an H100
@@ -61,7 +61,7 @@ for p in WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=3,PERSIST=1,LAZY=1,TAIL
          WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=64,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1,TAIL=1 \
          WS=1,CONSUMERS=2,BLOCK_M=128,REGSPLIT=0,STAGES=2,PERSIST=1,O_STAGE=0,TAIL=1; do
     expect 0 "check the WS path's tail items ($p)" -- "$EVOENG" check "$TT" --arch sm_90 --params "$p" --sample 0
-    grep_out out "TAIL=1,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0  (--params)" "check compiles the WS configuration with TAIL=1"
+    grep_out out "TAIL=1,LSUM=0,DESCADD=0,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0,OTMA=0  (--params)" "check compiles the WS configuration with TAIL=1"
 done
 expect 1 "TAIL without PERSIST is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2,TAIL=1 --sample 0
 grep_out err "TAIL cuts the persistent scheduler" "the constraint that fails is named"
@@ -75,10 +75,10 @@ for p in WS=1,CONSUMERS=3,BLOCK_M=192,BLOCK_N=128,STAGES=3,PERSIST=1,LAZY=1,TAIL
          WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,PINGPONG=1,PERSIST=1,LOADS=1,LSUM=1,DESCADD=0 \
          WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,BLOCK_N=64,STAGES=1,O_STAGE=0,LSUM=1,DESCADD=1; do
     expect 0 "check the WS path's tensor-core row sums ($p)" -- "$EVOENG" check "$TT" --arch sm_90 --params "$p" --sample 0
-    grep_out out "LSUM=1,DESCADD=${p##*DESCADD=},PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0  (--params)" "check compiles the WS configuration with LSUM=1"
+    grep_out out "LSUM=1,DESCADD=${p##*DESCADD=},PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0,OTMA=0  (--params)" "check compiles the WS configuration with LSUM=1"
 done
 expect 0 "check the WGMMA path with DESCADD=1" -- "$EVOENG" check "$TT" --arch sm_90 --params WGMMA=1,DESCADD=1 --sample 0
-grep_out out "LSUM=0,DESCADD=1,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0  (--params)" "check compiles the WGMMA configuration with DESCADD=1"
+grep_out out "LSUM=0,DESCADD=1,PVSPLIT=0,EARLY=0,STAGGER=0,MAXSKIP=0,PACKGQA=0,OTMA=0  (--params)" "check compiles the WGMMA configuration with DESCADD=1"
 # PVSPLIT (P V in 2 or 4 chunks, each issued once its exponentials are
 # packed) and EARLY (the full-barrier waits under the wgmma before them):
 # the loop without the overlap, where registers are to spare; they compile
@@ -89,7 +89,7 @@ for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=3,PERSIST=1,LAZY=1,TAIL=1,PVSPLIT=2
          WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,PERSIST=1,LOADS=1,LSUM=1,PVSPLIT=1,EARLY=0 \
          WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,BLOCK_N=64,STAGES=1,O_STAGE=0,PVSPLIT=0,EARLY=1; do
     expect 0 "check the WS path's chunked P V and early waits ($p)" -- "$EVOENG" check "$TT" --arch sm_90 --params "$p" --sample 0
-    grep_out out "PVSPLIT=$(echo "$p" | sed 's/.*PVSPLIT=\([0-9]\).*/\1/'),EARLY=${p##*EARLY=},STAGGER=0,MAXSKIP=0,PACKGQA=0  (--params)" "check compiles the WS configuration with PVSPLIT / EARLY"
+    grep_out out "PVSPLIT=$(echo "$p" | sed 's/.*PVSPLIT=\([0-9]\).*/\1/'),EARLY=${p##*EARLY=},STAGGER=0,MAXSKIP=0,PACKGQA=0,OTMA=0  (--params)" "check compiles the WS configuration with PVSPLIT / EARLY"
 done
 expect 1 "EARLY at 3 consumers is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2,PERSIST=1,EARLY=1 --sample 0
 grep_out err "at 160 (3 consumers) or 168 (2 without REGSPLIT) they spill" "the constraint that fails is named"
@@ -103,12 +103,27 @@ expect 1 "EARLY off the WS path is refused by the constraints" -- "$EVOENG" chec
 for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,PERSIST=1,PVSPLIT=2,EARLY=1,STAGGER=1 \
          WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=3,DESCADD=1,LOADS=1,LSUM=1,STAGGER=1; do
     expect 0 "check the WS path's staggered start ($p)" -- "$EVOENG" check "$TT" --arch sm_90 --params "$p" --sample 0
-    grep_out out "STAGGER=1,MAXSKIP=0,PACKGQA=0  (--params)" "check compiles the WS configuration with STAGGER=1"
+    grep_out out "STAGGER=1,MAXSKIP=0,PACKGQA=0,OTMA=0  (--params)" "check compiles the WS configuration with STAGGER=1"
 done
 expect 1 "STAGGER at 3 consumers is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=3,BLOCK_M=192,STAGES=2,PERSIST=1,STAGGER=1 --sample 0
 grep_out err "at 3 consumers (160 registers) it spills" "the constraint that fails is named"
 expect 1 "STAGGER with the overlap is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,OVERLAP=1,STAGGER=1 --sample 0
 expect 1 "STAGGER at 1 consumer is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=1,BLOCK_M=64,REGSPLIT=0,STAGGER=1 --sample 0
+# OTMA (each consumer warp's 16 rows of O by one TMA store a 64-column
+# box, through the Q tile's shared memory): 1 and 2 consumers, D=64 and
+# D=128 (two boxes), TMA and cp.async loads, compile without a spill and
+# take the launch entry with the fourth tensor map; the constraints refuse
+# it off the WS path, with PERSIST (the next tile's Q reuses that memory)
+# and with O_STAGE=0
+for p in WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=1,REGSPLIT=0,STAGGER=1,OTMA=1 \
+         WS=1,CONSUMERS=1,BLOCK_M=64,STAGES=2,REGSPLIT=0,LOADS=1,PVSPLIT=2,EARLY=1,OTMA=1; do
+    expect 0 "check the WS path's TMA store of O ($p)" -- "$EVOENG" check "$TT" --arch sm_90 --params "$p" --sample 0
+    grep_out out "PACKGQA=0,OTMA=1  (--params)" "check compiles the WS configuration with OTMA=1"
+done
+expect 1 "OTMA off the WS path is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params OTMA=1 --sample 0
+grep_out err "OTMA's TMA store of O is the warp-specialised path's epilogue" "the constraint that fails is named"
+expect 1 "OTMA with PERSIST is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,PERSIST=1,OTMA=1 --sample 0
+expect 1 "OTMA with O_STAGE=0 is refused by the constraints" -- "$EVOENG" check "$TT" --arch sm_90 --params WS=1,CONSUMERS=2,BLOCK_M=128,STAGES=2,O_STAGE=0,OTMA=1 --sample 0
 # compile.max_stack_bytes: a kernel that keeps an array in local memory
 # (tests/data/kernels/stack.cu, the scale task's entries) is refused by the
 # static gate with its stack size and the limit named; the task's own

@@ -154,6 +154,11 @@
  *                K/V tile is loaded once for the whole group instead of
  *                once per query head, and the M tile is not mostly
  *                padding; 0: one query head a CTA (grid.y = B*H)
+ *   OTMA         (WS path without PERSIST) 1: each consumer warp writes
+ *                its 16 rows of O into the Q tile's shared memory (Q is in
+ *                registers by then) and stores them with one TMA store a
+ *                64-column box (the tensor map tmO, one more argument);
+ *                0: O_STAGE's stores from registers
  *   WS, CONSUMERS, REGSPLIT, PINGPONG, PERSIST, LOADS, LAZY, TAIL, LSUM, PVSPLIT, EARLY, STAGGER, MAXSKIP: the warp-specialised path
  *                (see its section); the other knobs keep their defaults there.
  *
@@ -260,6 +265,9 @@
 #endif
 #ifndef PACKGQA
 #define PACKGQA 0
+#endif
+#ifndef OTMA
+#define OTMA 0
 #endif
 
 #define ATT_WARPS ((WSCALE && D > 64) ? WARPS * D / 64 : WARPS)

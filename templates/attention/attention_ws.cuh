@@ -99,7 +99,11 @@ extern "C" __global__ void __launch_bounds__(WS_THREADS, 1)
 attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap tmK,
             const __grid_constant__ AttTmap tmV, att_u16 *__restrict__ O, int S, int BH, float scale,
             const att_u16 *__restrict__ Q, const att_u16 *__restrict__ K, const att_u16 *__restrict__ V,
-            int SQ, int G)
+            int SQ, int G
+#if OTMA
+            , const __grid_constant__ AttTmap tmO
+#endif
+            )
 {
 #if ATT_WSP
     extern __shared__ __align__(128) unsigned char att_smem[];
@@ -740,7 +744,21 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #else
         const bool mine = row < M;
 #endif
-#if O_STAGE
+#if OTMA
+        /* into the warp's 16 rows of the Q tile (the same swizzled layout;
+         * only this warp read those rows, long before), for the TMA store
+         * below; every row, the ones past M too: the store clips them */
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+        {
+            const int rr = wrow + g + 8 * r;
+#pragma unroll
+            for (int dt = 0; dt < D / 8; ++dt)
+                asm volatile("st.shared.u32 [%0], %1;\n"
+                             :: "r"(sQ + (dt >> 3) * BLOCK_M * 128 + rr * 128 + ((((dt & 7) ^ (rr & 7))) << 4) + t4 * 4),
+                                "r"(att_pack(acc[dt * 4 + 2 * r] * inv, acc[dt * 4 + 2 * r + 1] * inv)) : "memory");
+        }
+        (void)mine;
+#elif O_STAGE
         /* 16-byte stores: per group of four 8-column blocks, a 4x4 transpose
          * of the packed pairs across the quad (two shfl_xor butterflies; a
          * thread keeps the slots whose bit m matches its own) leaves thread
@@ -783,6 +801,23 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
         }
 #endif
     }
+#if OTMA
+    /* OTMA: one TMA store a 64-column box of the warp's 16 rows (rows past
+     * M clipped by the tensor map), issued by lane 0 once every lane's
+     * shared-memory writes are visible to the async proxy; the reads of
+     * shared memory complete before the CTA may exit */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncwarp();
+    if (lane == 0) {
+#pragma unroll
+        for (int c = 0; c < D / 64; ++c)
+            asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+                         :: "l"(&tmO), "r"(c * 64), "r"(m0 + wrow), "r"(bh), "r"(sQ + c * BLOCK_M * 128 + wrow * 128)
+                         : "memory");
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    }
+#endif
     g0 += nt;
     }   /* tiles */
 #endif
