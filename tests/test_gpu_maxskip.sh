@@ -15,22 +15,13 @@
 set -u
 E=${EVOENG:?}
 ROOT=${EVO_SOURCE_ROOT:?}
-PY=${PYTHON:-python3}
 n=${EVO_MAXSKIP_SAMPLE:-40}
 if ! "$E" --version 2>&1 | grep -q "^GPU 0:"; then echo "SKIP: no GPU"; exit 77; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp "$ROOT"/templates/attention/*.cu "$ROOT"/templates/attention/*.cuh "$ROOT"/templates/attention/task.json "$tmp"/
-"$PY" - "$tmp/task.json" <<'PYEOF' || { echo "FAIL: could not write the task copy"; exit 1; }
-import json, sys
-t = json.load(open(sys.argv[1]))
-t["params"]["MAXSKIP"].update(values=[3, 4], default=3)
-for k, v in (("WS", 1), ("LAZY", 1), ("BLOCK_M", 128)):   # a valid default under MAXSKIP's constraint
-    t["params"][k]["default"] = v
-t["compile"].update(max_spill_bytes=4096, max_stack_bytes=4096)
-json.dump(t, open(sys.argv[1], "w"), indent=1)
-PYEOF
+. "$ROOT/tests/lib_gate.sh"
+# a valid default under MAXSKIP's constraint: WS, LAZY, 128 rows
+GATE_SPILLS=1 gate_task_copy "$tmp" MAXSKIP 3,4 WS=1 LAZY=1 BLOCK_M=128 || exit 1
 "$E" check "$tmp/task.json" --gpu --sample "$n" --seed 13 >"$tmp/check.log" 2>&1
 rc=$?
-. "$ROOT/tests/lib_gate.sh"
 gate_verdict "$tmp/check.log" "$rc" $((n + 1)) "MAXSKIP 3/4 sample" || exit 1

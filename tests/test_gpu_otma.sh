@@ -11,21 +11,12 @@
 set -u
 E=${EVOENG:?}
 ROOT=${EVO_SOURCE_ROOT:?}
-PY=${PYTHON:-python3}
 n=${EVO_OTMA_SAMPLE:-40}
 if ! "$E" --version 2>&1 | grep -q "^GPU 0:"; then echo "SKIP: no GPU"; exit 77; fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cp "$ROOT"/templates/attention/*.cu "$ROOT"/templates/attention/*.cuh "$ROOT"/templates/attention/task.json "$tmp"/
-"$PY" - "$tmp/task.json" <<'PYEOF' || { echo "FAIL: could not write the task copy"; exit 1; }
-import json, sys
-t = json.load(open(sys.argv[1]))
-t["params"]["OTMA"].update(values=[1], default=1)
-for k, v in (("WS", 1), ("BLOCK_M", 128)):   # a valid default under OTMA's constraint
-    t["params"][k]["default"] = v
-json.dump(t, open(sys.argv[1], "w"), indent=1)
-PYEOF
 . "$ROOT/tests/lib_gate.sh"
+gate_task_copy "$tmp" OTMA 1 WS=1 BLOCK_M=128 || exit 1   # a valid default under OTMA's constraint
 "$E" check "$tmp/task.json" --gpu --sample "$n" --seed 21 >"$tmp/check.log" 2>&1
 rc=$?
 gate_verdict "$tmp/check.log" "$rc" $((n + 1)) "OTMA=1 sample" || exit 1
