@@ -60,7 +60,12 @@
 # winners where the constraint allows it (2 consumers, LAZY, no overlap, no
 # PVSPLIT): B4 H8 S2048 D64 (both), B8 H16 S512 D64, the seed shape (causal
 # with 128-key tiles, non-causal with 256), B4 H8 S2048 D128 (EARLY, no
-# PVSPLIT).  WS_REPEAT=N makes every A/B of a mode N independent ones
+# PVSPLIT).
+# (13) 'otma' (not part of 'all'): OTMA 1 (each consumer warp's rows of O
+# by one TMA store a 64-column box) against 0, where the constraint allows
+# it (no PERSIST, O_STAGE=1): the seed shape's winner (non-causal, causal,
+# and at B8 H16 S512 D64 and D128), and the causal seed configuration with
+# STAGES=2, EARLY and PVSPLIT=1.  WS_REPEAT=N makes every A/B of a mode N independent ones
 # (evoeng bench --repeat: the ratios, their median and spread).
 # Input profiles (issue 33): every A/B runs on the task's timing profiles,
 # interleaved (evoeng bench prints each profile's ratio under the worst
@@ -68,9 +73,9 @@
 # has one line per A/B: the shape, the knobs that differ (B's value ->
 # A's), the worst ratio and each profile's (the technique table per
 # profile). WS_PROFILE=NAME runs every A/B on that profile alone.
-# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|maxskip|all]
+# Usage: bench/ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|maxskip|otma|all]
 set -u
-out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|maxskip|all]}
+out=${1:?usage: ws_ab.sh OUTDIR [gate|compile|ab|knobs|ostage|lazy|tail|lsum|descadd|early|stagger|bn256|maxskip|otma|all]}
 what=${2:-all}
 mkdir -p "$out"
 E=${EVOENG:-build/src/evoeng}
@@ -276,6 +281,12 @@ if [ "$what" = maxskip ]; then
              "2:$(ws 2 256 2 0 1 0 1 0 1 1 0 0 1),STAGGER=1,MAXSKIP=0" "6:$(ws 2 128 2 0 0 0 0 0 1 1),STAGGER=1,MAXSKIP=0"
              ":$(ws 2 256 1 0 1 0 0 0 1 1),STAGGER=1,MAXSKIP=0" "4:$(ws 2 128 3 0 1 0 1 0 1 1 0 0 1),EARLY=1,MAXSKIP=0")
     for v in 1 2; do KR_TO=$v knob_rows maxskip.txt MAXSKIP "${ms_rows[@]}"; done
+fi
+if [ "$what" = otma ]; then
+    echo "=== OTMA 1 against 0 (the WS epilogue by TMA stores), where the constraint allows it"
+    knob_rows otma.txt OTMA ":$(ws 2 128 1 0 0),STAGGER=1,OTMA=0" "6:$(ws 2 128 1 0 0),STAGGER=1,OTMA=0" \
+        "2:$(ws 2 128 1 0 0),STAGGER=1,OTMA=0" "5:$(ws 2 128 1 0 0),STAGGER=1,OTMA=0" \
+        "6:$(ws 2 128 2 0 1 0 0 0 1 0 0 0 1),EARLY=1,PVSPLIT=1,STAGGER=1,OTMA=0"
 fi
 if [ "$what" = lazy ]; then
     echo "=== LAZY 1 against 0 inside the WS path, each shape's table winner"

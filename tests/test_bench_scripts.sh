@@ -183,11 +183,11 @@ echo "    profile normal        66.900 us, 504.1 TFLOP/s; A/B ratio 0.9630 (p10 
 echo "    profile large         88.900 us, 379.4 TFLOP/s; A/B ratio 1.2400 (p10 1.2380, p90 1.2420, against 71.690 us)"
 STUB
 chmod +x "$tmp/evo_ab"
-for m in ostage lazy tail lsum descadd stagger bn256 maxskip; do
+for m in ostage lazy tail lsum descadd stagger bn256 maxskip otma; do
     : >"$tmp/ab_$m.log"
     STUB_LOG="$tmp/ab_$m.log" EVOENG="$tmp/evo_ab" bash "$ROOT/bench/ws_ab.sh" "$tmp/ab_$m" "$m" >"$tmp/out" 2>&1
     rc=$?
-    want=$(case $m in ostage) echo O_STAGE;; lazy) echo LAZY;; tail) echo TAIL;; lsum) echo LSUM;; descadd) echo DESCADD;; stagger) echo STAGGER;; bn256) echo BLOCK_N;; maxskip) echo MAXSKIP;; esac)
+    want=$(case $m in ostage) echo O_STAGE;; lazy) echo LAZY;; tail) echo TAIL;; lsum) echo LSUM;; descadd) echo DESCADD;; stagger) echo STAGGER;; bn256) echo BLOCK_N;; maxskip) echo MAXSKIP;; otma) echo OTMA;; esac)
     bad_pairs=$("$PY" - "$tmp/ab_$m.log" "$want" <<'PYEOF'
 import sys
 bad, n = 0, 0
