@@ -314,7 +314,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
             const int ch = kk * 2 + (lane >> 4);
-            const att_u32 a = sQ + (ch >> 3) * BLOCK_M * 128 + r * 128 + (((ch & 7) ^ (r & 7)) << 4);
+            const att_u32 a = ws_swz(sQ, BLOCK_M, ch, r);
             att_ldsm4(a, qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
         }
     }
@@ -754,7 +754,7 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
 #pragma unroll
             for (int dt = 0; dt < D / 8; ++dt)
                 asm volatile("st.shared.u32 [%0], %1;\n"
-                             :: "r"(sQ + (dt >> 3) * BLOCK_M * 128 + rr * 128 + ((((dt & 7) ^ (rr & 7))) << 4) + t4 * 4),
+                             :: "r"(ws_swz(sQ, BLOCK_M, dt, rr) + t4 * 4),
                                 "r"(att_pack(acc[dt * 4 + 2 * r] * inv, acc[dt * 4 + 2 * r + 1] * inv)) : "memory");
         }
         (void)mine;

@@ -27,6 +27,15 @@ static __device__ __forceinline__ void ws_expect(att_u32 bar, att_u32 bytes)
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
 }
 
+/* The byte address of 16-byte chunk ch (columns 8 ch .. 8 ch + 7) of row r
+ * in a tile of ROWS rows at base, laid out as TMA's 128-byte swizzle puts
+ * it: 64-column sub-tiles of ROWS * 128 bytes one after another, row r of
+ * a sub-tile at r * 128, its chunks permuted by r % 8 */
+static __device__ __forceinline__ att_u32 ws_swz(att_u32 base, int rows, int ch, int r)
+{
+    return base + (ch >> 3) * rows * 128 + r * 128 + (((ch & 7) ^ (r & 7)) << 4);
+}
+
 /* rows [y, y + box) of head z, columns [x, x + 64), into the swizzled tile at dst */
 static __device__ __forceinline__ void ws_tma(att_u32 dst, const AttTmap *map, int x, int y, int z, att_u32 bar)
 {
