@@ -1,6 +1,7 @@
 /* Unit tests for task_space: the exact enumeration equals a brute-force
  * loop of task_check() over a small synthetic spec's whole raw space
- * (tests/data/space_task.json, two shapes), on the attention template it
+ * (tests/data/space_task.json, two shapes; tests/data/space_shapes.json,
+ * five that agree on some dims and not others), on the attention template it
  * finishes with every configuration valid and none twice, sampling draws
  * distinct valid configurations reproducibly, a tiny node budget and a
  * space too large to search (tests/data/space_large.json) give
@@ -137,6 +138,24 @@ static void test_brute_force(void)
         check_equals_brute_force(u, &dev, nb);
         task_free(&u);
     }
+}
+
+/* Each item is evaluated on one shape of each group that agrees on the
+ * dims it reads (through derived values too): tests/data/space_shapes.json
+ * finds 27 or more configurations where a dim read through a derived
+ * value is missed, 18 when none is; then the benchmark shape's N = 30
+ * regroups them (A = 1 only: 9). */
+static void test_shape_groups(void)
+{
+    DeviceInfo dev;
+    EvoErr err;
+    Task *t = load("tests/data/space_shapes.json", &dev);
+    if (!t)
+        return;
+    check_equals_brute_force(t, &dev, 18);
+    CHECK(task_set_dim(t, "N", 30, &err) == 0);
+    check_equals_brute_force(t, &dev, 9);
+    task_free(&t);
 }
 
 static void test_sample_small(void)
@@ -363,6 +382,7 @@ static void test_eval_error(void)
 int main(void)
 {
     RUN(test_brute_force);
+    RUN(test_shape_groups);
     RUN(test_sample_small);
     RUN(test_attention);
     RUN(test_near);

@@ -184,11 +184,12 @@ typedef struct TProbe TProbe;
  * d with tl_probe_derived before anything that reads it. Fresh; release
  * with tl_probe_close. */
 TProbe *tl_probe_open(const Task *t, const int64_t *vals, const DeviceInfo *dev);
-/* Evaluate derived value d on shape s and keep it; shape -1: evaluate it
- * once, on shape 0, and keep that value on every shape (for a value that
- * reads no dim, directly or through other derived values). Returns 0, or
- * -1 with err as task_check reports an evaluation error. */
+/* Evaluate derived value d on shape s and keep it. Returns 0, or -1 with
+ * err as task_check reports an evaluation error. */
 int tl_probe_derived(TProbe *p, int shape, int d, EvoErr *err);
+/* Keep on shape to the value derived value d holds on shape from (for a
+ * value that reads no dim in which the two shapes differ). */
+void tl_probe_derived_copy(TProbe *p, int from, int to, int d);
 /* Constraint c on shape s: 1 true, 0 false, -1 evaluation error (err). */
 int tl_probe_constraint(TProbe *p, int shape, int c, EvoErr *err);
 /* Mark what is known for tl_probe_excluded: params[i] and derived[d]

@@ -232,12 +232,13 @@ TProbe *tl_probe_open(const Task *t, const int64_t *vals, const DeviceInfo *dev)
 
 int tl_probe_derived(TProbe *p, int shape, int d, EvoErr *err)
 {
-    Env *env = &p->envs[shape < 0 ? 0 : shape];
-    if (eval_x(env, &env->t->derived[d].x, &env->dvals[d], err) < 0)
-        return -1;
-    for (int s = 1; shape < 0 && s < p->nshapes; s++)
-        p->envs[s].dvals[d] = env->dvals[d];
-    return 0;
+    Env *env = &p->envs[shape];
+    return eval_x(env, &env->t->derived[d].x, &env->dvals[d], err) < 0 ? -1 : 0;
+}
+
+void tl_probe_derived_copy(TProbe *p, int from, int to, int d)
+{
+    p->envs[to].dvals[d] = p->envs[from].dvals[d];
 }
 
 int tl_probe_constraint(TProbe *p, int shape, int c, EvoErr *err)

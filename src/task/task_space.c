@@ -21,8 +21,13 @@
  *     params but fails as soon as WS = 1 and WARPS = 2 are assigned; this
  *     cuts its search from 1.9 million nodes to 0.21 million. Unassigned
  *     params hold their defaults, which nothing evaluated fully reads.
- *     What reads no dim (directly or through derived values) is the same
- *     on every shape, so it is evaluated once, on shape 0.
+ *     An item has the same value on two shapes that agree on every dim it
+ *     reads (directly or through derived values), so it is evaluated only
+ *     on the first shape of each such group; its value or verdict there
+ *     stands for the others. What reads no dim is evaluated once, on shape
+ *     0; what reads only D, once a head dim (the attention task: 13 shapes,
+ *     2 head dims). The same errors and the same cuts come first, since a
+ *     group's first shape is never later than its others.
  *
  * A leaf that survives passes every constraint on every shape with every
  * derived value evaluated: exactly task_check's verdict. An early cut only
@@ -53,8 +58,9 @@ typedef struct Search {
     Levels         derived;   /* derived values due at each level */
     Levels         cons;      /* constraints due at each level */
     Levels         partial;   /* open constraints that read the param of each level */
-    unsigned char *dvaries;   /* per derived value: reads a dim */
-    unsigned char *cvaries;   /* per constraint: reads a dim */
+    int            nshapes;
+    int           *drep;      /* per derived value, per shape: the shape evaluated for it */
+    int           *crep;      /* per constraint, per shape: likewise */
     uint64_t       max_nodes;
     const int     *stop;      /* nonzero: end now (task_space_enumerate_stop) */
     TaskSpace     *out;
@@ -64,9 +70,10 @@ typedef struct Search {
 
 /* ---- dependencies and order --------------------------------------------- */
 
-/* The flags of an item: one per param it reads, then one (index nparams)
- * when it reads a dim, so that its value may differ between shapes. */
-#define DEP_ROW(np) ((size_t)(np) + 1)
+/* The flags of an item: one per param it reads, then one per dim (index
+ * nparams + the dim's index), so that its value may differ between shapes
+ * that differ in that dim. */
+#define DEP_ROW(t) ((size_t)(t)->nparams + (size_t)(t)->ndims)
 
 /* OR into dep (DEP_ROW flags) what expression e reads, directly or
  * through the first nderived derived values, whose flags are ddep. */
@@ -80,15 +87,40 @@ static void expr_deps(const Task *t, const Expr *e, const unsigned char *ddep, i
             dep[p] = 1;
             continue;
         }
-        if (tl_find_name(t->dim_names, t->ndims, name) >= 0) {
-            dep[np] = 1;
+        int dim = tl_find_name(t->dim_names, t->ndims, name);
+        if (dim >= 0) {
+            dep[np + dim] = 1;
             continue;
         }
         for (int d = 0; d < nderived; d++)
             if (strcmp(t->derived[d].name, name) == 0)
-                for (size_t k = 0; k < DEP_ROW(np); k++)
-                    dep[k] |= ddep[(size_t)d * DEP_ROW(np) + k];
+                for (size_t k = 0; k < DEP_ROW(t); k++)
+                    dep[k] |= ddep[(size_t)d * DEP_ROW(t) + k];
     }
+}
+
+/* For n items (flags dep, DEP_ROW each): rep[i * nshapes + s], the first
+ * shape that agrees with shape s on every dim item i reads (s itself when
+ * none before it does; 0 for an item that reads no dim). Fresh. */
+static int *shape_reps(const Task *t, const unsigned char *dep, int n)
+{
+    int nshapes = task_nshapes(t), np = t->nparams;
+    int *rep = xcalloc((size_t)n * (size_t)nshapes + 1, sizeof(int));
+    for (int i = 0; i < n; i++) {
+        const unsigned char *di = dep + (size_t)i * DEP_ROW(t) + np;
+        for (int s = 0; s < nshapes; s++) {
+            int r = 0;
+            for (; r < s; r++) {
+                int k = 0;
+                while (k < t->ndims && (!di[k] || task_dim_value(t, r, k) == task_dim_value(t, s, k)))
+                    k++;
+                if (k == t->ndims)
+                    break;
+            }
+            rep[(size_t)i * (size_t)nshapes + (size_t)s] = r;
+        }
+    }
+    return rep;
 }
 
 /* The level of an item reading the params flagged in dep: one past the
@@ -122,19 +154,16 @@ static void levels_build(Levels *L, const unsigned char *in, int n, int np)
 }
 
 /* L: n items (flags dep, DEP_ROW each) at their due levels (pos: the
- * params' positions in the order). Returns their "reads a dim" flags
- * (fresh, one per item). */
-static unsigned char *levels_due(Levels *L, const unsigned char *dep, int n, const int *pos, int np)
+ * params' positions in the order). Returns their shape_reps. */
+static int *levels_due(Levels *L, const Task *t, const unsigned char *dep, int n, const int *pos)
 {
-    size_t row = DEP_ROW(np);
-    unsigned char *in = xcalloc(((size_t)np + 1) * (size_t)n + 1, 1), *varies = xcalloc((size_t)n + 1, 1);
-    for (int i = 0; i < n; i++) {
-        in[(size_t)due_level(dep + (size_t)i * row, pos, np) * (size_t)n + (size_t)i] = 1;
-        varies[i] = dep[(size_t)i * row + (size_t)np];
-    }
+    int np = t->nparams;
+    unsigned char *in = xcalloc(((size_t)np + 1) * (size_t)n + 1, 1);
+    for (int i = 0; i < n; i++)
+        in[(size_t)due_level(dep + (size_t)i * DEP_ROW(t), pos, np) * (size_t)n + (size_t)i] = 1;
     levels_build(L, in, n, np);
     free(in);
-    return varies;
+    return shape_reps(t, dep, n);
 }
 
 static void levels_free(Levels *L)
@@ -149,7 +178,7 @@ static void levels_free(Levels *L)
 static void plan_order(Search *S, const unsigned char *cdep, int *pos)
 {
     int np = S->t->nparams, nc = S->t->ncons;
-    size_t row = DEP_ROW(np);
+    size_t row = DEP_ROW(S->t);
     int *open = xcalloc((size_t)nc + 1, sizeof(int));  /* unassigned params read */
     for (int c = 0; c < nc; c++)
         for (int p = 0; p < np; p++)
@@ -186,7 +215,7 @@ static void plan_search(Search *S)
 {
     const Task *t = S->t;
     int np = t->nparams, nd = t->nderived, nc = t->ncons;
-    size_t row = DEP_ROW(np), nl = (size_t)np + 1;
+    size_t row = DEP_ROW(t), nl = (size_t)np + 1;
     unsigned char *ddep = xcalloc((size_t)nd * row + 1, 1);
     unsigned char *cdep = xcalloc((size_t)nc * row + 1, 1);
     for (int d = 0; d < nd; d++)
@@ -196,8 +225,9 @@ static void plan_search(Search *S)
     int *pos = xcalloc((size_t)np + 1, sizeof(int));
     plan_order(S, cdep, pos);
 
-    S->dvaries = levels_due(&S->derived, ddep, nd, pos, np);
-    S->cvaries = levels_due(&S->cons, cdep, nc, pos, np);
+    S->nshapes = task_nshapes(t);
+    S->drep = levels_due(&S->derived, t, ddep, nd, pos);
+    S->crep = levels_due(&S->cons, t, cdep, nc, pos);
     /* an open constraint may be decided early at a level whose param it reads */
     unsigned char *in = xcalloc(nl * (size_t)nc + 1, 1);
     for (int c = 0; c < nc; c++)
@@ -212,31 +242,34 @@ static void plan_search(Search *S)
 
 /* ---- the search ----------------------------------------------------------- */
 
-/* Evaluate what is due at level l on every shape (what reads no dim on
- * shape 0 only), then try to rule out the open constraints that read the
- * param just assigned: 1 when the branch lives on, 0 when a constraint
- * fails, -1 on an evaluation error (S->err). */
+/* Evaluate what is due at level l on every shape (each item on the first
+ * shape of each group of shapes it cannot tell apart, shape_reps), then
+ * try to rule out the open constraints that read the param just assigned:
+ * 1 when the branch lives on, 0 when a constraint fails, -1 on an
+ * evaluation error (S->err). */
 static int level_holds(Search *S, int l)
 {
     const Levels *D = &S->derived, *C = &S->cons, *P = &S->partial;
-    int nshapes = task_nshapes(S->t);
-    for (int s = 0; s < nshapes; s++) {
+    int ns = S->nshapes;
+    for (int s = 0; s < ns; s++) {
         for (int i = D->off[l]; i < D->off[l + 1]; i++) {
-            int d = D->item[i];
-            if ((s == 0 || S->dvaries[d]) && tl_probe_derived(S->probe, S->dvaries[d] ? s : -1, d, S->err) < 0)
+            int d = D->item[i], r = S->drep[d * ns + s];
+            if (r != s)
+                tl_probe_derived_copy(S->probe, r, s, d);
+            else if (tl_probe_derived(S->probe, s, d, S->err) < 0)
                 return -1;
         }
         for (int i = C->off[l]; i < C->off[l + 1]; i++) {
             int c = C->item[i];
-            int ok = s == 0 || S->cvaries[c] ? tl_probe_constraint(S->probe, s, c, S->err) : 1;
+            int ok = S->crep[c * ns + s] == s ? tl_probe_constraint(S->probe, s, c, S->err) : 1;
             if (ok <= 0)
                 return ok;
         }
     }
     for (int i = P->off[l]; i < P->off[l + 1]; i++) {
         int c = P->item[i];
-        for (int s = 0; s < (S->cvaries[c] ? nshapes : 1); s++)
-            if (tl_probe_excluded(S->probe, s, c))
+        for (int s = 0; s < ns; s++)
+            if (S->crep[c * ns + s] == s && tl_probe_excluded(S->probe, s, c))
                 return 0;
     }
     return 1;
@@ -331,8 +364,8 @@ int task_space_enumerate_stop(const Task *t, const DeviceInfo *dev, uint64_t max
     levels_free(&S.derived);
     levels_free(&S.cons);
     levels_free(&S.partial);
-    free(S.dvaries);
-    free(S.cvaries);
+    free(S.drep);
+    free(S.crep);
     free(S.order);
     free(S.dknown);
     free(S.pknown);
