@@ -6,6 +6,7 @@
 #include "search/moves.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,7 +125,10 @@ void loop_space_cancel(Loop *L)
 static int have_space(Loop *L, EvoErr *err)
 {
     if (L->space_state == 0) {
+        double t0 = time_now_ms();
         int e = L->space_job ? space_join(L, 1, err) : task_space_enumerate(L->task, L->dev, 0, &L->space, err);
+        if (getenv("EVOENG_STEADY_DEBUG"))
+            fprintf(stderr, "dbg space: waited %.0f ms at %.0f ms into the run\n", time_now_ms() - t0, t0 - L->t0);
         if (e < 0)
             return -1;
         L->space_state = e == 0 && L->space.count > 0 ? 1 : -1;
