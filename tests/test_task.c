@@ -526,6 +526,48 @@ static void test_tmap(void)
     CHECK_CONTAINS(err.msg, "launch[0].args[4].tensor_map: tensor_map reaches byte 16384 of buffer 'X', which holds 12288 bytes");
 }
 
+/* An argument with a "when" of its own is passed only where it holds
+ * (good_when_args.json: the tensor map where UNROLL > 1, an i32 where
+ * SPLITS == 2), and the arguments after it move up. */
+static void test_when_args(void)
+{
+    Task *t = NULL;
+    DeviceInfo dev;
+    EvoErr err;
+    char *path = data_path("good_when_args.json");
+    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
+    CHECK(device_profile("sm_90", &dev, &err) == 0);
+    free(path);
+    if (!t)
+        return;
+    int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
+    int iu = task_param_index(t, "UNROLL"), is = task_param_index(t, "SPLITS");
+    /* UNROLL, SPLITS: the defaults (2, 1); then (1, 2); then (4, 2) */
+    const int64_t set[3][2] = {{2, 1}, {1, 2}, {4, 2}};
+    const int nargs[3] = {5, 5, 6};
+    for (int c = 0; c < 3; c++) {
+        task_defaults(t, vals);
+        vals[iu] = set[c][0];
+        vals[is] = set[c][1];
+        Plan p;
+        int rc = task_resolve(t, vals, 0, &dev, &p, &err);
+        CHECK_MSG(rc == 0, "%s", err.msg);
+        if (rc)
+            continue;
+        const PlanLaunch *l = &p.launches[0];
+        CHECK_MSG(l->nargs == nargs[c], "case %d: %d arguments", c, l->nargs);
+        CHECK(l->args[3].kind == ARG_I32 && l->args[3].i == 1024);   /* N, before the conditional ones */
+        int tm = set[c][0] > 1, i32 = set[c][1] == 2;
+        CHECK(tm == (l->nargs > 4 && l->args[4].kind == ARG_TMAP));
+        if (i32)
+            CHECK(l->args[l->nargs - 1].kind == ARG_I32 && l->args[l->nargs - 1].i == 7 * 3);
+        CHECK(l->nargs == 4 + tm + i32);
+        plan_free(&p);
+    }
+    free(vals);
+    task_free(&t);
+}
+
 static void test_load_text(void)
 {
     char *path = data_path("good_task.json"), *text = NULL;
@@ -767,6 +809,7 @@ int main(void)
     RUN(test_render);
     RUN(test_load_text);
     RUN(test_tmap);
+    RUN(test_when_args);
     RUN(test_missing_file);
     RUN(test_many_values);
     RUN(test_targets);

@@ -2,8 +2,10 @@
  * task_launch.c: the launch plans of a task spec, as the loader reads
  * them: `launch` and `reference.launch`, each an entry with its grid,
  * block, shared memory, `when` and arguments (buffers, scalars typed
- * {"i32": e} ..., and tensor maps). Everything is kept as expressions; the
- * resolver (task_resolve.c) evaluates them per configuration and shape.
+ * {"i32": e} ..., and tensor maps; a typed scalar or a tensor map may
+ * carry a `when` of its own, and is passed only where it holds). Everything
+ * is kept as expressions; the resolver (task_resolve.c) evaluates them per
+ * configuration and shape.
  */
 #include "task/task_priv.h"
 
@@ -93,10 +95,17 @@ static int load_arg(Loader *L, json_t *v, const char *p, TArg *a)
 {
     Task *t = L->t;
     a->buffer = -1;
+    /* an object's "when" first: the rest is one kind key */
+    size_t nkeys = json_is_object(v) ? json_object_size(v) : 0;
+    if (nkeys && json_object_get(v, "when")) {
+        if (tl_opt_texpr(L, v, p, "when", &a->when) < 0)
+            return -1;
+        nkeys--;
+    }
     if (json_is_object(v) && json_object_get(v, "tensor_map")) {
         char q[PATH_MAX_LEN];
-        if (json_object_size(v) != 1)
-            return tl_err(L, p, "a tensor_map argument is an object with the one key \"tensor_map\"");
+        if (nkeys != 1)
+            return tl_err(L, p, "a tensor_map argument is an object with the key \"tensor_map\" (and \"when\")");
         tl_subpath(q, p, "tensor_map");
         return load_tmap(L, json_object_get(v, "tensor_map"), q, a);
     }
@@ -108,17 +117,19 @@ static int load_arg(Loader *L, json_t *v, const char *p, TArg *a)
         return tl_err(L, p, "a bare number argument must be an integer; write {\"f32\": %g} for a float",
                       json_real_value(v));
     if (json_is_object(v)) {
-        static const char *const kinds[] = {"i32", "i64", "f32", "f64", NULL};
+        static const char *const kinds[] = {"i32", "i64", "f32", "f64", "when", NULL};
         static const ArgKind kk[] = {ARG_I32, ARG_I64, ARG_F32, ARG_F64};
         const char *key;
         json_t *e;
         char q[PATH_MAX_LEN];
-        if (json_object_size(v) != 1)
+        if (nkeys != 1)
             return tl_err(L, p, "expected one of {\"i32\": e}, {\"i64\": e}, {\"f32\": e}, {\"f64\": e}, "
-                        "{\"tensor_map\": {...}}");
+                        "{\"tensor_map\": {...}}, each with an optional \"when\": e");
         if (tl_check_keys(L, v, p, kinds) < 0)
             return -1;
         json_object_foreach(v, key, e) {
+            if (strcmp(key, "when") == 0)
+                continue;
             for (int k = 0; kinds[k]; k++)
                 if (strcmp(kinds[k], key) == 0)
                     a->kind = kk[k];
@@ -216,6 +227,7 @@ void tl_launches_free(TLaunch *l, int n)
         for (int k = 0; k < l[i].nargs; k++) {
             TTmap *tm = l[i].args[k].tm;
             tl_texpr_free(&l[i].args[k].x);
+            tl_texpr_free(&l[i].args[k].when);
             for (int d = 0; tm && d < TMAP_MAX_RANK; d++) {
                 tl_texpr_free(&tm->dims[d]);
                 tl_texpr_free(&tm->box[d]);

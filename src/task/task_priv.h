@@ -101,6 +101,7 @@ typedef struct TArg {
     int     buffer;    /* ARG_BUFFER, ARG_TMAP */
     TExpr   x;         /* scalars */
     TTmap  *tm;        /* ARG_TMAP */
+    TExpr   when;      /* optional: the argument is passed only where it holds */
 } TArg;
 
 typedef struct TLaunch {

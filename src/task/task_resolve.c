@@ -349,7 +349,6 @@ static int resolve_launches(Env *env, const TLaunch *ls, int n, Plan *plan, int 
         PlanLaunch *pl = &(*out)[(*nout)++];
         pl->entry = xstrdup(l->entry);
         pl->args = xcalloc((size_t)l->nargs + 1, sizeof(PlanArg));
-        pl->nargs = l->nargs;
         for (int k = 0; k < 3; k++) {
             int64_t g = 1, b = 1;
             if (l->grid[k].e && eval_int(env, &l->grid[k], 1, UINT_MAX, &g, err) < 0)
@@ -365,8 +364,14 @@ static int resolve_launches(Env *env, const TLaunch *ls, int n, Plan *plan, int 
         pl->smem = (unsigned)smem;
         for (int k = 0; k < l->nargs; k++) {
             const TArg *a = &l->args[k];
-            PlanArg *pa = &pl->args[k];
             ExprValue v;
+            if (a->when.e) {   /* an argument passed only where its condition holds */
+                if (eval_x(env, &a->when, &v, err) < 0)
+                    return -1;
+                if (!expr_value_true(v))
+                    continue;
+            }
+            PlanArg *pa = &pl->args[pl->nargs++];
             pa->kind = a->kind;
             pa->buffer = -1;
             switch (a->kind) {
