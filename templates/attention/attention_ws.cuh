@@ -42,7 +42,8 @@
  * producer (it waits for them only before it exits).  cp.async writes
  * through the generic proxy and wgmma reads through the async proxy, so a
  * consumer fences (fence.proxy.async) after waiting on a full K or V
- * barrier (Q is read by ldmatrix: no fence).  A thread's rows are
+ * barrier (Q is read by ldmatrix: no fence; with TMA loads it is Q that
+ * crosses proxies, fenced before emptyQ in the persistent loop).  A thread's rows are
  * r0 + 16 i, all with the swizzle of row r0, so its copy loop (kept
  * rolled) only steps a source pointer and a smem address: it fits the 24
  * (32 with 3 consumers) registers the producer keeps under REGSPLIT,
@@ -318,6 +319,16 @@ attn_fwd_ws(const __grid_constant__ AttTmap tmQ, const __grid_constant__ AttTmap
             att_ldsm4(a, qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3]);
         }
     }
+#if WS_PS && !LOADS
+    /* The persistent producer's next TMA load (the async proxy) rewrites
+     * the Q tile these ldmatrix reads (the generic proxy) just took: order
+     * the reads before it, which the mbarrier alone does not do across
+     * proxies. Without this fence some rows were computed with the next
+     * tile's Q: 34 to 1,242 wrong outputs in every gate run at B2 H32 HKV8
+     * S1024 D128 with OVERLAP and PACKGQA (whose timing exposed it); with
+     * cp.async loads (LOADS=1, the generic proxy) it never failed. */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
     ws_arrive(emptyQ);
 
 #if LSUM
