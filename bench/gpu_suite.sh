@@ -20,7 +20,7 @@ for n in $(grep -o "^test('gpu_[a-z0-9_]*'" tests/meson.build | sed "s/test('gpu
 done
 suite=(build/tests/test_gpu_cuda build/tests/test_gpu_planted build/tests/test_gpu_ref build/tests/test_gpu_aa
        "sh tests/test_gpu_resume.sh" "sh tests/test_gpu_sweep.sh" "sh tests/test_gpu_bf16.sh" "sh tests/test_gpu_gqa.sh"
-       "sh tests/test_gpu_maxskip.sh" "sh tests/test_gpu_otma.sh" "sh tests/test_gpu_profiles.sh" "sh tests/test_gpu_kfile.sh"
+       "sh tests/test_gpu_maxskip.sh" "sh tests/test_gpu_otma.sh" "sh tests/test_gpu_race.sh" "sh tests/test_gpu_profiles.sh" "sh tests/test_gpu_kfile.sh"
        "sh tests/test_gpu_multi.sh" "sh tests/test_gpu_hang.sh" "sh tests/test_gpu_untrusted.sh"
        "sh tests/test_init_seed.sh --gpu")
 # a test's name (test_gpu_multi) and its short name (multi)
