@@ -17,26 +17,36 @@ gate_verdict() {
     echo "OK"
 }
 
-# gate_task_copy DIR PARAM VALUES [K=V ...]: copies the attention template
-# and its task into DIR, the copy's PARAM taking only VALUES (comma-
-# separated; the first is its default) and each K=V setting a parameter's
-# default (so that the default configuration satisfies PARAM's
+# gate_task_copy DIR [PARAM VALUES [K=V ...]]: copies the attention
+# template and its task into DIR, the copy's PARAM taking only VALUES
+# (comma-separated; the first is its default) and each K=V setting a
+# parameter's default (so that the default configuration satisfies PARAM's
 # constraints). GATE_SPILLS=1 lets the copy's kernels spill (a test of
-# correctness alone). Returns 1, having said so, when the copy fails.
+# correctness alone). GATE_DROP=EXPR leaves out the constraint whose
+# expression is EXPR, and fails when the task has none. Returns 1, having
+# said so, when the copy fails.
 gate_task_copy() {
     gt_dir=$1; shift
     cp "$EVO_SOURCE_ROOT"/templates/attention/*.cu "$EVO_SOURCE_ROOT"/templates/attention/*.cuh \
         "$EVO_SOURCE_ROOT"/templates/attention/task.json "$gt_dir"/ &&
         "${PYTHON:-python3}" - "$gt_dir/task.json" "$@" <<'PYEOF' && return 0
 import json, os, sys
-path, param, values = sys.argv[1], sys.argv[2], [int(v) for v in sys.argv[3].split(",")]
+path = sys.argv[1]
 t = json.load(open(path))
-t["params"][param].update(values=values, default=values[0])
+if len(sys.argv) > 2:
+    param, values = sys.argv[2], [int(v) for v in sys.argv[3].split(",")]
+    t["params"][param].update(values=values, default=values[0])
 for kv in sys.argv[4:]:
     k, v = kv.split("=")
     t["params"][k]["default"] = int(v)
 if os.environ.get("GATE_SPILLS") == "1":
     t["compile"].update(max_spill_bytes=4096, max_stack_bytes=4096)
+drop = os.environ.get("GATE_DROP")
+if drop:
+    kept = [c for c in t["constraints"] if not (isinstance(c, dict) and c["expr"] == drop)]
+    if len(kept) != len(t["constraints"]) - 1:
+        sys.exit("the constraint '%s' is not in the task" % drop)
+    t["constraints"] = kept
 json.dump(t, open(path, "w"), indent=1)
 PYEOF
     echo "FAIL: could not write the task copy in $gt_dir"
