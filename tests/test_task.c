@@ -479,10 +479,11 @@ static void test_render(void)
 /* A tensor_map launch argument resolves to a PlanTmap (innermost dims
  * first, packed strides by default) and is refused where it would reach
  * past its buffer. */
-/* Load tests/data/<name> and resolve its defaults at shape 0 on sm_90.
- * Returns task_resolve's result (-2 when the spec does not load); *err
+/* Load tests/data/<name> and resolve params ("K=V,...", the rest their
+ * defaults; "" all defaults) at shape 0 on sm_90. Returns task_resolve's
+ * result (-2 when the spec does not load or params do not parse); *err
  * says why. */
-static int resolve_defaults(const char *name, Plan *p, EvoErr *err)
+static int resolve_params(const char *name, const char *params, Plan *p, EvoErr *err)
 {
     Task *t = NULL;
     DeviceInfo dev;
@@ -493,12 +494,17 @@ static int resolve_defaults(const char *name, Plan *p, EvoErr *err)
     free(path);
     if (t) {
         int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
-        task_defaults(t, vals);
-        rc = task_resolve(t, vals, 0, &dev, p, err);
+        if (task_params_parse(t, params, vals, err) == 0)
+            rc = task_resolve(t, vals, 0, &dev, p, err);
         free(vals);
         task_free(&t);
     }
     return rc;
+}
+
+static int resolve_defaults(const char *name, Plan *p, EvoErr *err)
+{
+    return resolve_params(name, "", p, err);
 }
 
 /* A tensor_map launch argument resolves to a PlanTmap (innermost dims
@@ -531,41 +537,24 @@ static void test_tmap(void)
  * SPLITS == 2), and the arguments after it move up. */
 static void test_when_args(void)
 {
-    Task *t = NULL;
-    DeviceInfo dev;
     EvoErr err;
-    char *path = data_path("good_when_args.json");
-    CHECK_MSG(task_load(path, &t, &err) == 0, "%s", err.msg);
-    CHECK(device_profile("sm_90", &dev, &err) == 0);
-    free(path);
-    if (!t)
-        return;
-    int64_t *vals = xcalloc((size_t)task_nparams(t) + 1, sizeof(int64_t));
-    int iu = task_param_index(t, "UNROLL"), is = task_param_index(t, "SPLITS");
     /* UNROLL, SPLITS: the defaults (2, 1); then (1, 2); then (4, 2) */
-    const int64_t set[3][2] = {{2, 1}, {1, 2}, {4, 2}};
-    const int nargs[3] = {5, 5, 6};
+    const char *const set[3] = {"", "UNROLL=1,SPLITS=2", "UNROLL=4,SPLITS=2"};
+    const int tm[3] = {1, 0, 1}, i32[3] = {0, 1, 1};
     for (int c = 0; c < 3; c++) {
-        task_defaults(t, vals);
-        vals[iu] = set[c][0];
-        vals[is] = set[c][1];
         Plan p;
-        int rc = task_resolve(t, vals, 0, &dev, &p, &err);
+        int rc = resolve_params("good_when_args.json", set[c], &p, &err);
         CHECK_MSG(rc == 0, "%s", err.msg);
         if (rc)
             continue;
         const PlanLaunch *l = &p.launches[0];
-        CHECK_MSG(l->nargs == nargs[c], "case %d: %d arguments", c, l->nargs);
+        CHECK_MSG(l->nargs == 4 + tm[c] + i32[c], "case %d: %d arguments", c, l->nargs);
         CHECK(l->args[3].kind == ARG_I32 && l->args[3].i == 1024);   /* N, before the conditional ones */
-        int tm = set[c][0] > 1, i32 = set[c][1] == 2;
-        CHECK(tm == (l->nargs > 4 && l->args[4].kind == ARG_TMAP));
-        if (i32)
+        CHECK(tm[c] == (l->nargs > 4 && l->args[4].kind == ARG_TMAP));
+        if (i32[c])
             CHECK(l->args[l->nargs - 1].kind == ARG_I32 && l->args[l->nargs - 1].i == 7 * 3);
-        CHECK(l->nargs == 4 + tm + i32);
         plan_free(&p);
     }
-    free(vals);
-    task_free(&t);
 }
 
 static void test_load_text(void)
